@@ -1,0 +1,48 @@
+"""Benchmark conventions: every comparison is a pytest-benchmark *group* holding one
+``fastcon`` benchmark and one ``reference`` benchmark (NumPy/SciPy/sklearn), timed in the same
+run. At the end of the session the speed-up ``reference / fastcon`` (ratio of minimum times) is
+printed per group, together with any extra figures a benchmark stored in ``extra_info``.
+"""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from conftest import shared_data_dir  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def data_home():
+    path = shared_data_dir()
+    if not (path / "MANIFEST.md").exists():
+        pytest.fail(f"shared datasets not found at {path}; set FASTCON_DATA to the shared/data folder")
+    return path
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    session = getattr(config, "_benchmarksession", None)
+    if session is None or not session.benchmarks:
+        return
+    groups = {}
+    for bench in session.benchmarks:
+        role = bench.extra_info.get("role")
+        groups.setdefault(bench.group, {})[role] = bench
+    tr = terminalreporter
+    tr.section("fastcon speed-ups (reference min time / fastcon min time)")
+    for group, roles in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        fast, ref = roles.get("fastcon"), roles.get("reference")
+        extras = {}
+        for b in roles.values():
+            extras.update({k: v for k, v in b.extra_info.items() if k not in ("role", "target")})
+        line = f"{group}:"
+        if fast is not None and ref is not None:
+            ratio = ref.stats.min / fast.stats.min
+            target = fast.extra_info.get("target")
+            line += f" fastcon {fast.stats.min * 1e3:.3f} ms, reference {ref.stats.min * 1e3:.3f} ms, ratio {ratio:.2f}x"
+            if target is not None:
+                line += f" (target >= {target}x: {'MET' if ratio >= target else 'NOT MET'})"
+        if extras:
+            line += " " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in extras.items())
+        tr.write_line(line)

@@ -1,0 +1,1 @@
+"""Numba kernels: pure functions on numpy arrays. Nothing here imports from the rest of fastcon."""
