@@ -3,22 +3,17 @@
 run. At the end of the session the speed-up ``reference / fastcon`` (ratio of minimum times) is
 printed per group, together with any extra figures a benchmark stored in ``extra_info``.
 """
-import os
-import sys
+import importlib.util
 from pathlib import Path
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import shared_data_dir  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def data_home():
-    path = shared_data_dir()
-    if not (path / "MANIFEST.md").exists():
-        pytest.fail(f"shared datasets not found at {path}; set FASTCON_DATA to the shared/data folder")
-    return path
+# tests/conftest.py holds the data-folder fixture; loaded under its own name because pytest has
+# already registered *this* file as the module "conftest".
+_spec = importlib.util.spec_from_file_location(
+    "_fastcon_tests_conftest", Path(__file__).resolve().parents[1] / "tests" / "conftest.py")
+_tests_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_tests_conftest)
+data_home = _tests_conftest.data_home
+shared_data_dir = _tests_conftest.shared_data_dir
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

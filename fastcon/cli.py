@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from ._version import __version__
 
@@ -27,11 +28,12 @@ def _cmd_datasets(args) -> int:
     rows = []
     for name in names:
         info = dataset_info(name, data_home=args.data_home)
-        row = {"name": name, "description": info["description"], "found": info["found"],
-               "location": info["location"], "subsets": {}, "groups": info.get("groups"), "error": None}
-        if info["found"] and not args.no_load:
+        row = {"name": name, "description": info["description"], "found": info["available"],
+               "location": info["folder"], "subsets": {}, "groups": info.get("groups"), "error": None}
+        if row["found"] and not args.no_load:
             try:
-                for subset in info["subsets"]:
+                # "all" is train + test stacked: listing it again would only repeat the shapes.
+                for subset in [s for s in info["subsets"] if s != "all"] or ["all"]:
                     t0 = time.perf_counter()
                     ds = load(name, data_home=args.data_home, subset=subset, download=False)
                     entry = {"shape": list(ds.shape), "sparse": ds.is_sparse, "task": ds.task,
@@ -45,8 +47,10 @@ def _cmd_datasets(args) -> int:
                     row["subsets"][subset] = entry
             except Exception as exc:  # report every dataset, even when one recipe fails
                 row["error"] = f"{type(exc).__name__}: {exc}"
-        elif not info["found"]:
-            row["how_to_get"] = info["how_to_get"]
+        elif not row["found"]:
+            missing = [f for f in info["files"] if not f["present"]]
+            row["how_to_get"] = "; ".join(
+                f"put {f['path']}" + (f" (from {f['urls'][0]})" if f["urls"] else "") for f in missing)
         rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -56,7 +60,7 @@ def _cmd_datasets(args) -> int:
 
 
 def _print_dataset_table(rows, no_load):
-    header = f"{'name':<11} {'status':<9} {'subset':<6} {'rows x cols':>14}  {'kind':<11} groups / classes"
+    header = f"{'name':<11} {'status':<9} {'subset':<6} {'rows x cols':>14}  {'kind':<12} groups / classes"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -74,11 +78,11 @@ def _print_dataset_table(rows, no_load):
             kind = ("CSR" if e["sparse"] else "dense") + (" binary" if e["task"] == "binary" else " multi")
             extra = ", ".join(f"{g}: {c:,}" for g, c in e["groups"].items()) if "groups" in e else (
                 f"{e['classes']} classes" if "classes" in e else "")
-            print(f"{row['name'] if k == 0 else '':<11} {'found' if k == 0 else '':<9} {subset:<6} {shape:>14}  {kind:<11} {extra}")
+            print(f"{row['name'] if k == 0 else '':<11} {'found' if k == 0 else '':<9} {subset:<6} {shape:>14}  {kind:<12} {extra}")
     print()
     where = {r["location"] for r in rows if r["found"]}
     if where:
-        print("data home: " + ", ".join(sorted({str(w).rsplit('/', 1)[0] for w in where})))
+        print("data home: " + ", ".join(sorted({str(Path(w).parent) for w in where})))
 
 
 def _build_parser() -> argparse.ArgumentParser:

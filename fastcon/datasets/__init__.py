@@ -1,4 +1,11 @@
 """Datasets: the `Dataset` container, LIBSVM I/O, the registry of named datasets, generators."""
 from ._dataset import Dataset
+from ._libsvm_io import dump_libsvm, load_libsvm, read_libsvm
+from ._registry import ChecksumError, DatasetFileError, data_home, dataset_info, list_datasets, load
+from ._synthetic import make_fair_classification, make_multiclass, make_neyman_pearson
 
-__all__ = ["Dataset"]
+__all__ = [
+    "Dataset", "load_libsvm", "read_libsvm", "dump_libsvm", "load", "list_datasets", "dataset_info",
+    "data_home", "DatasetFileError", "ChecksumError", "make_fair_classification", "make_multiclass",
+    "make_neyman_pearson",
+]
