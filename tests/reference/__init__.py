@@ -1,0 +1,1 @@
+"""Plain NumPy/SciPy reference implementations: slow, obviously right, used to check the kernels."""

@@ -1,0 +1,115 @@
+"""Projections onto a ball, a product of balls and a box: membership, idempotence, optimality."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fastcon._kernels import project_ball, project_balls, project_box
+from reference import kernels as ref
+
+TOL = 1e-12
+
+
+def projected(fn, x, *args):
+    out = x.copy()
+    fn(out, *args)
+    return out
+
+
+def sample_ball(rng, d, radius, center):
+    u = rng.standard_normal(d)
+    return center + u / max(np.linalg.norm(u), 1e-300) * radius * rng.random() ** (1 / d)
+
+
+vectors = st.integers(1, 20).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, 2**32 - 1)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(vectors, st.floats(0.0, 5.0), st.booleans(), st.floats(0.01, 10.0))
+def test_ball(dim_seed, radius, centered, spread):
+    d, seed = dim_seed
+    rng = np.random.default_rng(seed)
+    center = rng.standard_normal(d) if centered else None
+    c = np.zeros(d) if center is None else center
+    x = c + rng.standard_normal(d) * spread
+    p = projected(project_ball, x, radius, center)
+    np.testing.assert_allclose(p, ref.project_ball(x, radius, center), rtol=1e-13, atol=1e-13)
+    assert np.linalg.norm(p - c) <= radius * (1 + TOL) + TOL
+    np.testing.assert_allclose(projected(project_ball, p, radius, center), p, rtol=1e-14, atol=1e-14)
+    for _ in range(5):
+        v = sample_ball(rng, d, radius, c)
+        assert np.dot(x - p, v - p) <= TOL * (1 + np.linalg.norm(x - p) * np.linalg.norm(v - p))
+    inside = sample_ball(rng, d, radius, c)
+    assert np.array_equal(projected(project_ball, inside, radius, center), inside)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=5), st.integers(0, 2**32 - 1), st.booleans())
+def test_product_of_balls(sizes, seed, centered):
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    d = int(offsets[-1])
+    radii = rng.random(len(sizes)) * 2
+    radii[rng.random(len(sizes)) < 0.2] = np.inf
+    center = rng.standard_normal(d) if centered else None
+    c = np.zeros(d) if center is None else center
+    x = c + rng.standard_normal(d) * 3
+    p = projected(project_balls, x, offsets, radii, center)
+    np.testing.assert_allclose(p, ref.project_balls(x, offsets, radii, center), rtol=1e-13, atol=1e-13)
+    for k, r in enumerate(radii):
+        sl = slice(offsets[k], offsets[k + 1])
+        assert np.linalg.norm(p[sl] - c[sl]) <= r * (1 + TOL) + TOL
+        if not np.isfinite(r):
+            assert np.array_equal(p[sl], x[sl])
+    np.testing.assert_allclose(projected(project_balls, p, offsets, radii, center), p, rtol=1e-14, atol=1e-14)
+    for _ in range(5):
+        v = c.copy()
+        for k, r in enumerate(radii):
+            sl = slice(offsets[k], offsets[k + 1])
+            size = offsets[k + 1] - offsets[k]
+            if size:
+                v[sl] = sample_ball(rng, size, r if np.isfinite(r) else 10.0, c[sl])
+        assert np.dot(x - p, v - p) <= TOL * (1 + np.linalg.norm(x - p) * np.linalg.norm(v - p))
+
+
+@settings(max_examples=80, deadline=None)
+@given(vectors, st.booleans())
+def test_box(dim_seed, scalar_bounds):
+    d, seed = dim_seed
+    rng = np.random.default_rng(seed)
+    if scalar_bounds:
+        lo, hi = sorted(rng.standard_normal(2))
+        lo_a, hi_a = np.full(d, lo), np.full(d, hi)
+    else:
+        a, b = rng.standard_normal((2, d))
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        lo[rng.random(d) < 0.2] = -np.inf
+        hi[rng.random(d) < 0.2] = np.inf
+        lo_a, hi_a = lo, hi
+    x = rng.standard_normal(d) * 3
+    p = projected(project_box, x, lo, hi)
+    assert np.array_equal(p, ref.project_box(x, lo_a, hi_a))
+    assert np.all(p >= lo_a) and np.all(p <= hi_a)
+    assert np.array_equal(projected(project_box, p, lo, hi), p)
+    for _ in range(5):
+        v = np.clip(rng.standard_normal(d) * 3, lo_a, hi_a)
+        assert np.dot(x - p, v - p) <= TOL
+
+
+def test_points_inside_are_unchanged_and_infinite_radius_is_free():
+    x = np.array([0.3, -0.4])
+    assert np.array_equal(projected(project_ball, x, 0.5), x)
+    big = np.array([1e6, -1e6])
+    assert np.array_equal(projected(project_ball, big, np.inf), big)
+    np.testing.assert_allclose(projected(project_ball, np.array([3.0, 4.0]), 0.0), [0.0, 0.0])
+
+
+def test_bad_arguments_raise():
+    x = np.ones(3)
+    with pytest.raises(ValueError, match="radius"):
+        project_ball(x, -1.0)
+    with pytest.raises(ValueError, match="offsets"):
+        project_balls(x, np.array([0, 2], dtype=np.int64), np.array([1.0]))
+    with pytest.raises(ValueError, match="radii"):
+        project_balls(x, np.array([0, 3], dtype=np.int64), np.array([-1.0]))
+    with pytest.raises(ValueError, match="lo, hi"):
+        project_box(x, 1.0, 0.0)
