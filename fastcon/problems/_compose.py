@@ -1,0 +1,192 @@
+r"""Building terms out of terms: constraint levels, proximal terms, blocks of x, user callables.
+
+All wrappers keep the oracle protocol of ARCHITECTURE.md §3 (``value``, ``value_and_subgradient``,
+``value_rows``, ``value_and_subgradient_rows``, ``n_samples``, ``n_features``, ``rows_read``) and
+forward the row counter of the term they wrap, so data passes are counted once, at the source.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["less_equal", "ShiftedTerm", "ProximalTerm", "BlockTerm", "custom_term", "CustomTerm"]
+
+
+class _Wrapper:
+    def __init__(self, term):
+        self.term = term
+        self.n_samples = term.n_samples
+
+    @property
+    def rows_read(self):
+        return self.term.rows_read
+
+    def reset_counters(self):
+        self.term.reset_counters()
+
+
+class ShiftedTerm(_Wrapper):
+    r"""``term(x) - bound``: the constraint function :math:`g(x) = h(x) - c` of :math:`h(x) \le c`."""
+
+    def __init__(self, term, bound):
+        super().__init__(term)
+        bound = float(bound)
+        if not np.isfinite(bound):
+            raise ValueError(f"bound: must be finite, got {bound}")
+        self.bound = bound
+        self.n_features = term.n_features
+
+    def value(self, x):
+        return self.term.value(x) - self.bound
+
+    def value_and_subgradient(self, x, out):
+        return self.term.value_and_subgradient(x, out) - self.bound
+
+    def value_rows(self, x, rows):
+        return self.term.value_rows(x, rows) - self.bound
+
+    def value_and_subgradient_rows(self, x, rows, out):
+        return self.term.value_and_subgradient_rows(x, rows, out) - self.bound
+
+    def __repr__(self):
+        return f"({self.term!r} - {self.bound:.6g})"
+
+
+def less_equal(term, bound) -> ShiftedTerm:
+    r"""The constraint :math:`h(x) \le c` as the term :math:`g(x) = h(x) - c` (feasible iff ``g <= 0``)."""
+    return ShiftedTerm(term, bound)
+
+
+class ProximalTerm(_Wrapper):
+    r""":math:`h(x) + \frac{\hat\rho}{2}\|x - x_k\|^2`, the proximal-point subproblem term (paper 002 eq. 4).
+
+    The quadratic reads no data, so ``rows_read`` is that of ``term``. ``center`` is copied.
+    """
+
+    def __init__(self, term, rho_hat, center):
+        super().__init__(term)
+        self.rho_hat = float(rho_hat)
+        if not self.rho_hat >= 0:
+            raise ValueError(f"rho_hat: must be non-negative, got {rho_hat}")
+        self.center = np.array(center, dtype=np.float64)
+        self.n_features = term.n_features
+        if self.center.shape != (self.n_features,):
+            raise ValueError(f"center: expected shape ({self.n_features},), got {self.center.shape}")
+
+    def _quad(self, x):
+        diff = np.asarray(x, dtype=np.float64) - self.center
+        return 0.5 * self.rho_hat * float(diff @ diff), diff
+
+    def value(self, x):
+        return self.term.value(x) + self._quad(x)[0]
+
+    def value_and_subgradient(self, x, out):
+        v = self.term.value_and_subgradient(x, out)
+        q, diff = self._quad(x)
+        out += self.rho_hat * diff
+        return v + q
+
+    def value_rows(self, x, rows):
+        return self.term.value_rows(x, rows) + self._quad(x)[0]
+
+    def value_and_subgradient_rows(self, x, rows, out):
+        v = self.term.value_and_subgradient_rows(x, rows, out)
+        q, diff = self._quad(x)
+        out += self.rho_hat * diff
+        return v + q
+
+
+class BlockTerm(_Wrapper):
+    """A term of ``x[start:start + term.n_features]`` seen as a function of the whole ``x``.
+
+    E.g. the hinge constraint of the Wasserstein problem reads only the weights ``w`` of
+    ``x = (vec P, w)``; its subgradient is zero on the other blocks.
+    """
+
+    def __init__(self, term, start, n_features):
+        super().__init__(term)
+        self.start, self.stop = int(start), int(start) + term.n_features
+        self.n_features = int(n_features)
+        if self.start < 0 or self.stop > self.n_features:
+            raise ValueError(f"start: block [{self.start}, {self.stop}) does not fit in {self.n_features}")
+
+    def _block(self, x):
+        x = np.asarray(x)
+        if x.shape != (self.n_features,):
+            raise ValueError(f"x: expected shape ({self.n_features},), got {x.shape}")
+        return x[self.start:self.stop]
+
+    def value(self, x):
+        return self.term.value(self._block(x))
+
+    def value_and_subgradient(self, x, out):
+        out[:] = 0.0
+        return self.term.value_and_subgradient(self._block(x), out[self.start:self.stop])
+
+    def value_rows(self, x, rows):
+        return self.term.value_rows(self._block(x), rows)
+
+    def value_and_subgradient_rows(self, x, rows, out):
+        out[:] = 0.0
+        return self.term.value_and_subgradient_rows(self._block(x), rows, out[self.start:self.stop])
+
+
+class CustomTerm:
+    """A term from Python callables (the slow path: every call goes through the interpreter).
+
+    Parameters
+    ----------
+    value : callable ``x -> float``
+    value_and_subgradient : callable ``(x, out) -> float``
+        Writes a subgradient into ``out`` and returns the value.
+    n_features : int
+        Dimension of x.
+    n_samples : int, optional
+        Rows one call reads, for data-pass accounting (default 1: one "pass" per call).
+    value_rows, value_and_subgradient_rows : callables, optional
+        Minibatch oracles ``(x, rows)`` and ``(x, rows, out)``; without them the full oracles are
+        used (a deterministic term).
+    """
+
+    def __init__(self, value, value_and_subgradient, n_features, n_samples=None, value_rows=None,
+                 value_and_subgradient_rows=None):
+        if not callable(value) or not callable(value_and_subgradient):
+            raise ValueError("value: value and value_and_subgradient must be callables")
+        self._value, self._vs = value, value_and_subgradient
+        self._value_rows, self._vs_rows = value_rows, value_and_subgradient_rows
+        self.n_features = int(n_features)
+        self.n_samples = int(n_samples) if n_samples is not None else 1
+        self.rows_read = 0
+
+    def reset_counters(self):
+        self.rows_read = 0
+
+    def _checked(self, v):
+        v = float(v)
+        if np.isnan(v):
+            raise ValueError("value: the user's callable returned NaN")
+        return v
+
+    def value(self, x):
+        self.rows_read += self.n_samples
+        return self._checked(self._value(x))
+
+    def value_and_subgradient(self, x, out):
+        self.rows_read += self.n_samples
+        return self._checked(self._vs(x, out))
+
+    def value_rows(self, x, rows):
+        if self._value_rows is None:
+            return self.value(x)
+        self.rows_read += len(rows)
+        return self._checked(self._value_rows(x, rows))
+
+    def value_and_subgradient_rows(self, x, rows, out):
+        if self._vs_rows is None:
+            return self.value_and_subgradient(x, out)
+        self.rows_read += len(rows)
+        return self._checked(self._vs_rows(x, rows, out))
+
+
+def custom_term(value, value_and_subgradient, n_features, n_samples=None, **minibatch) -> CustomTerm:
+    """Wrap Python callables into a term every solver accepts; see `CustomTerm`."""
+    return CustomTerm(value, value_and_subgradient, n_features, n_samples, **minibatch)

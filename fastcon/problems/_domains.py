@@ -1,0 +1,115 @@
+r"""Feasible domains :math:`\mathcal X` with their Euclidean projections.
+
+Every domain has ``project(x)`` (returns the projection, ``x`` untouched), ``project_inplace(x)``,
+``contains(x, tol)`` and ``diameter`` (the :math:`D` of the theory; ``inf`` when unbounded).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._kernels._projections import project_ball, project_balls, project_box
+
+__all__ = ["Whole", "Ball", "ProductOfBalls", "Box", "Product"]
+
+
+class _Domain:
+    def project(self, x):
+        y = np.array(x, dtype=np.float64, copy=True)
+        self.project_inplace(y)
+        return y
+
+    def contains(self, x, tol=1e-12) -> bool:
+        x = np.asarray(x, dtype=np.float64)
+        return bool(np.linalg.norm(self.project(x) - x) <= tol * max(1.0, np.linalg.norm(x)))
+
+
+class Whole(_Domain):
+    """:math:`\\mathbb R^d` (no constraint)."""
+
+    diameter = np.inf
+
+    def project_inplace(self, x):
+        return x
+
+    def __repr__(self):
+        return "Whole()"
+
+
+class Ball(_Domain):
+    r"""Euclidean ball :math:`\{x : \|x - c\| \le r\}`; :math:`P(x) = c + (x - c)\min(1, r/\|x - c\|)`."""
+
+    def __init__(self, radius, center=None):
+        radius = float(radius)
+        if not (radius >= 0) or np.isnan(radius):
+            raise ValueError(f"radius: must be non-negative, got {radius}")
+        self.radius = radius
+        self.center = None if center is None else np.ascontiguousarray(center, dtype=np.float64)
+        self.diameter = 2.0 * radius
+
+    def project_inplace(self, x):
+        project_ball(x, self.radius, self.center)
+        return x
+
+    def __repr__(self):
+        return f"Ball(radius={self.radius:.6g})"
+
+
+class ProductOfBalls(_Domain):
+    r"""Blocks :math:`x_{[o_k, o_{k+1})}` each in its own ball of radius :math:`r_k` (multi-class models)."""
+
+    def __init__(self, offsets, radii):
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.radii = np.ascontiguousarray(radii, dtype=np.float64)
+        if self.offsets.ndim != 1 or self.radii.shape != (self.offsets.size - 1,):
+            raise ValueError("radii: need one radius per block (len(offsets) - 1)")
+        if np.any(np.diff(self.offsets) < 0) or np.any(self.radii < 0):
+            raise ValueError("offsets: must be non-decreasing and radii non-negative")
+        self.diameter = 2.0 * float(np.sqrt(np.sum(self.radii ** 2)))
+
+    def project_inplace(self, x):
+        project_balls(x, self.offsets, self.radii)
+        return x
+
+    def __repr__(self):
+        return f"ProductOfBalls({self.radii.size} blocks)"
+
+
+class Box(_Domain):
+    r"""Box :math:`\{x : l \le x \le u\}` (scalars or arrays)."""
+
+    def __init__(self, lo, hi):
+        self.lo = lo if np.ndim(lo) == 0 else np.ascontiguousarray(lo, dtype=np.float64)
+        self.hi = hi if np.ndim(hi) == 0 else np.ascontiguousarray(hi, dtype=np.float64)
+        if np.any(np.asarray(self.lo) > np.asarray(self.hi)):
+            raise ValueError("lo: must not exceed hi")
+        self.diameter = float(np.linalg.norm(np.asarray(self.hi) - np.asarray(self.lo))) if np.ndim(lo) else np.inf
+
+    def project_inplace(self, x):
+        project_box(x, float(self.lo) if np.ndim(self.lo) == 0 else self.lo,
+                    float(self.hi) if np.ndim(self.hi) == 0 else self.hi)
+        return x
+
+    def __repr__(self):
+        return "Box()"
+
+
+class Product(_Domain):
+    """Cartesian product of domains on consecutive blocks of x, e.g. (transport plan P, weights w).
+
+    Parameters
+    ----------
+    blocks : sequence of (size, domain)
+    """
+
+    def __init__(self, blocks):
+        self.blocks = [(int(size), domain) for size, domain in blocks]
+        self.offsets = np.concatenate([[0], np.cumsum([s for s, _ in self.blocks])]).astype(np.int64)
+        self.diameter = float(np.sqrt(sum(d.diameter ** 2 for _, d in self.blocks)))
+
+    def project_inplace(self, x):
+        for k, (_, domain) in enumerate(self.blocks):
+            domain.project_inplace(x[self.offsets[k]:self.offsets[k + 1]])
+        return x
+
+    def __repr__(self):
+        return "Product(" + ", ".join(repr(d) for _, d in self.blocks) + ")"
