@@ -42,6 +42,8 @@ def report_bandwidth(benchmark, nbytes):
     # Parallel timings depend on the threading layer and on other load on the 2 cores: record both.
     benchmark.extra_info["numba_threads"] = numba.get_num_threads()
     benchmark.extra_info["threading_layer"] = numba.threading_layer()
+    if benchmark.stats is None:  # --benchmark-disable: the function ran once, untimed
+        return
     t = benchmark.stats.stats.min
     benchmark.extra_info["GBps_csr_bytes"] = nbytes / t / 1e9
     benchmark.extra_info["x_slower_than_read_limit"] = t / (nbytes / (LIMIT_GBPS * 1e9))
