@@ -28,6 +28,12 @@ def _cmd_datasets(args) -> int:
     rows = []
     for name in names:
         info = dataset_info(name, data_home=args.data_home)
+        if args.download and not info["available"]:
+            try:
+                load(name, data_home=args.data_home, subset="all", download=True)
+            except Exception as exc:  # keep listing; the row below says what is still missing
+                print(f"fastcon datasets: could not download {name}: {exc}", file=sys.stderr)
+            info = dataset_info(name, data_home=args.data_home)
         row = {"name": name, "description": info["description"], "found": info["available"],
                "location": info["folder"], "subsets": {}, "groups": info.get("groups"), "error": None}
         if row["found"] and not args.no_load:
@@ -96,6 +102,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-home", default=None, help="data folder (default: $FASTCON_DATA, then ~/.cache/fastcon)")
     p.add_argument("--no-load", action="store_true", help="only check the files, do not parse them")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--download", action="store_true", help="download missing files from their official sources")
     p.set_defaults(func=_cmd_datasets)
     return parser
 

@@ -281,3 +281,18 @@ def test_bad_arguments(data_home):
         load("german", data_home=data_home, subset="validation")
     with pytest.raises(ValueError, match="unknown dataset"):
         load("mnist", data_home=data_home)
+
+
+def test_cli_download_fetches_missing_files(server, data_home, tmp_path, monkeypatch, capsys):
+    from fastcon.cli import main
+
+    root, url = server
+    (root / "data").mkdir()
+    shutil.copy(data_home / "german" / "german.data", root / "data" / "german.data")
+    _serve_from(monkeypatch, "german", url)
+    home = tmp_path / "home"
+    assert main(["datasets", "german", "--download", "--json", "--data-home", str(home)]) == 0
+    import json
+
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["found"] and row["subsets"]["train"]["shape"] == [1000, 61]
