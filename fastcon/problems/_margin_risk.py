@@ -18,6 +18,7 @@ from .._kernels._linalg import n_chunks_for
 from .._kernels._losses import (
     LOSS_CODES, csr_loss_value, csr_loss_value_grad, dense_loss_value, dense_loss_value_grad,
 )
+from ._validation import check_out, check_rows, check_x
 
 __all__ = ["MarginRisk", "margin_risk", "hinge_risk", "logistic_risk", "sigmoid_risk", "squared_hinge_risk"]
 
@@ -121,37 +122,13 @@ class MarginRisk:
 
     # ------------------------------------------------------------------ validation
     def _check_x(self, x):
-        x = np.asarray(x)
-        if x.shape != (self.n_features,):
-            raise ValueError(f"x: expected shape ({self.n_features},), got {x.shape}")
-        if x.dtype != np.float64 or not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x, dtype=np.float64)
-        if not np.all(np.isfinite(x)):
-            raise ValueError("x: contains NaN or inf")
-        return x
+        return check_x(x, self.n_features)
 
     def _check_out(self, out):
-        if not isinstance(out, np.ndarray) or out.shape != (self.n_features,):
-            raise ValueError(f"out: expected a float64 array of shape ({self.n_features},)")
-        if out.dtype != np.float64:
-            raise ValueError(f"out: expected dtype float64, got {out.dtype}")
-        if not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError("out: must be a writeable C-contiguous array")
-        return out
+        return check_out(out, self.n_features)
 
     def _check_rows(self, rows):
-        rows = np.asarray(rows)
-        if rows.ndim != 1 or (rows.dtype.kind not in "iu" and rows.size):
-            raise ValueError("rows: expected a 1-D array of integer row indices")
-        if rows.size == 0:
-            raise ValueError("rows: empty; a subset estimate needs at least one row")
-        if rows.dtype.kind == "i" and rows.min() < 0:
-            raise ValueError(f"rows: negative index {int(rows.min())}")
-        if rows.max() >= self.n_samples:
-            raise ValueError(f"rows: index {int(rows.max())} out of range for {self.n_samples} rows")
-        if rows.dtype not in (np.int64, np.uint64) or not rows.flags.c_contiguous:
-            rows = np.ascontiguousarray(rows, dtype=np.int64)
-        return rows
+        return check_rows(rows, self.n_samples)
 
     def _subset_workspace(self, m):
         n_chunks = n_chunks_for(m, m * self._mean_row_work, self.n_features)
