@@ -30,9 +30,12 @@ __all__ = [
 JIT = dict(cache=True, boundscheck=False, fastmath=False, nogil=True)
 JIT_PARALLEL = dict(JIT, parallel=True)
 
-#: Below this many stored entries a pass stays serial: starting the thread pool (~10 µs) costs more
-#: than it saves. Chunks never hold less work than this either.
-MIN_CHUNK_WORK = 32768
+#: Below this many stored entries a pass stays serial, and chunks never hold less work than this.
+#: Starting the thread pool costs ~10 µs, but the real price of a parallel region is waiting for the
+#: slowest thread: when another process holds a core that wait is a scheduler tick (~4 ms), which
+#: made 0.2 ms passes on COMPAS-sized data take 10+ ms. 128k entries (~0.1 ms of work per chunk)
+#: keeps small problems serial and still splits a9a-sized passes.
+MIN_CHUNK_WORK = 131072
 #: Upper bound on the chunk count; a power of two so that 1, 2, 4, 8 or 16 threads split it evenly.
 MAX_CHUNKS = 16
 

@@ -1,14 +1,18 @@
 """Problems: objective and constraint terms bound to data, with value/subgradient oracles."""
 from ._compose import BlockTerm, CustomTerm, ProximalTerm, ShiftedTerm, custom_term, less_equal
 from ._design import DesignMatrix
+from ._erm import ErmResult, erm_optimum, hinge_constrained_problem, hinge_constraint
 from ._domains import Ball, Box, Product, ProductOfBalls, Whole
 from ._margin_risk import (
     MarginRisk, hinge_risk, logistic_risk, margin_risk, sigmoid_risk, squared_hinge_risk,
 )
 from ._problem import ConstrainedProblem
+from ._roc_fairness import ROCFairness, roc_fairness, roc_fairness_from_dataset, threshold_grid
 
 __all__ = [
     "MarginRisk", "margin_risk", "hinge_risk", "logistic_risk", "sigmoid_risk", "squared_hinge_risk",
     "ConstrainedProblem", "less_equal", "ShiftedTerm", "ProximalTerm", "BlockTerm", "custom_term",
     "CustomTerm", "DesignMatrix", "Whole", "Ball", "ProductOfBalls", "Box", "Product",
+    "ErmResult", "erm_optimum", "hinge_constraint", "hinge_constrained_problem",
+    "ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshold_grid",
 ]

@@ -1,0 +1,116 @@
+"""Pieces every solver loop shares: seeded random streams, minibatch row sampling, data-pass
+metering that excludes history-only evaluations, argument checks and the optional stationarity
+certificate."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .._results import Counters
+
+
+def seeded_streams(seed, n):
+    """``n`` independent generators from ``seed`` (int or SeedSequence), without mutating it."""
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return [np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (i,)))) for i in range(n)]
+
+
+class RowSampler:
+    """Uniform rows with replacement for terms of sizes ``sizes``: ``rows_k = floor(u * n_k)``.
+
+    One uniform vector per draw serves every term, so constraints on the same data share a batch.
+    """
+
+    def __init__(self, sizes, batch, rng):
+        batch = int(batch)
+        if batch < 1:
+            raise ValueError(f"batch_size: must be a positive integer, got {batch}")
+        self.rng = rng
+        self.u = np.empty(batch)
+        self.scaled = np.empty(batch)
+        self.sizes = [int(n) for n in sizes]
+        self.rows = [np.empty(batch, dtype=np.int64) for _ in self.sizes]
+
+    def draw(self):
+        self.rng.random(out=self.u)
+        for n, rows in zip(self.sizes, self.rows):
+            np.multiply(self.u, n, out=self.scaled)
+            np.copyto(rows, self.scaled, casting="unsafe")  # truncation = floor, u >= 0
+            np.minimum(rows, n - 1, out=rows)  # guard the round-up of u*n to n
+        return self.rows
+
+
+class PassMeter:
+    """Algorithm data passes and time, excluding what is evaluated inside ``with meter:``."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.n_f, self.n_g = problem.n_samples_f, problem.n_samples_g
+        self.f0, self.g0 = problem.rows_read_f, problem.rows_read_g
+        self.excluded_f = self.excluded_g = 0
+        self.excluded_time = 0.0
+        self.t0 = time.perf_counter()
+
+    def __enter__(self):
+        self._snap = (self.problem.rows_read_f, self.problem.rows_read_g, time.perf_counter())
+        return self
+
+    def __exit__(self, *exc):
+        f, g, t = self._snap
+        self.excluded_f += self.problem.rows_read_f - f
+        self.excluded_g += self.problem.rows_read_g - g
+        self.excluded_time += time.perf_counter() - t
+
+    @property
+    def rows_f(self):
+        return self.problem.rows_read_f - self.f0 - self.excluded_f
+
+    @property
+    def rows_g(self):
+        return self.problem.rows_read_g - self.g0 - self.excluded_g
+
+    def passes(self):
+        return (self.rows_f / self.n_f if self.n_f else 0.0, self.rows_g / self.n_g if self.n_g else 0.0)
+
+    def elapsed(self):
+        return time.perf_counter() - self.t0 - self.excluded_time
+
+    def counters(self):
+        c = Counters(self.n_f, self.n_g)
+        c.values["rows_f"], c.values["rows_g"] = self.rows_f, self.rows_g
+        return c
+
+
+def check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {choices}, got {value!r}")
+
+
+def start_point(problem, x0):
+    x = problem.check_x(problem.x0 if x0 is None else x0, "x0").copy()
+    problem.project_inplace(x)
+    return x
+
+
+def stationarity_certificate(problem, x, rho_hat, seed):
+    from ..metrics import near_stationarity  # lazy: metrics sits above solvers
+
+    return float(near_stationarity(problem, x, rho_hat, seed=seed)[0])
+
+
+def make_objective_oracle(problem, kind, batch, rng):
+    """Return ``eval(x, out) -> value`` (a minibatch estimate when stochastic)."""
+    if kind == "deterministic":
+        return problem.f_and_subgradient
+    term = problem.objective
+    sampler = RowSampler([term.n_samples], 1 if batch is None else batch, rng)
+
+    def evaluate(x, out):
+        return term.value_and_subgradient_rows(x, sampler.draw()[0], out)
+    return evaluate
+
+
+# ---------------------------------------------------------------------------- the solver

@@ -1,0 +1,204 @@
+r"""ConEx, the constraint-extrapolation primal-dual method (Boob, Deng & Lan 2022, Algorithm 1 of ref. [12]).
+
+For :math:`\min_{x\in\mathcal X} f(x)` s.t. :math:`g_i(x) \le 0` (:math:`i = 1..m`) with one
+multiplier :math:`y_i \ge 0` per constraint, in the **multiplicative** step convention of digest 002
+§2.5 (the values of paper 002's single-loop experiments):
+
+.. math::
+
+    s_t &= (1 + \theta_t)\,\ell_t - \theta_t\,\ell_{t-1}, \\
+    y_{t+1} &= [\,y_t + \tau_t s_t\,]_+, \\
+    x_{t+1} &= \operatorname{proj}_{\mathcal X}\bigl(x_t - \eta_t\,(f'(x_t) + \textstyle\sum_i y_{t+1,i}\, g_i'(x_t))\bigr), \\
+    \ell_{t+1} &= g(x_t) + g'(x_t)^\top (x_{t+1} - x_t) \quad\text{(``linearized``)}
+    \quad\text{or}\quad g(x_{t+1}) \quad\text{(``exact``)},
+
+with :math:`\ell_{-1} = \ell_0 = g(x_0)`, all vectors over the :math:`m` constraints. Papers 002/004
+state IPP-ConEx schedules as [12]'s *prox weights* (:math:`\eta_t \|x - x_t\|^2/2`); convert them with
+`prox_weights_to_steps` (:math:`\eta \mapsto 1/\eta`, :math:`\tau \mapsto 1/\tau`).
+
+Cost per iteration: one subgradient of :math:`f` and one fused value+subgradient pass per
+constraint (the values at :math:`x_{t+1}` are reused by the next iteration), one projection.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._progress import Progress
+from .._results import History, SolveResult
+from ._output import WeightedAverage
+from ._schedules import Schedule, as_schedule
+from ._common import check_choice, make_objective_oracle, PassMeter, start_point, stationarity_certificate, seeded_streams
+
+__all__ = ["conex", "prox_weights_to_steps"]
+
+
+def prox_weights_to_steps(eta_prox, tau_prox):
+    r"""Convert [12]'s prox weights :math:`(\eta_t, \tau_t)` to multiplicative steps :math:`(1/\eta_t, 1/\tau_t)`.
+
+    E.g. IPP-ConEx's :math:`\eta_k = c_1(k+1)`, :math:`\tau_k = c_2/(k+1)` (paper 002 §4.2) become
+    primal steps :math:`1/(c_1(k+1))` and dual steps :math:`(k+1)/c_2`.
+
+    Returns
+    -------
+    (Schedule, Schedule)
+        ``primal_step``, ``dual_step`` for `conex`.
+    """
+    eta, tau = as_schedule(eta_prox, "eta_prox"), as_schedule(tau_prox, "tau_prox")
+    return (Schedule(lambda t: 1.0 / eta(t), f"1/({eta!r})"),
+            Schedule(lambda t: 1.0 / tau(t), f"1/({tau!r})"))
+
+
+def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, theta=1.0,
+          extrapolation="linearized", output="last", averaging_weights=1.0, y0=None,
+          objective_oracle="deterministic", objective_batch_size=None, seed=0, record_every=1,
+          callback=None, verbose=False, record_stationarity_every=None, stationarity_rho_hat=None,
+          _record_problem=None) -> SolveResult:
+    r"""ConEx primal-dual method (see the module docstring for the iteration).
+
+    Parameters
+    ----------
+    problem : ConstrainedProblem
+    x0 : array-like, optional
+    max_iter : int
+    primal_step, dual_step : float or callable of t
+        :math:`\eta_t` and :math:`\tau_t`, multiplicative (paper 002's single-loop grids:
+        :math:`c_1/\sqrt{t+1}`, :math:`c_1 \in \{0.01, 0.02, 0.05\}`; :math:`c_2 \in \{20, 50, 100\}`).
+    theta : float or callable of t
+        Extrapolation weight :math:`\theta_t` (1 in the convex case; :math:`t/(t+1)` in the strongly
+        convex schedule of [12] used by IPP-ConEx).
+    extrapolation : {"linearized", "exact"}
+        :math:`\ell` as the linearization of :math:`g` at the previous point ([12]) or exact values.
+    output : {"last", "average"}
+        :math:`x_T`, or :math:`\bar x_T = \sum_t \gamma_t x_{t+1} / \sum_t \gamma_t` ([12]); the
+        multipliers are the last :math:`y_T` or averaged alike.
+    averaging_weights : float or callable of t
+        :math:`\gamma_t` (1: uniform; ``linear(1)`` gives :math:`t + 1`).
+    y0 : array-like of shape (m,), optional
+        Initial multipliers (default 0).
+    objective_oracle, objective_batch_size
+        As in `switching_subgradient` (a minibatch subgradient of :math:`f`).
+    seed, record_every, callback, verbose, record_stationarity_every, stationarity_rho_hat
+        As in `switching_subgradient`; ``callback(t, x_{t+1}, info)`` gets ``y`` (live buffer) and
+        ``constraint`` in ``info``.
+
+    Returns
+    -------
+    SolveResult
+        ``multipliers`` :math:`y`; history columns ``objective``, ``constraint`` (raw :math:`g(x_t)`),
+        ``max_violation``, ``multiplier_norm`` :math:`\|y_t\|_2`, ``data_passes_f/g`` (algorithm
+        reads only; with a deterministic objective the recorded :math:`f(x_t)` comes free with its
+        subgradient).
+    """
+    check_choice("extrapolation", extrapolation, ("linearized", "exact"))
+    check_choice("output", output, ("last", "average"))
+    check_choice("objective_oracle", objective_oracle, ("deterministic", "stochastic"))
+    T = int(max_iter)
+    if T < 1:
+        raise ValueError(f"max_iter: must be a positive integer, got {max_iter}")
+    if not problem.constraints:
+        raise ValueError("problem: ConEx needs at least one constraint")
+    if record_stationarity_every is not None and stationarity_rho_hat is None:
+        raise ValueError("stationarity_rho_hat: needed when record_stationarity_every is set")
+    eta = as_schedule(primal_step, "primal_step").values(T)
+    tau = as_schedule(dual_step, "dual_step").values(T)
+    th = as_schedule(theta, "theta").values(T)
+    gamma = as_schedule(averaging_weights, "averaging_weights").values(T)
+    for name, v in (("primal_step", eta), ("dual_step", tau), ("averaging_weights", gamma)):
+        if np.any(v < 0) or not np.all(np.isfinite(v)):
+            raise ValueError(f"{name}: values must be finite and non-negative")
+
+    cons, m, d = problem.constraints, problem.n_constraints, problem.dim
+    rec = problem if _record_problem is None else _record_problem
+    x = start_point(problem, x0)
+    y = np.zeros(m) if y0 is None else np.array(y0, dtype=np.float64).reshape(m)
+    if np.any(y < 0):
+        raise ValueError("y0: multipliers must be non-negative")
+    (rng_f,) = seeded_streams(seed, 1)
+    eval_f = make_objective_oracle(problem, objective_oracle, objective_batch_size, rng_f)
+    reuse_f = objective_oracle == "deterministic" and rec is problem
+    # Two (values, subgradients) slots: at x_t ("cur") and x_{t+1} ("nxt"), swapped each iteration.
+    g_cur, g_nxt = np.empty(m), np.empty(m)
+    G_cur, G_nxt = np.empty((m, d)), np.empty((m, d))
+    ell, ell_prev, s, scratch = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    # Row views created once, so the loop hands each constraint its output row without allocating.
+    views = {id(G): [G[i] for i in range(m)] for G in (G_cur, G_nxt)}
+    f_grad, direction, x_prev = np.empty(d), np.empty(d), np.empty(d)
+
+    def constraints_at(x, values, grads):
+        for i, (c, row) in enumerate(zip(cons, views[id(grads)])):
+            values[i] = c.value_and_subgradient(x, row)
+
+    meter = PassMeter(problem)
+    constraints_at(x, g_cur, G_cur)
+    ell[:] = g_cur
+    ell_prev[:] = g_cur
+    avg_x, avg_y = WeightedAverage(d), WeightedAverage(m)
+    history = History(record_every)
+    status, stop_t = "max_iter", T - 1
+    info_cb = {}
+    progress = Progress(T, verbose, desc="conex")
+    for t in range(T):
+        f_t = eval_f(x, f_grad)
+        # s_t = (1 + theta_t) l_t - theta_t l_{t-1};  y_{t+1} = [y_t + tau_t s_t]_+
+        np.multiply(ell, 1.0 + th[t], out=s)
+        np.multiply(ell_prev, th[t], out=scratch)
+        s -= scratch
+        s *= tau[t]
+        y += s
+        np.maximum(y, 0.0, out=y)
+        g_t = float(g_cur.max())
+        stat_due = record_stationarity_every is not None and t % record_stationarity_every == 0
+        if history.due(t) or t == T - 1 or stat_due:
+            with meter:
+                f_rec = f_t if reuse_f else rec.f(x)
+                g_rec = g_t if rec is problem else rec.g(x)[0]
+                extra = {"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat, seed)} if stat_due else {}
+            pf, pg = meter.passes()
+            history.record(t, force=True, time=meter.elapsed(), objective=f_rec, constraint=g_rec,
+                           max_violation=max(0.0, g_rec), multiplier_norm=float(np.sqrt(y @ y)),
+                           data_passes_f=pf, data_passes_g=pg, **extra)
+        # x_{t+1} = proj(x_t - eta_t (f' + sum_i y_{t+1,i} g_i'(x_t)))
+        np.dot(y, G_cur, out=direction)
+        direction += f_grad
+        direction *= eta[t]
+        np.copyto(x_prev, x)
+        x -= direction
+        problem.project_inplace(x)
+        constraints_at(x, g_nxt, G_nxt)
+        ell_prev, ell = ell, ell_prev  # ell_prev <- l_t; ell is overwritten with l_{t+1}
+        if extrapolation == "exact":
+            ell[:] = g_nxt
+        else:  # l_{t+1} = g(x_t) + g'(x_t)(x_{t+1} - x_t)
+            np.subtract(x, x_prev, out=direction)
+            np.dot(G_cur, direction, out=ell)
+            ell += g_cur
+        g_cur, g_nxt, G_cur, G_nxt = g_nxt, g_cur, G_nxt, G_cur
+        if output == "average":
+            avg_x.offer(t, x, gamma[t])
+            avg_y.offer(t, y, gamma[t])
+        if progress.active:
+            progress.update(t, g=float(g_cur.max()), y=float(y.max()))
+        if callback is not None:
+            info_cb.update(constraint=g_t, y=y)
+            if callback(t, x, info_cb):
+                status, stop_t = "callback_stop", t
+                break
+    progress.close()
+
+    if output == "average" and not avg_x.empty:
+        x_out, y_out = avg_x.x, avg_y.x
+    else:
+        x_out, y_out = x.copy(), y.copy()
+    with meter:
+        objective = problem.f(x_out)
+        # g at x_T is already known from the loop (it fed l_{T}); the average needs a pass.
+        violation = (max(0.0, float(g_cur.max())) if output == "last" or avg_x.empty
+                     else problem.max_violation(x_out))
+    counters = meter.counters()
+    counters.add("objective_subgradients", stop_t + 1)
+    counters.add("constraint_evaluations", stop_t + 2)
+    info = {"output": output, "extrapolation": extrapolation, "primal_step": repr(as_schedule(primal_step)),
+            "dual_step": repr(as_schedule(dual_step)), "theta": repr(as_schedule(theta)), "seed": seed}
+    return SolveResult(x_out, status, f"ran {stop_t + 1} iterations", n_iter=stop_t + 1, objective=objective,
+                       max_violation=violation, multipliers=y_out, history=history, counters=counters,
+                       info=info, solver="conex")

@@ -1,0 +1,154 @@
+r"""Inexact proximal point (IPP) with a pluggable inner solver: IPP-SSG and IPP-ConEx (digest 002 §2.6).
+
+Outer loop (paper 001 [55]; paper 002 §6): for :math:`k = 0, 1, \dots, K-1`, approximately solve
+
+.. math::
+
+    \min_{z \in \mathcal X} F_k(z) = f(z) + \frac{\hat\rho}{2}\|z - x_k\|^2
+    \quad\text{s.t.}\quad G_k(z) \le 0,
+
+(paper 002 eq. 4) with ``inner_iter`` iterations of the inner solver warm-started at :math:`x_k`, and
+set :math:`x_{k+1}` to the inner output. :math:`G_k = g` by default; with ``prox_on_constraint``
+:math:`G_k = g + \frac{\hat\rho}{2}\|\cdot - x_k\|^2` as in paper 001 eq. (9) (for weakly convex
+:math:`g`). For :math:`\hat\rho > \rho` the subproblem is strongly convex.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._progress import Progress
+from .._results import Counters, SolveResult
+from ..problems import ConstrainedProblem, ProximalTerm
+from ._schedules import linear
+from .conex import conex
+from ._common import check_choice, start_point
+from .switching import switching_subgradient
+
+__all__ = ["proximal_point"]
+
+
+def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="switching", inner_iter=100,
+                   inner_params=None, inner_output="weighted_average", prox_on_constraint=False, seed=0,
+                   record_every=1, callback=None, verbose=False) -> SolveResult:
+    r"""IPP outer loop around `switching_subgradient` (IPP-SSG) or `conex` (IPP-ConEx).
+
+    Parameters
+    ----------
+    problem : ConstrainedProblem
+    x0 : array-like, optional
+    rho_hat : float
+        :math:`\hat\rho > \rho` (the weak-convexity modulus of :math:`f`).
+    outer_iter : int
+        :math:`K`.
+    inner_solver : {"switching", "conex"}
+    inner_iter : int
+        Inner iterations per subproblem (paper 002: 100 on ROC, 1000 on Wasserstein).
+    inner_params : dict, optional
+        Keyword arguments of the inner solver (``step_size``/``tolerance`` for SSG;
+        ``primal_step``/``dual_step``/``theta`` for ConEx, e.g. from `prox_weights_to_steps`).
+        Their schedules run on the inner index, restarting at 0 for every subproblem.
+    inner_output : {"weighted_average", "last"}
+        ``"weighted_average"``: for SSG the :math:`(t+1)`-weighted average of the inner iterates in
+        the inner :math:`I` (paper 001, Algorithm 2), the last inner iterate if :math:`I` is empty;
+        for ConEx the :math:`\gamma_t = t + 1` weighted average of :math:`z_{t+1}`.
+    prox_on_constraint : bool
+        Add the proximal term to the constraints too.
+    seed : int
+        Inner solve k is seeded with the k-th child of ``SeedSequence(seed)``.
+    record_every : int
+        Inner history period (in inner iterations).
+    callback : callable ``(k, x_{k+1}, info) -> bool``, optional
+        Called after each outer step with ``info["inner"]`` the inner `SolveResult`; True stops.
+    verbose : bool
+        Progress over outer iterations.
+
+    Returns
+    -------
+    SolveResult
+        ``x`` = :math:`x_K`. The history concatenates the inner histories with the global inner
+        iteration count, cumulative time and data passes, the metrics of the *original* problem
+        (:math:`f`, :math:`g`, not :math:`F_k`, :math:`G_k`) and an ``outer`` column :math:`k`.
+        ``counters`` sums the inner data passes and steps; ``info["outer_iterates"]`` holds
+        :math:`x_0..x_K` and ``info["inner_status"]`` the inner statuses.
+    """
+    check_choice("inner_solver", inner_solver, ("switching", "conex"))
+    check_choice("inner_output", inner_output, ("weighted_average", "last"))
+    K, rho_hat = int(outer_iter), float(rho_hat)
+    if K < 1 or int(inner_iter) < 1:
+        raise ValueError(f"outer_iter: outer_iter and inner_iter must be positive, got {outer_iter}, {inner_iter}")
+    if not rho_hat > 0:
+        raise ValueError(f"rho_hat: must be positive, got {rho_hat}")
+    params = dict(inner_params or {})
+    for key in ("max_iter", "output", "seed", "record_every", "_record_problem"):
+        if key in params:
+            raise ValueError(f"inner_params: {key!r} is set by proximal_point")
+    if inner_solver == "switching":
+        solve = switching_subgradient
+        params.update(output="average" if inner_output == "weighted_average" else "last",
+                      average_weights="linear")
+    else:
+        solve = conex
+        params["output"] = "average" if inner_output == "weighted_average" else "last"
+        if inner_output == "weighted_average":
+            params.setdefault("averaging_weights", linear(1.0))
+
+    x = start_point(problem, x0)
+    children = np.random.SeedSequence(seed).spawn(K)
+    iterates = [x.copy()]
+    columns, statuses = {}, []
+    totals = {"rows_f": 0, "rows_g": 0}
+    offset_t, offset_time, status, res = 0, 0.0, "max_iter", None
+    progress = Progress(K, verbose, desc="proximal_point")
+    for k in range(K):
+        objective = ProximalTerm(problem.objective, rho_hat, x)
+        constraints = ([ProximalTerm(c, rho_hat, x) for c in problem.constraints] if prox_on_constraint
+                       else problem.constraints)
+        sub = ConstrainedProblem(objective, constraints, problem.domain, x0=x, name=f"{problem.name}/prox{k}")
+        res = solve(sub, x, max_iter=inner_iter, seed=children[k], record_every=record_every,
+                    _record_problem=problem, **params)
+        x = res.x.copy()
+        iterates.append(x.copy())
+        statuses.append(res.status)
+        _append_history(columns, res.history, k, offset_t, offset_time, totals, problem)
+        offset_t += res.n_iter
+        offset_time += float(res.history["time"][-1]) if len(res.history.get("time", ())) else 0.0
+        for key, value in res.counters.items():
+            if not key.startswith("data_passes"):
+                totals[key] = totals.get(key, 0) + value
+        if progress.active:
+            progress.update(k, f=res.objective, viol=res.max_violation)
+        if callback is not None and callback(k, x, {"inner": res}):
+            status = "callback_stop"
+            break
+    progress.close()
+
+    counters = Counters(problem.n_samples_f, problem.n_samples_g)
+    counters.values.update(totals)
+    counters.add("outer_iterations", len(statuses))
+    history = {key: np.asarray(v) for key, v in columns.items()}
+    info = {"outer_iterates": np.array(iterates), "inner_status": statuses, "rho_hat": rho_hat,
+            "inner_solver": inner_solver, "inner_iter": int(inner_iter), "inner_output": inner_output,
+            "prox_on_constraint": bool(prox_on_constraint), "seed": seed}
+    return SolveResult(x, status, f"{len(statuses)} outer iterations of {inner_iter} inner {inner_solver} "
+                       f"iterations", n_iter=offset_t, objective=problem.f(x),
+                       max_violation=problem.max_violation(x),
+                       multipliers=None if res is None else res.multipliers, history=history,
+                       counters=counters, info=info, solver=f"proximal_point[{inner_solver}]")
+
+
+def _append_history(columns, inner, k, offset_t, offset_time, totals, problem):
+    """Append an inner history with global iteration/time/data-pass offsets and an ``outer`` column."""
+    n = len(inner.get("iteration", ()))
+    if n == 0:
+        return
+    shifted = dict(inner)
+    shifted["iteration"] = inner["iteration"] + offset_t
+    shifted["time"] = inner["time"] + offset_time
+    n_f, n_g = problem.n_samples_f, problem.n_samples_g
+    shifted["data_passes_f"] = inner["data_passes_f"] + (totals["rows_f"] / n_f if n_f else 0.0)
+    shifted["data_passes_g"] = inner["data_passes_g"] + (totals["rows_g"] / n_g if n_g else 0.0)
+    shifted["outer"] = np.full(n, k)
+    n_before = len(columns.get("iteration", ()))
+    for key in set(columns) | set(shifted):
+        column = columns.setdefault(key, [np.nan] * n_before)
+        column.extend(shifted[key].tolist() if key in shifted else [np.nan] * n)
