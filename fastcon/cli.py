@@ -91,6 +91,26 @@ def _print_dataset_table(rows, no_load):
         print("data home: " + ", ".join(sorted({str(Path(w).parent) for w in where})))
 
 
+def _cmd_reproduce(args) -> int:
+    from .experiments import EXPERIMENTS, run_experiment
+
+    if args.name not in EXPERIMENTS:
+        print(f"fastcon reproduce: unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}",
+              file=sys.stderr)
+        return 2
+    out = Path(args.out or f"fastcon-results/{args.name}{'-quick' if args.quick else ''}")
+    run_experiment(args.name, quick=args.quick, out_dir=out, data_home=args.data_home, seed=args.seed,
+                   jobs=args.jobs, verbose=not args.quiet)
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    run_demo(out_dir=Path(args.out), seed=args.seed, verbose=not args.quiet)
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastcon", description="Fast solvers for constrained learning (fairness, Neyman-Pearson).")
@@ -104,6 +124,22 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--download", action="store_true", help="download missing files from their official sources")
     p.set_defaults(func=_cmd_datasets)
+
+    p = sub.add_parser("reproduce", help="re-run a paper experiment: figures (PNG), tables (CSV/JSON)")
+    p.add_argument("name", help="experiment name, e.g. ssg-roc, ssg-wasserstein")
+    p.add_argument("--quick", action="store_true", help="reduced run (fewer iterations, one grid point)")
+    p.add_argument("--out", default=None, help="output folder (default fastcon-results/NAME)")
+    p.add_argument("--data-home", default=None, help="data folder (default: $FASTCON_DATA, then ~/.cache/fastcon)")
+    p.add_argument("--seed", type=int, default=0, help="seed of splits and stochastic oracles")
+    p.add_argument("--jobs", type=int, default=1, help="parallel processes for the tuning grid")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("demo", help="fairness-constrained classifier on synthetic data, end to end")
+    p.add_argument("--out", default="fastcon-results/demo", help="output folder for the plot and table")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_demo)
     return parser
 
 

@@ -155,7 +155,9 @@ def a9a(data_home):
 
     with gzip.open(data_home / "a9a" / "a9a.gz") as fh:
         X, y = load_svmlight_file(fh, n_features=123)
-    return sp.csr_matrix(X), y.astype(np.float64)
+    # Five stacked copies (2.3M nonzeros): a9a alone is below the size where passes go parallel,
+    # and the thread-count tests must exercise the parallel path.
+    return sp.vstack([sp.csr_matrix(X)] * 5, format="csr"), np.tile(y.astype(np.float64), 5)
 
 
 @pytest.fixture
@@ -182,7 +184,7 @@ def test_a9a_linalg(a9a, binary, thread_counts):
     rng = np.random.default_rng(0)
     w = rng.standard_normal(123)
     c = rng.standard_normal(X.shape[0])
-    rows = rng.integers(0, X.shape[0], size=20000)
+    rows = rng.integers(0, X.shape[0], size=200_000)
     scratch = la.chunk_scratch(X.shape[0], X.nnz, 123)
     assert scratch.shape[0] > 1  # the parallel path is what we test here
 
@@ -230,21 +232,22 @@ def test_a9a_losses_thread_independent(a9a, loss, thread_counts):
 
 def test_dense_parallel_thread_independent(thread_counts):
     rng = np.random.default_rng(3)
-    X = rng.standard_normal((9000, 40))
-    y = rng.choice([-1.0, 1.0], size=9000)
+    n = 60_000  # 2.4M entries: enough for the parallel path
+    X = rng.standard_normal((n, 40))
+    y = rng.choice([-1.0, 1.0], size=n)
     w = rng.standard_normal(40) * 0.2
-    ws = lo.loss_workspace(9000, 9000 * 40, 40)
+    ws = lo.loss_workspace(n, n * 40, 40)
     assert ws.shape[0] > 1
 
     def run():
         g = np.empty(40)
-        v = lo.dense_loss_value_grad(lo.LOGISTIC, X, y, None, 1 / 9000, None, w, g, ws)
-        s = np.empty(9000)
+        v = lo.dense_loss_value_grad(lo.LOGISTIC, X, y, None, 1 / n, None, w, g, ws)
+        s = np.empty(n)
         la.dense_matvec(X, None, w, s)
         return v, g, s
 
     (v1, g1, s1), (v2, g2, s2) = thread_counts(run)
     assert v1 == v2 and np.array_equal(g1, g2) and np.array_equal(s1, s2)
     v_ref, g_ref = ref.loss_value_grad("logistic", X, y, w)
-    assert_close(g1, g_ref, np.abs(X).T @ np.full(9000, 1 / 9000))
+    assert_close(g1, g_ref, np.abs(X).T @ np.full(n, 1 / n))
     assert_close(s1, X @ w, np.abs(X) @ np.abs(w))

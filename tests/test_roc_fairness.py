@@ -77,7 +77,7 @@ def test_sigmoid_prime_weights_tails():
 
 def test_large_sweep_chunked_and_thread_count_independent():
     rng = np.random.default_rng(3)
-    s = rng.standard_normal(5003) * 2  # 5003: chunks and a remainder of the four-sample loop
+    s = rng.standard_normal(20003) * 2  # 20003 x 400 > 2 chunks of work; odd: a remainder of the four-sample loop
     t = np.linspace(-6.0, 6.0, 400)
     assert ts.sweep_workspace(s.size, t.size).shape[0] > 1
     before = numba.get_num_threads()

@@ -28,14 +28,20 @@ __all__ = [
 ]
 
 JIT = dict(cache=True, boundscheck=False, fastmath=False, nogil=True)
-JIT_PARALLEL = dict(JIT, parallel=True)
+# Only explicit ``prange`` loops run in parallel. With ``parallel=True`` numba also turns array
+# expressions such as ``out[:] = 0.0`` into parallel regions, so even the serial branch of a kernel
+# paid a thread-pool round trip (8 ms instead of 1.5 ms for a 3,300 x 400 threshold sweep with the
+# other core busy). Chunked prange loops with per-chunk accumulators are all the kernels need.
+JIT_PARALLEL = dict(JIT, parallel=dict(prange=True, reduction=True, comprehension=False, inplace_binop=False,
+                                       setitem=False, numpy=False, stencil=False, fusion=False))
 
-#: Below this many stored entries a pass stays serial, and chunks never hold less work than this.
+#: Below twice this many stored entries a pass stays serial, and chunks never hold less work.
 #: Starting the thread pool costs ~10 µs, but the real price of a parallel region is waiting for the
-#: slowest thread: when another process holds a core that wait is a scheduler tick (~4 ms), which
-#: made 0.2 ms passes on COMPAS-sized data take 10+ ms. 128k entries (~0.1 ms of work per chunk)
-#: keeps small problems serial and still splits a9a-sized passes.
-MIN_CHUNK_WORK = 131072
+#: slowest thread: when another process holds a core, that wait is a scheduler tick (~4 ms), which
+#: made 0.2-0.5 ms passes take 8-15 ms (measured on COMPAS- and a9a-sized data with one core busy).
+#: With ~1M entries (~1 ms of serial work) per chunk, a stall costs at most a few times the pass
+#: instead of 30x; kernels stay serial (no parallel region at all) below that.
+MIN_CHUNK_WORK = 1 << 20
 #: Upper bound on the chunk count; a power of two so that 1, 2, 4, 8 or 16 threads split it evenly.
 MAX_CHUNKS = 16
 
@@ -163,6 +169,21 @@ def csr_matvec(indptr, indices, data, rows, w, out):
             out[j] = _csr_dot(indptr, indices, data, _row_at(rows, j), w)
 
 
+@njit(inline="always")
+def _csr_span_dot2(indptr, indices, data, rows, x, x_prev, out, out_prev, lo, hi):
+    for j in range(lo, hi):
+        i = _row_at(rows, j)
+        s = 0.0
+        t = 0.0
+        for p in range(indptr[i], indptr[i + _ONE]):
+            v = _entry(data, p)
+            col = indices[p]
+            s += v * x[col]
+            t += v * x_prev[col]
+        out[j] = s
+        out_prev[j] = t
+
+
 @njit(**JIT_PARALLEL)
 def csr_matvec2(indptr, indices, data, rows, x, x_prev, out, out_prev):
     r"""Scores at two points, :math:`a_{r_j}^\top x` and :math:`a_{r_j}^\top x_{prev}`, reading each row once.
@@ -176,19 +197,12 @@ def csr_matvec2(indptr, indices, data, rows, x, x_prev, out, out_prev):
     if rows is not None and m > 0:
         work = 2 * m * max(1, np.int64(indptr[-1]) // max(1, indptr.shape[0] - 1))
     n_chunks = n_chunks_for(m, work, 1)
+    if n_chunks == 1:  # no parallel region: see MIN_CHUNK_WORK
+        _csr_span_dot2(indptr, indices, data, rows, x, x_prev, out, out_prev, np.uint64(0), np.uint64(m))
+        return
     for k in prange(n_chunks):
         lo, hi = _chunk_span(k, n_chunks, m)
-        for j in range(lo, hi):
-            i = _row_at(rows, j)
-            s = 0.0
-            t = 0.0
-            for p in range(indptr[i], indptr[i + _ONE]):
-                v = _entry(data, p)
-                col = indices[p]
-                s += v * x[col]
-                t += v * x_prev[col]
-            out[j] = s
-            out_prev[j] = t
+        _csr_span_dot2(indptr, indices, data, rows, x, x_prev, out, out_prev, lo, hi)
 
 
 @njit(**JIT_PARALLEL)
@@ -262,10 +276,28 @@ def dense_matvec(X, rows, w, out):
     """
     m = _count(rows, X.shape[0])
     n_chunks = n_chunks_for(m, m * X.shape[1], 1)
+    if n_chunks == 1:  # no parallel region: see MIN_CHUNK_WORK
+        for j in range(np.uint64(m)):
+            out[j] = _dense_dot(X, _row_at(rows, j), w)
+        return
     for k in prange(n_chunks):
         lo, hi = _chunk_span(k, n_chunks, m)
         for j in range(lo, hi):
             out[j] = _dense_dot(X, _row_at(rows, j), w)
+
+
+@njit(inline="always")
+def _dense_span_dot2(X, rows, x, x_prev, out, out_prev, lo, hi):
+    for j in range(lo, hi):
+        i = _row_at(rows, j)
+        s = 0.0
+        t = 0.0
+        for col in range(X.shape[1]):
+            v = X[i, col]
+            s += v * x[col]
+            t += v * x_prev[col]
+        out[j] = s
+        out_prev[j] = t
 
 
 @njit(**JIT_PARALLEL)
@@ -273,18 +305,12 @@ def dense_matvec2(X, rows, x, x_prev, out, out_prev):
     """Scores at ``x`` and ``x_prev`` reading each dense row once (see :func:`csr_matvec2`)."""
     m = _count(rows, X.shape[0])
     n_chunks = n_chunks_for(m, 2 * m * X.shape[1], 1)
+    if n_chunks == 1:  # no parallel region: see MIN_CHUNK_WORK
+        _dense_span_dot2(X, rows, x, x_prev, out, out_prev, np.uint64(0), np.uint64(m))
+        return
     for k in prange(n_chunks):
         lo, hi = _chunk_span(k, n_chunks, m)
-        for j in range(lo, hi):
-            i = _row_at(rows, j)
-            s = 0.0
-            t = 0.0
-            for col in range(X.shape[1]):
-                v = X[i, col]
-                s += v * x[col]
-                t += v * x_prev[col]
-            out[j] = s
-            out_prev[j] = t
+        _dense_span_dot2(X, rows, x, x_prev, out, out_prev, lo, hi)
 
 
 @njit(**JIT_PARALLEL)

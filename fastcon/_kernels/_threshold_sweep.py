@@ -172,6 +172,18 @@ def _quad(s, i, starts, anchors, tops, factors, acc):
             _block_single(a4, factors, jb, je, acc)
 
 
+@njit(inline="always")
+def _sweep_span(s, starts, anchors, tops, factors, acc, lo, hi):
+    acc[:] = 0.0
+    i = lo
+    while i + _FOUR <= hi:
+        _quad(s, i, starts, anchors, tops, factors, acc)
+        i += _FOUR
+    while i < hi:
+        _sample(s[i], starts, anchors, factors, acc)
+        i += _ONE
+
+
 @njit(**JIT_PARALLEL)
 def sigmoid_sweep(s, starts, anchors, tops, factors, out, scratch):
     r"""Means :math:`\mathrm{out}_j = \frac1n \sum_i \sigma(s_i - \theta_j)` with one exp per sample.
@@ -189,17 +201,12 @@ def sigmoid_sweep(s, starts, anchors, tops, factors, out, scratch):
     """
     n = s.shape[0]
     n_chunks = scratch.shape[0]
-    for c in prange(n_chunks):
-        acc = scratch[c]
-        acc[:] = 0.0
-        lo, hi = _chunk_span(c, n_chunks, n)
-        i = lo
-        while i + _FOUR <= hi:
-            _quad(s, i, starts, anchors, tops, factors, acc)
-            i += _FOUR
-        while i < hi:
-            _sample(s[i], starts, anchors, factors, acc)
-            i += _ONE
+    if n_chunks == 1:  # no parallel region for small inputs (see _linalg.MIN_CHUNK_WORK)
+        _sweep_span(s, starts, anchors, tops, factors, scratch[0], np.uint64(0), np.uint64(n))
+    else:
+        for c in prange(n_chunks):
+            lo, hi = _chunk_span(c, n_chunks, n)
+            _sweep_span(s, starts, anchors, tops, factors, scratch[c], lo, hi)
     # Reduce in chunk order (thread-count independent), then scale to means.
     out[:] = 0.0
     for c in range(n_chunks):

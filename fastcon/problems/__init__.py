@@ -7,6 +7,8 @@ from ._margin_risk import (
     MarginRisk, hinge_risk, logistic_risk, margin_risk, sigmoid_risk, squared_hinge_risk,
 )
 from ._problem import ConstrainedProblem
+from ._transport_domain import TransportPolytope, transport_domain
+from ._wasserstein import WassersteinFairness, wasserstein_fairness
 from ._roc_fairness import ROCFairness, roc_fairness, roc_fairness_from_dataset, threshold_grid
 
 __all__ = [
@@ -15,4 +17,5 @@ __all__ = [
     "CustomTerm", "DesignMatrix", "Whole", "Ball", "ProductOfBalls", "Box", "Product",
     "ErmResult", "erm_optimum", "hinge_constraint", "hinge_constrained_problem",
     "ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshold_grid",
+    "WassersteinFairness", "wasserstein_fairness", "TransportPolytope", "transport_domain",
 ]

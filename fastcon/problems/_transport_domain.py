@@ -1,0 +1,103 @@
+r"""The transportation polytope as a domain block (paper 002 eqs. 13–14).
+
+.. math::
+
+    \mathcal P = \{P \in \mathbb R^{m\times n} : P \ge 0,\ P\mathbf 1 = \tfrac1m\mathbf 1,\
+    P^\top\mathbf 1 = \tfrac1n\mathbf 1\},
+
+stored row-major as a flat block of :math:`x`. For :math:`m = n` this is :math:`\frac1m\mathcal B_m`
+(the scaled Birkhoff polytope). The projection is the semismooth-Newton dual method of
+`fastcon._kernels._transport`, warm-started from the duals of the previous projection: a solver's
+consecutive points :math:`P_k - \eta G_k` move little relative to the polytope.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._kernels._transport import marginal_residual, project_transport, transport_workspace
+from ._domains import Ball, Product, _Domain
+
+__all__ = ["TransportPolytope", "transport_domain"]
+
+
+class TransportPolytope(_Domain):
+    r"""Couplings of the uniform distributions on ``m`` and ``n`` points, flattened row-major.
+
+    Parameters
+    ----------
+    m : int
+        Rows (points of the first distribution).
+    n : int, optional
+        Columns (default ``m``).
+    tol : float
+        Projection stops when :math:`\|P1 - \alpha1\| + \|P^\top1 - \beta1\| \le`
+        ``tol * max(alpha, beta)``, :math:`\alpha = 1/m`, :math:`\beta = 1/n`.
+    warm_start : bool
+        Start each projection from the duals of the previous one.
+
+    Attributes
+    ----------
+    diameter : float
+        :math:`\sqrt{2\min(\alpha, \beta)}` (0 if ``m`` or ``n`` is 1): for :math:`P, Q \in \mathcal P`,
+        :math:`\|P - Q\|^2 \le \|P\|^2 + \|Q\|^2` (as :math:`\langle P, Q\rangle \ge 0`) and
+        :math:`\|P\|^2 \le \max_{ij} P_{ij} \sum_{ij} P_{ij} \le \min(\alpha, \beta)`. Attained for
+        :math:`m = n \ge 2` by two permutation matrices without common entries, divided by m.
+    last : TransportProjection or None
+        Result of the latest projection (iterations, residual, duals).
+    """
+
+    def __init__(self, m, n=None, tol=1e-10, warm_start=True):
+        m = int(m)
+        n = m if n is None else int(n)
+        if m < 1 or n < 1:
+            raise ValueError(f"m, n: need at least one row and one column, got {m}, {n}")
+        if not tol > 0:
+            raise ValueError(f"tol: must be positive, got {tol}")
+        self.m, self.n, self.size = m, n, m * n
+        self.alpha, self.beta = 1.0 / m, 1.0 / n
+        self.tol = float(tol)
+        self.warm_start = bool(warm_start)
+        self.diameter = 0.0 if min(m, n) == 1 else float(np.sqrt(2.0 * min(self.alpha, self.beta)))
+        self._workspace = None
+        self._u = self._v = None
+        self.last = None
+
+    def _block(self, x):
+        if not isinstance(x, np.ndarray) or x.shape != (self.size,):
+            raise ValueError(f"x: expected a flat array of length m*n = {self.size}")
+        return x.reshape(self.m, self.n)
+
+    def project_inplace(self, x):
+        """Replace ``x`` (flat, length m·n) by its projection; reuses buffers and the last duals."""
+        P = self._block(x)
+        if x.dtype != np.float64 or not x.flags.c_contiguous or not x.flags.writeable:
+            raise ValueError("x: expected a writeable C-contiguous float64 array")
+        if self._workspace is None:
+            self._workspace = transport_workspace(self.m, self.n)
+        warm = self.warm_start and self._u is not None
+        res = project_transport(P, self.alpha, self.beta, self._u if warm else None,
+                                self._v if warm else None, tol=self.tol, out=P,
+                                workspace=self._workspace)
+        if not res.converged:
+            raise RuntimeError(f"TransportPolytope: projection did not converge (residual "
+                               f"{res.residual:.3g}); this is a bug, please report it")
+        self._u, self._v, self.last = res.u, res.v, res
+        return x
+
+    def contains(self, x, tol=1e-9) -> bool:
+        r"""``P >= -tol * alpha`` and marginal residual ``<= tol * max(alpha, beta)`` (no projection)."""
+        P = self._block(np.asarray(x, dtype=np.float64))
+        scale = max(self.alpha, self.beta)
+        return bool(P.min() >= -tol * scale and marginal_residual(P, self.alpha, self.beta) <= tol * scale)
+
+    def uniform(self) -> np.ndarray:
+        r"""The independent coupling :math:`\frac{1}{mn}\mathbf 1\mathbf 1^\top`, flattened."""
+        return np.full(self.size, 1.0 / self.size)
+
+    def __repr__(self):
+        return f"TransportPolytope(m={self.m}, n={self.n})"
+
+
+def transport_domain(m, radius, n_features) -> Product:
+    r""":math:`\mathcal X = \mathcal P \times \{w : \|w\| \le r\}` for :math:`x = (\mathrm{vec}\,P, w)` (problem 14)."""
+    return Product([(int(m) * int(m), TransportPolytope(m)), (int(n_features), Ball(radius))])
