@@ -28,6 +28,7 @@ import numpy as np
 
 from .._kernels._threshold_sweep import grid_blocks, sigmoid_prime_weights, sigmoid_sweep, sweep_workspace
 from ._design import DesignMatrix
+from ._validation import check_out, check_x
 
 __all__ = ["ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshold_grid"]
 
@@ -182,21 +183,10 @@ class ROCFairness:
 
     # ------------------------------------------------------------------ validation
     def _check_x(self, x):
-        x = np.asarray(x)
-        if x.shape != (self.n_features,):
-            raise ValueError(f"x: expected shape ({self.n_features},), got {x.shape}")
-        if x.dtype != np.float64 or not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x, dtype=np.float64)
-        if not np.all(np.isfinite(x)):
-            raise ValueError("x: contains NaN or inf")
-        return x
+        return check_x(x, self.n_features)
 
     def _check_out(self, out):
-        if not isinstance(out, np.ndarray) or out.shape != (self.n_features,) or out.dtype != np.float64:
-            raise ValueError(f"out: expected a float64 array of shape ({self.n_features},)")
-        if not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError("out: must be a writeable C-contiguous array")
-        return out
+        return check_out(out, self.n_features)
 
     def _split_rows(self, rows):
         """Batch positions -> (rows of group p, rows of group u), each in batch order."""

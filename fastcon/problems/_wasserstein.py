@@ -18,6 +18,7 @@ import numpy as np
 from .._kernels._transport import transport_cost_block
 from ._design import DesignMatrix
 from ._transport_domain import transport_domain
+from ._validation import check_out, check_x
 
 __all__ = ["WassersteinFairness", "wasserstein_fairness"]
 
@@ -173,23 +174,10 @@ class WassersteinFairness:
         return w
 
     def _check_x(self, x):
-        x = np.asarray(x)
-        if x.shape != (self.n_features,):
-            raise ValueError(f"x: expected shape ({self.n_features},) = m*m + d, got {x.shape}")
-        if x.dtype != np.float64 or not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x, dtype=np.float64)
-        # Only w is scanned here: scanning P would cost as much as a minibatch; a NaN in P shows
-        # up in the returned value, which is checked instead.
-        if not np.all(np.isfinite(x[self.m * self.m:])):
-            raise ValueError("x: contains NaN or inf")
-        return x
+        return check_x(x, self.n_features, finite_from=self.m * self.m)
 
     def _check_out(self, out):
-        if not isinstance(out, np.ndarray) or out.shape != (self.n_features,) or out.dtype != np.float64:
-            raise ValueError(f"out: expected a float64 array of shape ({self.n_features},)")
-        if not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError("out: must be a writeable C-contiguous array")
-        return out
+        return check_out(out, self.n_features)
 
     def _split_rows(self, rows):
         rows = np.asarray(rows)
