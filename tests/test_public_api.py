@@ -1,0 +1,34 @@
+"""The public names other code depends on (issues 2 and 3) import from where they are promised."""
+import importlib
+
+import pytest
+
+PUBLIC = {
+    "fastcon": ["Dataset", "SolveResult", "__version__", "switching_subgradient", "ConstrainedProblem"],
+    "fastcon.datasets": ["Dataset", "load_libsvm", "dump_libsvm", "load", "list_datasets",
+                         "make_fair_classification", "make_multiclass"],
+    "fastcon.problems": ["ConstrainedProblem", "hinge_risk", "erm_optimum", "roc_fairness", "wasserstein_fairness",
+                         "custom_term", "less_equal", "Ball", "ProductOfBalls", "Box", "Whole"],
+    "fastcon.solvers": ["switching_subgradient", "conex", "proximal_point", "theory_parameters", "check_certificate"],
+    "fastcon.metrics": ["near_stationarity", "roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy"],
+}
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC))
+def test_public_names(module):
+    mod = importlib.import_module(module)
+    for name in PUBLIC[module]:
+        assert hasattr(mod, name), f"{module}.{name} is missing"
+        if name != "__version__":
+            assert name in mod.__all__, f"{module}.__all__ lacks {name}"
+
+
+def test_kernels_import_nothing_from_fastcon():
+    """Layering (ARCHITECTURE.md §1): `_kernels` sits at the bottom and knows no fastcon module."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(importlib.import_module("fastcon").__file__).parent / "_kernels"
+    for path in root.glob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"^\s*from \.\.|^\s*import fastcon|^\s*from fastcon", text, flags=re.M), path.name
