@@ -33,9 +33,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             extras.update({k: v for k, v in b.extra_info.items() if k not in ("role", "target")})
         line = f"{group}:"
         if fast is not None and ref is not None:
-            ratio = ref.stats.min / fast.stats.min
+            # Runs of different lengths (a long fastcon run against a short reference run) are
+            # compared per iteration when both benchmarks say how many iterations they ran.
+            n_fast = fast.extra_info.get("iterations_fastcon", 1)
+            n_ref = ref.extra_info.get("iterations_reference", 1)
+            t_fast, t_ref = fast.stats.min / n_fast, ref.stats.min / n_ref
+            ratio = t_ref / t_fast
             target = fast.extra_info.get("target")
-            line += f" fastcon {fast.stats.min * 1e3:.3f} ms, reference {ref.stats.min * 1e3:.3f} ms, ratio {ratio:.2f}x"
+            unit = " per iteration" if (n_fast, n_ref) != (1, 1) else ""
+            line += (f" fastcon {t_fast * 1e3:.3f} ms, reference {t_ref * 1e3:.3f} ms{unit}, "
+                     f"ratio {ratio:.2f}x")
             if target is not None:
                 line += f" (target >= {target}x: {'MET' if ratio >= target else 'NOT MET'})"
         if extras:
