@@ -356,3 +356,24 @@ def test_stationarity_path_with_stub(monkeypatch):
     assert list(h["iteration"]) == [0, 20, 39] and calls == [RHO_HAT, RHO_HAT]
     assert np.isfinite(h["stationarity"][:2]).all() and np.isnan(h["stationarity"][2])
     assert res.counters["data_passes_f"] == res.counters["objective_steps"]
+
+
+def test_stochastic_objective_uses_the_terms_own_sampler():
+    """A term with ``sample_rows`` (e.g. B rows per group) gets its own scheme, also when wrapped."""
+    from fastcon.problems import ConstrainedProblem, ProximalTerm, custom_term
+
+    seen = []
+
+    def rows_oracle(x, rows, out):
+        seen.append(np.array(rows))
+        out[:] = x
+        return 0.5 * float(x @ x)
+
+    term = custom_term(lambda x: 0.5 * float(x @ x), lambda x, out: rows_oracle(x, [0], out), n_features=2,
+                       n_samples=10, value_and_subgradient_rows=rows_oracle)
+    term.sample_rows = lambda rng, batch=None: np.array([3, 7])
+    for objective in (term, ProximalTerm(term, 1.0, np.zeros(2))):
+        seen.clear()
+        switching_subgradient(ConstrainedProblem(objective, [], x0=np.ones(2)), max_iter=5,
+                              objective_oracle="stochastic", objective_batch_size=4, seed=0)
+        assert len(seen) == 5 and all(np.array_equal(r, [3, 7]) for r in seen)

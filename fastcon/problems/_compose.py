@@ -23,6 +23,13 @@ class _Wrapper:
     def reset_counters(self):
         self.term.reset_counters()
 
+    def __getattr__(self, name):
+        # A term's own minibatch scheme (e.g. B rows per group) survives wrapping; the quadratic
+        # and shift wrappers read no rows of their own.
+        if name == "sample_rows":
+            return getattr(self.term, name)
+        raise AttributeError(name)
+
 
 class ShiftedTerm(_Wrapper):
     r"""``term(x) - bound``: the constraint function :math:`g(x) = h(x) - c` of :math:`h(x) \le c`."""

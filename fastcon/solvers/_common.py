@@ -106,6 +106,12 @@ def make_objective_oracle(problem, kind, batch, rng):
     if kind == "deterministic":
         return problem.f_and_subgradient
     term = problem.objective
+    if hasattr(term, "sample_rows"):
+        # The term knows its own sampling scheme (paper 002's Wasserstein oracle draws B rows per
+        # group without replacement; uniform draws could miss a group): use it with our stream.
+        def evaluate_own(x, out):
+            return term.value_and_subgradient_rows(x, term.sample_rows(rng, batch), out)
+        return evaluate_own
     sampler = RowSampler([term.n_samples], 1 if batch is None else batch, rng)
 
     def evaluate(x, out):

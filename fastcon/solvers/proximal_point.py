@@ -149,6 +149,7 @@ def _append_history(columns, inner, k, offset_t, offset_time, totals, problem):
     shifted["data_passes_g"] = inner["data_passes_g"] + (totals["rows_g"] / n_g if n_g else 0.0)
     shifted["outer"] = np.full(n, k)
     n_before = len(columns.get("iteration", ()))
-    for key in set(columns) | set(shifted):
+    # Insertion order (not a set): columns keep the same order in every process and run.
+    for key in list(columns) + [key for key in shifted if key not in columns]:
         column = columns.setdefault(key, [np.nan] * n_before)
         column.extend(shifted[key].tolist() if key in shifted else [np.nan] * n)

@@ -1,0 +1,151 @@
+r"""Paper 002 (Huang & Lin, SSG), Figure 1 columns 4-5: Wasserstein fairness on german and COMPAS.
+
+Problem (14) (digest 002 §3.3):
+
+.. math::
+
+    \min_{P \in \mathcal P,\ \|w\| \le r} H(P, w) = \sum_{i,j} P_{ij}\,|w^\top a^p_i - w^\top a^u_j|
+    \quad\text{s.t.}\quad L(w) \le L^* + \kappa,
+
+with :math:`x = (\mathrm{vec}\,P, w)` and :math:`\mathcal P = \frac1m\mathcal B_m` (`wasserstein_fairness`,
+`transport_domain`); the hinge constraint reads only :math:`w` (`BlockTerm`).
+
+**Data.** german (1,000 rows) and COMPAS (two-year file, 6,172 rows), all rows, split 2:1 with
+``seed`` as in `ssg_roc` (the larger part is the constraint data :math:`\mathcal D`, the smaller
+part split by group: :math:`\mathcal D_p` = group id 1 (german female, COMPAS non-Caucasian),
+:math:`\mathcal D_u` = group id 0). The larger group is downsampled (seed ``seed``) to
+:math:`m = \min(n_p, n_u)` (paper 002 §3.3).
+
+**Constants.** :math:`(L^*, w_{ERM})` by the exact LP, :math:`\kappa = 10^{-3}L^*`, radius
+:math:`5\|w_{ERM}\|`, start :math:`x_0 = (P_0, w_{ERM})` with :math:`P_0 = \frac1{m^2}\mathbf 1\mathbf 1^\top`
+(`WassersteinFairness.uniform_plan`).
+
+**Oracles.** :math:`g` deterministic. :math:`f` stochastic, the paper's oracle: :math:`B =
+\lfloor m/10\rfloor` rows drawn **per group, without replacement** (`WassersteinFairness.sample_rows`),
+the :math:`B\times B` block estimate without rescaling (``unbiased_scale=False``, the literal
+description that the paper's step grids most likely correspond to, digest §3.3). The solvers run
+with ``objective_oracle="stochastic"``, which uses a term's own ``sample_rows`` when it has one,
+seeded by the run's seed; histories and final values are the exact :math:`H`.
+
+**Methods and grids** (digest §4.2, ``GRIDS``): static SSG, diminishing SSG, ConEx
+(:math:`\eta_t = c_1/\sqrt{t+1}`, :math:`\tau_t = c_2/\sqrt{t+1}`, :math:`\theta_t = 1`), IPP-SSG and
+IPP-ConEx (1000 inner iterations; IPP-ConEx prox weights :math:`\eta_k = c_1/\sqrt{k+1}`,
+:math:`\tau_k = c_2/(k+1)`, :math:`\theta_k = k/(k+1)`), :math:`\hat\rho = \max(\rho,1)\times\{10^{-4},
+5\cdot10^{-4}, 10^{-3}\}` with the paper's :math:`\rho = \|A^p\|_F + \|A^u\|_F`. T = 15000 (IPP: 15 x 1000).
+
+**Near stationarity.** One :math:`\hat\rho = 2\max(\rho, 1)` per dataset for every method (the same
+rule as the ROC experiment; the IPP values above are far too small for a well-conditioned proximal
+subproblem), subproblem treated as :math:`\hat\rho`-strongly convex (``mu`` = :math:`\hat\rho`; the
+worst-case weak-convexity bound :math:`\sqrt m(\|A^p\|_F + \|A^u\|_F)` of digest §3.3 is larger, so
+like the paper's choice this is a heuristic), 101 points, at most 300 subproblem iterations; the
+distance is over the whole :math:`x = (P, w)`.
+
+**Quick mode** changes exactly: one grid point per method (the middle values: static
+:math:`\epsilon = 10^{-5}`, :math:`\eta = 0.015`; diminishing :math:`E_1 = 0.1`, :math:`E_2 = 2\cdot10^{-4}`;
+ConEx :math:`c_1 = 0.02`, :math:`c_2 = 50`; IPP :math:`\hat\rho = 5\cdot10^{-4}\max(\rho,1)`; IPP-ConEx
+:math:`c_1 = 200`, :math:`c_2 = 0.01`); T = 500 with IPP as 5 outer x 100 inner; COMPAS subsampled
+(seeded, before the split) to 3,000 rows (:math:`m` about 340 instead of 690); history every 2
+iterations; near stationarity at 11 points with at most 30 subproblem iterations.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .ssg_roc import _record_every, load_split
+
+NAME = "ssg-wasserstein"
+PROBLEM = "wasserstein_fairness"
+FIGURE = "figure1_wasserstein.png"
+TITLE = "Paper 002, Figure 1 (Wasserstein fairness)"
+PAPER = "Huang & Lin, Single-loop switching subgradient methods (paper 002), Figure 1 columns 4-5"
+DATASETS = ("german", "compas")
+
+_EPS = [5e-6, 1e-5, 2e-5]
+_ETA = [0.01, 0.015, 0.02]
+_RHO = [1e-4, 5e-4, 1e-3]
+#: Paper 002 §4.2 grids (Wasserstein), in the notation of `fastcon.experiments._tuning.solve_method`.
+GRIDS = {
+    "ssg_static": {"tolerance": _EPS, "step_size": _ETA},
+    "ssg_diminishing": {"E1": [0.05, 0.1, 0.15], "E2": [1e-4, 2e-4, 5e-4]},
+    "conex": {"c1": [0.01, 0.02, 0.05], "c2": [20.0, 50.0, 100.0]},
+    "ipp_ssg": {"rho_hat_factor": _RHO, "tolerance": _EPS, "step_size": _ETA},
+    "ipp_conex": {"rho_hat_factor": _RHO, "c1": [100.0, 200.0, 500.0], "c2": [0.005, 0.01, 0.02]},
+}
+
+
+def config(quick=False) -> dict:
+    cfg = {"datasets": DATASETS, "methods": tuple(GRIDS), "grid": "paper", "max_iter": 15000, "inner_iter": 1000,
+           "record_points": 500, "max_rows": None, "n_stationarity": 100, "stationarity_iter": 300,
+           "stationarity_tol": 1e-6, "kappa_rel": 1e-3, "radius_factor": 5.0, "feasibility_factor": 2.0, "unbiased_scale": False}
+    if quick:
+        cfg.update(grid="middle", max_iter=500, inner_iter=100, record_points=250, max_rows=3000, n_stationarity=10,
+                   stationarity_iter=30)
+    return cfg
+
+
+def run_options(cfg) -> dict:
+    return {"max_iter": int(cfg["max_iter"]), "inner_iter": int(cfg["inner_iter"]),
+            "record_every": _record_every(cfg["max_iter"], cfg["inner_iter"], cfg["record_points"]),
+            "conex_dual": "inverse_sqrt", "ipp_conex_primal": "inverse_sqrt",
+            "oracle": {"objective_oracle": "stochastic"}}
+
+
+def build_options(cfg) -> dict:
+    return {k: cfg[k] for k in ("max_rows", "kappa_rel", "radius_factor", "unbiased_scale")}
+
+
+def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
+    """The Wasserstein problem of one dataset: ``{"problem", "erm", "meta", "instance"}``.
+
+    ``problem`` is the exact problem (deterministic oracles); ``instance(run_seed)`` returns a fresh
+    ``(solve problem, exact problem)`` pair with new domain objects (the transport projection keeps
+    warm-start duals); the stochastic oracle comes from the solvers (``oracle`` in the run config).
+    """
+    from ..problems import BlockTerm, ConstrainedProblem, erm_optimum, hinge_constraint
+    from ..problems._wasserstein import wasserstein_fairness
+
+    D, p, u, n_all, names = load_split(dataset, data_home, seed, options.get("max_rows"))
+    if erm is None:
+        erm = erm_optimum(D)
+    H = wasserstein_fairness(p, u, downsample_seed=seed, unbiased_scale=bool(options["unbiased_scale"]))
+    con, erm, kappa = hinge_constraint(D, options["kappa_rel"], erm=erm)
+    m, d = H.m, H.d
+    radius = float(options["radius_factor"]) * float(np.linalg.norm(erm.w))
+    constraint = BlockTerm(con, m * m, m * m + d)
+    x0 = H.initial_point(erm.w)
+    parts = {"P": slice(0, m * m), "w": slice(m * m, m * m + d)}
+
+    def exact_problem():
+        return ConstrainedProblem(H, [constraint], H.domain(radius), x0=x0, parts=parts,
+                                  name=f"wasserstein_fairness({dataset})")
+
+    def instance(run_seed):
+        # Fresh domain objects per run: the transport projection keeps warm-start duals. The
+        # solvers' stochastic oracle uses the term's own `sample_rows` (B rows per group).
+        fresh = exact_problem()
+        return fresh, fresh
+
+    problem = exact_problem()
+    rho = H.rho_ipp_heuristic()
+    rho_hat = 2.0 * max(rho, 1.0)
+    meta = {
+        "n_rows": int(n_all), "n_used": int(D.n_samples + p.n_samples + u.n_samples), "n_constraint": int(D.n_samples),
+        "n_p": int(p.n_samples), "n_u": int(u.n_samples), "m": int(m), "batch_size": int(H.batch_size),
+        "n_features": int(d), "dim": int(m * m + d), "group_p": names[1], "group_u": names[0],
+        "L_star": float(erm.value), "kappa": float(kappa), "radius": radius, "norm_w_erm": float(np.linalg.norm(erm.w)),
+        "erm_status": erm.status, "initial_objective": float(problem.f(problem.x0)),
+        "initial_constraint": float(problem.g(problem.x0)[0]), "w1_at_w_erm": float(H.w1_lower_bound(erm.w)),
+        "rho_heuristic": rho, "rho_ipp_base": max(rho, 1.0), "weak_convexity_bound": float(H.rho_weak_convexity()),
+        "stationarity_rho_hat": rho_hat, "stationarity_mu": rho_hat, "unbiased_scale": bool(options["unbiased_scale"]),
+    }
+    return {"problem": problem, "erm": erm, "meta": meta, "instance": instance}
+
+
+def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, **overrides):
+    """Run the experiment (see the module docstring); returns the results.json dict."""
+    import sys
+
+    from ._tuning import run_paper_experiment
+
+    return run_paper_experiment(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed,
+                                jobs=jobs, verbose=verbose, **overrides)
