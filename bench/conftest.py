@@ -4,7 +4,11 @@ run. At the end of the session the speed-up ``reference / fastcon`` (ratio of mi
 printed per group, together with any extra figures a benchmark stored in ``extra_info``.
 """
 import importlib.util
+import sys
 from pathlib import Path
+
+# Benchmarks time fastcon against the plain NumPy references of tests/reference/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 # tests/conftest.py holds the data-folder fixture; loaded under its own name because pytest has
 # already registered *this* file as the module "conftest".

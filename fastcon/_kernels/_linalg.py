@@ -37,11 +37,13 @@ JIT_PARALLEL = dict(JIT, parallel=dict(prange=True, reduction=True, comprehensio
 
 #: Below twice this many stored entries a pass stays serial, and chunks never hold less work.
 #: Starting the thread pool costs ~10 µs, but the real price of a parallel region is waiting for the
-#: slowest thread: when another process holds a core, that wait is a scheduler tick (~4 ms), which
-#: made 0.2-0.5 ms passes take 8-15 ms (measured on COMPAS- and a9a-sized data with one core busy).
-#: With ~1M entries (~1 ms of serial work) per chunk, a stall costs at most a few times the pass
-#: instead of 30x; kernels stay serial (no parallel region at all) below that.
-MIN_CHUNK_WORK = 1 << 20
+#: slowest thread: when another process holds a core, that wait can be a scheduler tick (~4 ms).
+#: With 32k-entry chunks, 0.2 ms passes on COMPAS-sized data took 10+ ms on a busy machine; with
+#: 1M-entry chunks a9a's passes (0.45M nonzeros) went serial and lost their speed-up on a quiet one
+#: (hinge value+subgradient 1.7x the SciPy reference instead of 3.9x). 128k entries keeps
+#: COMPAS-sized passes serial and splits a9a in two; fastcon also makes idle OpenMP workers sleep
+#: (OMP_WAIT_POLICY=PASSIVE, see fastcon/__init__.py), which keeps the busy-machine cost bounded.
+MIN_CHUNK_WORK = 1 << 17
 #: Upper bound on the chunk count; a power of two so that 1, 2, 4, 8 or 16 threads split it evenly.
 MAX_CHUNKS = 16
 
