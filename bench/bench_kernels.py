@@ -8,7 +8,6 @@ once at ARCHITECTURE.md's ~27.5 GB/s (the physical limit of a pass, ~0.2 ms).
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from fastcon._kernels import _linalg as la
 from fastcon._kernels import _losses as lo

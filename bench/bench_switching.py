@@ -36,7 +36,6 @@ Note on the summary line of bench/conftest.py: it divides the *per-call* times, 
 ``FASTCON_BENCH_SMALL=1`` (CI smoke run): 50 fastcon iterations, 10 reference iterations.
 """
 import os
-import time
 
 import numpy as np
 import pytest
@@ -45,6 +44,7 @@ from fastcon.problems import erm_optimum, hinge_constrained_problem, roc_fairnes
 from fastcon.solvers.switching import switching_subgradient
 from reference.roc import roc_value_grad
 from reference.switching import project_ball, switching_reference
+from _timing import best_time
 
 SMALL = bool(os.environ.get("FASTCON_BENCH_SMALL"))
 T_FULL = 50 if SMALL else 5000
@@ -138,8 +138,8 @@ def test_switching_full_run(benchmark, roc_a9a, role):
                                         algorithm_time_s=float(result.history["time"][-1]))
             prob, x, buf = data["problem"], np.array(result.x), np.empty(data["problem"].dim)
             benchmark.extra_info.update(
-                fastcon_objective_oracle_ms=_time(lambda: prob.f_and_subgradient(x, buf), 20) * 1e3,
-                fastcon_constraint_oracle_ms=_time(lambda: prob.g_and_subgradient(x, buf), 50) * 1e3)
+                fastcon_objective_oracle_ms=best_time(lambda: prob.f_and_subgradient(x, buf), 20) * 1e3,
+                fastcon_constraint_oracle_ms=best_time(lambda: prob.g_and_subgradient(x, buf), 50) * 1e3)
         return
 
     # Same trajectory: fastcon's first N_REF iterates and step kinds match the reference loop's.
@@ -160,8 +160,8 @@ def test_switching_full_run(benchmark, roc_a9a, role):
     per_iter = t_ref / N_REF
     f_grad, g_value, g_grad, project = reference_oracles(data)
     w = result["iterates"][-1]
-    t_f = _time(lambda: (g_value(w), f_grad(w), project(w - ETA * w)), 5)   # one objective iteration
-    t_g = _time(lambda: (g_value(w), g_grad(w), project(w - ETA * w)), 5)   # one constraint iteration
+    t_f = best_time(lambda: (g_value(w), f_grad(w), project(w - ETA * w)), 5)   # one objective iteration
+    t_g = best_time(lambda: (g_value(w), g_grad(w), project(w - ETA * w)), 5)   # one constraint iteration
     benchmark.extra_info.update(
         ref_wall_time_s=t_ref, ref_per_iteration_ms=per_iter * 1e3,
         ref_extrapolated_wall_s=per_iter * T_FULL,
@@ -178,11 +178,3 @@ def test_switching_full_run(benchmark, roc_a9a, role):
             ref_mix_adjusted_wall_s=mix_adjusted, ratio_mix_adjusted=mix_adjusted / fast["wall"])
 
 
-def _time(fn, repeat):
-    fn()
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best

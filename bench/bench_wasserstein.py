@@ -41,15 +41,15 @@ No targets are stated for these groups: ratios only. ``FASTCON_BENCH_SMALL=1``: 
 projection (the COMPAS step is already small).
 """
 import os
-import time
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from fastcon._kernels._transport import marginal_residual, project_transport
+from fastcon._kernels._transport import project_transport
 from fastcon.problems import erm_optimum, wasserstein_fairness
 from reference.wasserstein import transport_cost
+from _timing import best_time
 
 SMALL = bool(os.environ.get("FASTCON_BENCH_SMALL"))
 M_PROJ = 100 if SMALL else 1000
@@ -69,16 +69,6 @@ def _record(benchmark, role):
         benchmark.extra_info["numba_threads"] = numba.get_num_threads()
         benchmark.extra_info["threading_layer"] = numba.threading_layer()
     benchmark.extra_info[f"load1_{role}"] = os.getloadavg()[0]
-
-
-def _best_time(fn, repeat):
-    fn()
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 # --------------------------------------------------------------------------- minibatch step (COMPAS)
@@ -159,13 +149,13 @@ def test_wasserstein_minibatch_step(benchmark, compas, role):
         # Split of the step: the oracle alone, and the P-block projection alone from the duals the
         # step's projection starts from (those of the previous round: another batch).
         rows = term.sample_rows(np.random.default_rng(2))
-        benchmark.extra_info[f"oracle_only_ms_{role}"] = _best_time(lambda: oracle(x0, rows), 50) * 1e3
+        benchmark.extra_info[f"oracle_only_ms_{role}"] = best_time(lambda: oracle(x0, rows), 50) * 1e3
         u0, v0 = poly.last.u.copy(), poly.last.v.copy()
         oracle(x0, rows)
         C = (x0[:m * m] - ETA_STEP * zeta[:m * m]).reshape(m, m)
         out = np.empty_like(C)
         proj = lambda: project_transport(C, 1.0 / m, 1.0 / m, u0, v0, tol=poly.tol, out=out)  # noqa: E731
-        benchmark.extra_info[f"projection_only_ms_{role}"] = _best_time(proj, 20) * 1e3
+        benchmark.extra_info[f"projection_only_ms_{role}"] = best_time(proj, 20) * 1e3
         benchmark.extra_info[f"projection_only_newton_{role}"] = proj().n_iter
 
 
@@ -259,7 +249,7 @@ def test_transport_projection(benchmark, projection_case, role):
         warm = project_transport(C, alpha, beta, prev.u, prev.v, tol=tol, out=out)
         benchmark.extra_info.update(newton_warm=warm.n_iter, residual_rel_warm=warm.residual / alpha)
         if benchmark.stats is not None:
-            t_warm = _best_time(lambda: project_transport(C, alpha, beta, prev.u, prev.v, tol=tol, out=out), 30)
+            t_warm = best_time(lambda: project_transport(C, alpha, beta, prev.u, prev.v, tol=tol, out=out), 30)
             benchmark.extra_info["warm_ms_fastcon"] = t_warm * 1e3
             _lbfgs_cache[case["fraction"]] = t_warm
     else:

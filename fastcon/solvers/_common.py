@@ -3,7 +3,6 @@ metering that excludes history-only evaluations, argument checks and the optiona
 certificate."""
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np

@@ -30,12 +30,11 @@ oracle pass dominates, see docs/design.md):
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from .._progress import Progress
-from .._results import Counters, History, SolveResult
+from .._results import History, SolveResult
 from ._output import BestIterate, RandomIterate, WeightedAverage
 from ._common import (
     check_choice, make_objective_oracle, PassMeter, RowSampler, start_point, stationarity_certificate, seeded_streams,
