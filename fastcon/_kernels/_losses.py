@@ -33,7 +33,9 @@ are reduced in chunk order, so results do not depend on the number of threads.
 import numpy as np
 from numba import njit, prange
 
-from ._linalg import JIT, JIT_PARALLEL, _chunk_span, _count, _entry, _row_at, n_chunks_for
+from ._linalg import (
+    JIT, JIT_PARALLEL, _chunk_span, _count, _csr_dot, _dense_axpy, _dense_dot, _entry, _row_at, n_chunks_for,
+)
 
 __all__ = [
     "HINGE", "LOGISTIC", "SIGMOID", "SQUARED_HINGE", "LOSS_CODES",
@@ -130,10 +132,7 @@ def _csr_span_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi):
     total = 0.0
     for j in range(lo, hi):
         i = _row_at(rows, j)
-        s = 0.0
-        for p in range(indptr[i], indptr[i + _ONE]):
-            s += _entry(data, p) * w[indices[p]]
-        v, _ = margin_loss(loss, y[i] * s)
+        v, _ = margin_loss(loss, y[i] * _csr_dot(indptr, indices, data, i, w))
         total += _entry(weights, i) * v
     return total
 
@@ -240,13 +239,9 @@ def _reduce_workspace(workspace, out):
 @njit(**JIT)
 def _dense_span_value(loss, X, y, weights, rows, w, lo, hi):
     total = 0.0
-    d = X.shape[1]
     for j in range(lo, hi):
         i = _row_at(rows, j)
-        s = 0.0
-        for col in range(d):
-            s += X[i, col] * w[col]
-        v, _ = margin_loss(loss, y[i] * s)
+        v, _ = margin_loss(loss, y[i] * _dense_dot(X, i, w))
         total += _entry(weights, i) * v
     return total
 
@@ -254,20 +249,16 @@ def _dense_span_value(loss, X, y, weights, rows, w, lo, hi):
 @njit(**JIT)
 def _dense_span_value_grad(loss, X, y, weights, scale, rows, w, acc, lo, hi):
     total = 0.0
-    d = X.shape[1]
     for j in range(lo, hi):
         i = _row_at(rows, j)
-        s = 0.0
-        for col in range(d):
-            s += X[i, col] * w[col]
+        s = _dense_dot(X, i, w)
         yi = y[i]
         wi = _entry(weights, i)
         v, dv = margin_loss(loss, yi * s)
         total += wi * v
         c = scale * wi * dv * yi
         if c != 0.0:
-            for col in range(d):
-                acc[col] += c * X[i, col]
+            _dense_axpy(X, i, c, acc)
     return total
 
 
