@@ -54,6 +54,32 @@ def test_ipp_conex_reaches_solution():
     assert res.multipliers[0] == pytest.approx(2 * (C @ A - B) / (C @ C), abs=0.05)
 
 
+def test_ipp_conex_dual_warm_start():
+    """Subproblem k starts from subproblem k-1's output multipliers; with the flag off, from 0."""
+    primal, dual = prox_weights_to_steps(linear(2.0), inverse_linear(1.0))
+    kw = dict(rho_hat=1.0, outer_iter=6, inner_solver="conex", inner_iter=20,
+              inner_params=dict(primal_step=primal, dual_step=dual, theta=lambda t: t / (t + 1)))
+    for warm in (True, False):
+        starts, outs = [], []  # multipliers after inner iteration 0, and each subproblem's output
+
+        def inner_cb(t, x, info):
+            if t == 0:
+                starts.append(info["y"].copy())
+            return False
+
+        res = proximal_point(problem(), dual_warm_start=warm,
+                             callback=lambda k, x, info: outs.append(info["inner"].multipliers.copy()) and False,
+                             **{**kw, "inner_params": {**kw["inner_params"], "callback": inner_cb}})
+        assert res.info["dual_warm_start"] is warm and len(starts) == 6
+        # y_1 = [y_0 + tau_0 s_0]_+ with s_0 = g(x_k) (ell_{-1} = ell_0 = g(x_k)) and tau_0 = 1
+        for k in range(1, 6):
+            y0 = outs[k - 1] if warm else 0.0
+            g = C @ res.info["outer_iterates"][k] - B
+            np.testing.assert_allclose(starts[k], np.maximum(y0 + g, 0.0), rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="y0"):
+        proximal_point(problem(), rho_hat=1.0, inner_solver="conex", inner_params=dict(y0=[1.0]))
+
+
 def test_options_and_reproducibility():
     p = problem()
     kw = dict(rho_hat=2.0, outer_iter=5, inner_iter=40, inner_params=dict(step_size=0.02, tolerance=1e-3),

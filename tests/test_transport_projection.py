@@ -115,9 +115,24 @@ def test_domain(rng):
     assert dom.contains(y) and not dom.contains(x)
     np.testing.assert_allclose(y, project_transport(x.reshape(m, m)).P.ravel(), atol=1e-14)
     assert dom.last.converged and dom._u is not None
-    y2 = dom.project(x)                                  # warm-started from the stored duals
+    y2 = dom.project(y)                   # a point already in the polytope: zero duals are exact
     assert dom.last.n_iter == 0 and dom.last.n_sweeps == 0
     np.testing.assert_allclose(y2, y, atol=1e-15)
+    # A block step from a feasible point (what a minibatch objective step does): every start rule
+    # gives the same projection; the zero start needs no more Newton steps than the previous duals.
+    step = np.zeros((m, m))
+    step[:4, :4] = rng.standard_normal((4, 4)) * 0.05
+    z = (y.reshape(m, m) + step).ravel()
+    iters = {}
+    for start in ("zero", "previous", "cold"):
+        d = TransportPolytope(m, start=start)
+        d.project(x)
+        out = d.project(z)
+        iters[start] = d.last.n_iter
+        np.testing.assert_allclose(out, project_transport(z.reshape(m, m)).P.ravel(), atol=1e-13)
+    assert iters["zero"] <= iters["previous"]
+    with pytest.raises(ValueError, match="start"):
+        TransportPolytope(3, start="warm")
     assert dom.contains(dom.uniform())
     # Diameter: two disjoint permutations attain sqrt(2/m); no pair of projections exceeds it.
     P1, P2 = np.eye(m) / m, np.roll(np.eye(m), 1, axis=1) / m

