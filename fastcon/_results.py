@@ -24,6 +24,7 @@ STATUSES = (
     "infeasible_start",     # the algorithm needs a feasible start and was not given one
     "callback_stop",        # the user's callback asked to stop
     "time_limit",           # the wall-clock budget ran out
+    "data_pass_limit",      # the data-pass budget ran out (paper 004's DP(g) cap)
 )
 
 

@@ -1,5 +1,7 @@
 """Problems: objective and constraint terms bound to data, with value/subgradient oracles."""
-from ._compose import BlockTerm, CustomTerm, ProximalTerm, ShiftedTerm, custom_term, less_equal
+from ._compose import BlockTerm, CustomTerm, PenalizedTerm, ProximalTerm, ShiftedTerm, custom_term, less_equal, \
+    penalized
+from ._demographic_parity import DemographicParityGap, demographic_parity_gap
 from ._design import DesignMatrix
 from ._erm import ErmResult, erm_optimum, hinge_constrained_problem, hinge_constraint
 from ._domains import Ball, Box, Product, ProductOfBalls, Whole
@@ -10,6 +12,7 @@ from ._problem import ConstrainedProblem
 from ._transport_domain import TransportPolytope, transport_domain
 from ._wasserstein import WassersteinFairness, wasserstein_fairness
 from ._roc_fairness import ROCFairness, roc_fairness, roc_fairness_from_dataset, threshold_grid
+from ._scad import ScadPenalty, scad_penalty
 
 __all__ = [
     "MarginRisk", "margin_risk", "hinge_risk", "logistic_risk", "sigmoid_risk", "squared_hinge_risk",
@@ -18,4 +21,5 @@ __all__ = [
     "ErmResult", "erm_optimum", "hinge_constraint", "hinge_constrained_problem",
     "ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshold_grid",
     "WassersteinFairness", "wasserstein_fairness", "TransportPolytope", "transport_domain",
+    "DemographicParityGap", "demographic_parity_gap", "ScadPenalty", "scad_penalty", "PenalizedTerm", "penalized",
 ]

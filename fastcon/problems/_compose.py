@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["less_equal", "ShiftedTerm", "ProximalTerm", "BlockTerm", "custom_term", "CustomTerm"]
+__all__ = ["less_equal", "ShiftedTerm", "ProximalTerm", "BlockTerm", "PenalizedTerm", "penalized", "custom_term",
+           "CustomTerm"]
 
 
 class _Wrapper:
@@ -135,6 +136,49 @@ class BlockTerm(_Wrapper):
     def value_and_subgradient_rows(self, x, rows, out):
         out[:] = 0.0
         return self.term.value_and_subgradient_rows(self._block(x), rows, out[self.start:self.stop])
+
+
+class PenalizedTerm(_Wrapper):
+    r""":math:`h(x) + P(x)`: a data term plus a data-free penalty (e.g. `scad_penalty`), as in paper 004's
+    Problem 2 (hinge risk + SCAD). Minibatch oracles pass the rows to :math:`h` and add :math:`P` in
+    full; ``rows_read`` is that of :math:`h`.
+    """
+
+    def __init__(self, term, penalty):
+        super().__init__(term)
+        if getattr(penalty, "n_samples", None) != 0:
+            raise ValueError("penalty: must be a data-free term (n_samples == 0), e.g. scad_penalty(...)")
+        if penalty.n_features != term.n_features:
+            raise ValueError(f"penalty: has {penalty.n_features} features, the term has {term.n_features}")
+        self.penalty = penalty
+        self.n_features = term.n_features
+        self._buf = np.empty(term.n_features)
+
+    def value(self, x):
+        return self.term.value(x) + self.penalty.value(x)
+
+    def value_and_subgradient(self, x, out):
+        v = self.term.value_and_subgradient(x, out)
+        v += self.penalty.value_and_subgradient(x, self._buf)
+        out += self._buf
+        return v
+
+    def value_rows(self, x, rows):
+        return self.term.value_rows(x, rows) + self.penalty.value(x)
+
+    def value_and_subgradient_rows(self, x, rows, out):
+        v = self.term.value_and_subgradient_rows(x, rows, out)
+        v += self.penalty.value_and_subgradient(x, self._buf)
+        out += self._buf
+        return v
+
+    def __repr__(self):
+        return f"({self.term!r} + {self.penalty!r})"
+
+
+def penalized(term, penalty) -> PenalizedTerm:
+    r"""The term :math:`h(x) + P(x)` (``penalty`` reads no data)."""
+    return PenalizedTerm(term, penalty)
 
 
 class CustomTerm:

@@ -27,7 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._kernels._threshold_sweep import grid_blocks, sigmoid_prime_weights, sigmoid_sweep, sweep_workspace
+from .._kernels._datafit import ROC_GAP, datafit_bundle
 from ._design import DesignMatrix
+from ._groups import split_group_rows, stacked_csr, stratified_rows
 from ._validation import check_out, check_x
 
 __all__ = ["ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshold_grid"]
@@ -130,6 +132,7 @@ class ROCFairness:
         if ds_p.n_features != ds_u.n_features:
             raise ValueError(f"group_u: has {ds_u.n_features} features, group_p has {ds_p.n_features}")
         self._design_p, self._design_u = DesignMatrix(ds_p), DesignMatrix(ds_u)
+        self._X_p, self._X_u = ds_p.X, ds_u.X
         self.n_p, self.n_u = int(ds_p.n_samples), int(ds_u.n_samples)
         self.n_samples = self.n_p + self.n_u
         self.n_features = int(ds_p.n_features)
@@ -190,23 +193,7 @@ class ROCFairness:
 
     def _split_rows(self, rows):
         """Batch positions -> (rows of group p, rows of group u), each in batch order."""
-        rows = np.asarray(rows)
-        if rows.ndim != 1 or (rows.dtype.kind not in "iu" and rows.size):
-            raise ValueError("rows: expected a 1-D array of integer row indices")
-        if rows.size == 0:
-            raise ValueError("rows: empty; a subset estimate needs rows of both groups")
-        rows = rows.astype(np.int64, copy=False)
-        if rows.min() < 0 or rows.max() >= self.n_samples:
-            bad = int(rows.min()) if rows.min() < 0 else int(rows.max())
-            raise ValueError(f"rows: index {bad} out of range for {self.n_samples} rows (n_p + n_u)")
-        in_p = rows < self.n_p
-        rows_p = np.ascontiguousarray(rows[in_p])
-        rows_u = np.ascontiguousarray(rows[~in_p] - self.n_p)
-        for name, r, where in (("p", rows_p, f"< {self.n_p}"), ("u", rows_u, f">= {self.n_p}")):
-            if r.size == 0:
-                raise ValueError(f"rows: the batch has no rows of group {name} (indices {where}); the "
-                                 "minibatch ROC gap needs rows of both groups")
-        return rows_p, rows_u
+        return split_group_rows(rows, self.n_p, self.n_u)
 
     def _workspace(self, n):
         ws = self._workspaces.get(n)
@@ -245,6 +232,24 @@ class ROCFairness:
         rows_p, rows_u = self._split_rows(rows)
         self.rows_read += rows_p.size + rows_u.size
         return self._evaluate(x, rows_p, rows_u, out)
+
+    def sample_rows(self, rng, batch=None) -> np.ndarray:
+        """A stratified batch of ``batch`` rows: both groups, sizes proportional to the groups, no repeats.
+
+        Solvers with a stochastic objective oracle use it (a uniform batch could miss a group).
+        """
+        if batch is None:
+            raise ValueError("batch: the stratified ROC-fairness minibatch needs a size "
+                             "(objective_batch_size), at least 2")
+        return stratified_rows(rng, batch, self.n_p, self.n_u)
+
+    def compiled_datafit(self):
+        """The `fastcon._kernels._datafit` bundle (kind ROC_GAP) for compiled solver loops."""
+        if getattr(self, "_bundle", None) is None:
+            indptr, indices, data = stacked_csr(self._X_p, self._X_u)
+            self._bundle = datafit_bundle(ROC_GAP, indptr, indices, data, n_split=self.n_p,
+                                          thresholds=self.thresholds)
+        return self._bundle
 
     def threshold_gaps(self, x) -> np.ndarray:
         r"""The signed gaps :math:`\Delta_{\theta_j}(x)` for every threshold (a copy; reads a full pass)."""

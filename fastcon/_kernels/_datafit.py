@@ -1,0 +1,285 @@
+r"""Compiled datafits: the terms a jitted solver loop can evaluate without returning to Python.
+
+The decision of ARCHITECTURE.md §3 ("solver loops whose iterations are tiny run compiled"), taken
+once for the whole package: a term that supports compiled loops returns a **datafit bundle**, a
+plain tuple of a kind code and arrays (:func:`datafit_bundle` documents the layout), and jitted
+loops evaluate it with the functions below, which dispatch on the kind code. One bundle type for
+every kind keeps one compiled specialization per loop (and numba's on-disk cache usable, which
+first-class function arguments would defeat); separable penalties (SCAD) are a second, data-free
+code. Every datafit of this module is a function of the scores :math:`z = Aw` of its rows:
+
+``MARGIN``
+    :math:`\frac1n\sum_i s_i\,\phi(b_i a_i^\top w)` (a margin loss of `_losses`, row scales
+    :math:`s_i` with mean 1). Its *statistic* is this mean itself.
+``GROUP_GAP``
+    Rows ``[0, n_split)`` form group p and ``[n_split, n)`` group u; the statistic is the signed
+    gap :math:`d(w) = \overline{\sigma(a^\top w)}_p - \overline{\sigma(a^\top w)}_u` and the value
+    :math:`|d(w)|` (demographic parity, paper 004 eq. 47).
+``ROC_GAP``
+    Two groups as above and a threshold grid: :math:`\max_j |\overline{\sigma(a^\top w - \theta_j)}_p
+    - \overline{\sigma(a^\top w - \theta_j)}_u|` (paper 002 eq. 11, paper 004 eq. 4). Not a mean of
+    per-row terms, so it has no statistic (objective use only).
+
+A minibatch is a list of row indices; for the two-group kinds the group means are taken over the
+batch rows of each group (the caller samples stratified, so both groups are present). Statistics
+are *linear* in the per-row terms, which is what the SPIDER recursion of paper 004 tracks
+(``u += d(x_k, B) - d(x_{k-1}, B)``); :func:`statistic_two_point` reads each batch row once for
+both points.
+"""
+import numpy as np
+from numba import njit
+
+from ._linalg import JIT, _csr_axpy, _csr_dot
+from ._losses import margin_loss
+from ._threshold_sweep import grid_blocks, sigmoid_sweep
+
+__all__ = ["MARGIN", "GROUP_GAP", "ROC_GAP", "NO_PENALTY", "SCAD", "datafit_bundle", "datafit_value_grad",
+           "statistic_two_point", "statistic_grad", "penalty_value_grad", "scad", "datafit_buffers"]
+
+MARGIN, GROUP_GAP, ROC_GAP = 0, 1, 2
+NO_PENALTY, SCAD = 0, 1
+_EMPTY_U64 = np.zeros(0, dtype=np.uint64)
+_EMPTY = np.zeros(0)
+
+
+def datafit_bundle(kind, indptr, indices, data, *, loss=0, y=None, scale=None, n_split=0, thresholds=None):
+    r"""The tuple a compiled loop receives for one datafit.
+
+    Layout: ``(kind, loss, indptr u64, indices u32, data f64, y f64, scale f64, n_split,
+    starts u64, anchors, tops, factors, thresholds)`` with the CSR arrays of the rows (dense data is passed as
+    CSR: the loops index rows), ``y`` the labels (MARGIN), ``scale`` the row scales :math:`s_i`
+    (MARGIN; mean 1), ``n_split`` the first row of group u (two-group kinds) and the threshold
+    grid of `_threshold_sweep.grid_blocks` and the thresholds themselves (ROC_GAP; the
+    subgradient uses :math:`\theta_{j^*}` exactly). Unused fields are empty arrays.
+    """
+    n = int(indptr.shape[0]) - 1
+    y = _EMPTY if y is None else np.ascontiguousarray(y, dtype=np.float64)
+    scale = np.ones(n) if (scale is None and kind == MARGIN) else (_EMPTY if scale is None else
+                                                                   np.ascontiguousarray(scale, dtype=np.float64))
+    if thresholds is None:
+        starts, anchors, tops, factors, thresholds = _EMPTY_U64, _EMPTY, _EMPTY, _EMPTY, _EMPTY
+    else:
+        thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+        starts, anchors, tops, factors = grid_blocks(thresholds)
+    return (np.int64(kind), np.int64(loss), np.ascontiguousarray(indptr, dtype=np.uint64),
+            np.ascontiguousarray(indices, dtype=np.uint32), np.ascontiguousarray(data, dtype=np.float64), y, scale,
+            np.int64(n_split), starts, anchors, tops, factors, thresholds)
+
+
+def datafit_buffers(bundle, n_rows):
+    """Scratch for evaluations on at most ``n_rows`` rows: ``(scores, coefs, means_p, means_u, sweep)``."""
+    m = bundle[11].shape[0]
+    return np.empty(n_rows), np.empty(n_rows), np.empty(max(m, 1)), np.empty(max(m, 1)), np.zeros((1, max(m, 1)))
+
+
+@njit(inline="always")
+def _sigmoid(z):
+    if z >= 0.0:
+        return 1.0 / (1.0 + np.exp(-z))
+    e = np.exp(z)
+    return e / (1.0 + e)
+
+
+@njit(inline="always")
+def _sigmoid_prime(z):
+    e = np.exp(-abs(z))
+    q = 1.0 + e
+    return e / (q * q)
+
+
+@njit(**JIT)
+def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
+    r"""Value of datafit ``b`` at ``x`` on ``rows[:n_rows]``; adds ``grad_scale`` x its subgradient to ``grad``.
+
+    ``rows`` holds global row indices; for the two-group kinds the first ``n_p`` positions of the
+    batch must be group p rows and the rest group u rows, ``n_p`` found by the ``n_split`` test
+    (the stratified samplers lay batches out that way). Returns the value (not the statistic).
+    """
+    kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
+    scores, coefs, mean_p, mean_u, sweep = bufs
+    if kind == MARGIN:
+        acc = 0.0
+        inv = 1.0 / n_rows
+        for k in range(n_rows):
+            i = np.uint64(rows[k])
+            v, dv = margin_loss(loss, y[i] * _csr_dot(indptr, indices, data, i, x))
+            acc += scale[i] * v
+            if want_grad and dv != 0.0:
+                _csr_axpy(indptr, indices, data, i, grad_scale * inv * scale[i] * dv * y[i], grad)
+        return acc * inv
+    n_p = 0
+    while n_p < n_rows and rows[n_p] < n_split:
+        n_p += 1
+    n_u = n_rows - n_p
+    for k in range(n_rows):
+        scores[k] = _csr_dot(indptr, indices, data, np.uint64(rows[k]), x)
+    if kind == GROUP_GAP:
+        sp = 0.0
+        su = 0.0
+        for k in range(n_p):
+            sp += _sigmoid(scores[k])
+        for k in range(n_p, n_rows):
+            su += _sigmoid(scores[k])
+        d = sp / n_p - su / n_u
+        if want_grad and d != 0.0:
+            sgn = grad_scale if d > 0.0 else -grad_scale
+            for k in range(n_rows):
+                c = sgn * _sigmoid_prime(scores[k]) * (1.0 / n_p if k < n_p else -1.0 / n_u)
+                _csr_axpy(indptr, indices, data, np.uint64(rows[k]), c, grad)
+        return abs(d)
+    # ROC_GAP: group means of sigma(s - theta_j) by the one-exp-per-sample sweep
+    starts, anchors, tops, factors = b[8], b[9], b[10], b[11]
+    m = factors.shape[0]
+    sigmoid_sweep(scores[:n_p], starts, anchors, tops, factors, mean_p[:m], sweep)
+    sigmoid_sweep(scores[n_p:n_rows], starts, anchors, tops, factors, mean_u[:m], sweep)
+    best = 0
+    gap = mean_p[0] - mean_u[0]
+    for j in range(1, m):
+        g = mean_p[j] - mean_u[j]
+        if abs(g) > abs(gap):  # first maximiser on ties, as ROCFairness
+            gap = g
+            best = j
+    if want_grad and gap != 0.0:
+        theta = b[12][best]
+        sgn = grad_scale if gap > 0.0 else -grad_scale
+        for k in range(n_rows):
+            c = sgn * _sigmoid_prime(scores[k] - theta) * (1.0 / n_p if k < n_p else -1.0 / n_u)
+            _csr_axpy(indptr, indices, data, np.uint64(rows[k]), c, grad)
+    return abs(gap)
+
+
+@njit(**JIT)
+def statistic_two_point(b, x, x_prev, rows, n_rows, bufs):
+    r"""The statistic at ``x`` and ``x_prev`` on the same rows, each row read once.
+
+    Returns ``(t(x), t(x_prev))``; the scores at ``x`` stay in ``bufs[0]`` for
+    :func:`statistic_grad` (the subgradient on the same batch needs no second read of the scores).
+    """
+    kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
+    scores = bufs[0]
+    if kind == MARGIN:
+        a = 0.0
+        a0 = 0.0
+        for k in range(n_rows):
+            i = np.uint64(rows[k])
+            z = 0.0
+            z0 = 0.0
+            for p in range(indptr[i], indptr[i + np.uint64(1)]):
+                v = data[p]
+                j = indices[p]
+                z += v * x[j]
+                z0 += v * x_prev[j]
+            scores[k] = z
+            a += scale[i] * margin_loss(loss, y[i] * z)[0]
+            a0 += scale[i] * margin_loss(loss, y[i] * z0)[0]
+        return a / n_rows, a0 / n_rows
+    n_p = 0
+    while n_p < n_rows and rows[n_p] < n_split:
+        n_p += 1
+    sp = 0.0
+    sp0 = 0.0
+    su = 0.0
+    su0 = 0.0
+    for k in range(n_rows):
+        i = np.uint64(rows[k])
+        z = 0.0
+        z0 = 0.0
+        for p in range(indptr[i], indptr[i + np.uint64(1)]):
+            v = data[p]
+            j = indices[p]
+            z += v * x[j]
+            z0 += v * x_prev[j]
+        scores[k] = z
+        if k < n_p:
+            sp += _sigmoid(z)
+            sp0 += _sigmoid(z0)
+        else:
+            su += _sigmoid(z)
+            su0 += _sigmoid(z0)
+    n_u = n_rows - n_p
+    return sp / n_p - su / n_u, sp0 / n_p - su0 / n_u
+
+
+@njit(**JIT)
+def statistic(b, x, rows, n_rows, bufs):
+    """The statistic at ``x`` on ``rows[:n_rows]``; scores kept in ``bufs[0]`` as above."""
+    kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
+    scores = bufs[0]
+    n_p = 0
+    if kind != MARGIN:
+        while n_p < n_rows and rows[n_p] < n_split:
+            n_p += 1
+    a = 0.0
+    au = 0.0
+    for k in range(n_rows):
+        i = np.uint64(rows[k])
+        z = _csr_dot(indptr, indices, data, i, x)
+        scores[k] = z
+        if kind == MARGIN:
+            a += scale[i] * margin_loss(loss, y[i] * z)[0]
+        elif k < n_p:
+            a += _sigmoid(z)
+        else:
+            au += _sigmoid(z)
+    if kind == MARGIN:
+        return a / n_rows
+    return a / n_p - au / (n_rows - n_p)
+
+
+@njit(**JIT)
+def statistic_grad(b, rows, n_rows, sign, grad_scale, grad, bufs):
+    r"""Adds ``grad_scale`` x the subgradient of the value on the batch whose scores are in ``bufs[0]``.
+
+    MARGIN: :math:`\frac1{|B|}\sum s_i\phi'(b_i z_i) b_i a_i`. GROUP_GAP: ``sign`` times the gradient
+    of the signed gap :math:`d` (``sign`` = sign of the estimate of :math:`d`, so the result is a
+    subgradient of :math:`|d|`; 0 gives 0).
+    """
+    kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
+    scores = bufs[0]
+    if kind == MARGIN:
+        inv = 1.0 / n_rows
+        for k in range(n_rows):
+            i = np.uint64(rows[k])
+            dv = margin_loss(loss, y[i] * scores[k])[1]
+            if dv != 0.0:
+                _csr_axpy(indptr, indices, data, i, grad_scale * inv * scale[i] * dv * y[i], grad)
+        return
+    if sign == 0.0:
+        return
+    n_p = 0
+    while n_p < n_rows and rows[n_p] < n_split:
+        n_p += 1
+    n_u = n_rows - n_p
+    for k in range(n_rows):
+        c = sign * grad_scale * _sigmoid_prime(scores[k]) * (1.0 / n_p if k < n_p else -1.0 / n_u)
+        _csr_axpy(indptr, indices, data, np.uint64(rows[k]), c, grad)
+
+
+@njit(inline="always")
+def scad(t):
+    r"""Paper 004's SCAD-type :math:`\varphi(t)` with the continuous ``-1`` (digest 004 §1.6) and a derivative.
+
+    :math:`2|t|` on :math:`|t| \le 1`, :math:`-t^2 + 4|t| - 1` on :math:`1 < |t| \le 2`, 3 beyond;
+    derivative :math:`2\,\mathrm{sign}(t)` (0 at 0), :math:`(4 - 2|t|)\mathrm{sign}(t)`, 0.
+    """
+    a = abs(t)
+    s = 1.0 if t > 0.0 else (-1.0 if t < 0.0 else 0.0)
+    if a <= 1.0:
+        return 2.0 * a, 2.0 * s
+    if a <= 2.0:
+        return -a * a + 4.0 * a - 1.0, (4.0 - 2.0 * a) * s
+    return 3.0, 0.0
+
+
+@njit(**JIT)
+def penalty_value_grad(code, lam, x, want_grad, grad):
+    r""":math:`\lambda\sum_i\varphi(x_i)` for ``code == SCAD`` (0 for ``NO_PENALTY``); adds its gradient."""
+    if code == NO_PENALTY:
+        return 0.0
+    v = 0.0
+    for i in range(x.shape[0]):
+        fi, di = scad(x[i])
+        v += fi
+        if want_grad:
+            grad[i] += lam * di
+    return lam * v
