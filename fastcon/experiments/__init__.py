@@ -46,6 +46,9 @@ EXPERIMENTS = {
                           "IPP-SSG, IPP-ConEx"),
     "ssg-wasserstein": Experiment("ssg-wasserstein", "ssg_wasserstein",
                                   "paper 002 Figure 1, Wasserstein fairness on german/COMPAS: the same five methods"),
+    "spider-table2": Experiment("spider-table2", "spider_table2",
+                                "paper 004 Table 2 and Figures 1-2: 3S-Econ-D/S vs SSG, IPP-SSG, IPP-ConEx, SSG-S on "
+                                "ROC-fairness and demographic-parity problems, a9a and COMPAS"),
 }
 
 

@@ -138,7 +138,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
         :math:`f` and :math:`g` (not counted as data passes).
     callback : callable ``(k, x, info) -> bool``, optional
         Called at every record with ``info`` = ``{"constraint_estimate", "penalty_weight",
-        "data_passes_g", "history"}``; True stops with status ``"callback_stop"`` (paper 004's
+        "data_passes_f", "data_passes_g", "history"}``; True stops with status ``"callback_stop"`` (paper 004's
         SVio stopping rule is such a callback).
     verbose : bool
         Progress bar / lines.
@@ -265,6 +265,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
                 progress.update(k - 1, f=f_val, g=g_val)
             if callback is not None and callback(k, x, {"constraint_estimate": float(est[1]),
                                                         "penalty_weight": float(est[2]),
+                                                        "data_passes_f": float(counters_arr[0]),
                                                         "data_passes_g": float(dpg), "history": history}):
                 status = "callback_stop"
                 break
