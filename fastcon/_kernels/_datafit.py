@@ -29,7 +29,7 @@ both points.
 import numpy as np
 from numba import njit
 
-from ._linalg import JIT, _csr_axpy, _csr_dot
+from ._linalg import JIT, _csr_axpy, _csr_dot, _entry
 from ._losses import margin_loss
 from ._threshold_sweep import grid_blocks, sigmoid_sweep
 
@@ -42,12 +42,14 @@ _EMPTY_U64 = np.zeros(0, dtype=np.uint64)
 _EMPTY = np.zeros(0)
 
 
-def datafit_bundle(kind, indptr, indices, data, *, loss=0, y=None, scale=None, n_split=0, thresholds=None):
+def datafit_bundle(kind, indptr, indices, data, *, loss=0, y=None, scale=None, n_split=0, thresholds=None,
+                   binary=None):
     r"""The tuple a compiled loop receives for one datafit.
 
     Layout: ``(kind, loss, indptr u64, indices u32, data f64, y f64, scale f64, n_split,
     starts u64, anchors, tops, factors, thresholds)`` with the CSR arrays of the rows (dense data is passed as
-    CSR: the loops index rows), ``y`` the labels (MARGIN), ``scale`` the row scales :math:`s_i`
+    CSR: the loops index rows; ``data`` becomes None for binary features, detected when ``binary``
+    is None, which spares the row gathers a third of their bytes), ``y`` the labels (MARGIN), ``scale`` the row scales :math:`s_i`
     (MARGIN; mean 1), ``n_split`` the first row of group u (two-group kinds) and the threshold
     grid of `_threshold_sweep.grid_blocks` and the thresholds themselves (ROC_GAP; the
     subgradient uses :math:`\theta_{j^*}` exactly). Unused fields are empty arrays.
@@ -61,8 +63,11 @@ def datafit_bundle(kind, indptr, indices, data, *, loss=0, y=None, scale=None, n
     else:
         thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
         starts, anchors, tops, factors = grid_blocks(thresholds)
+    data = np.ascontiguousarray(data, dtype=np.float64)
+    if binary is None:
+        binary = bool(data.size) and bool(np.all(data == 1.0))
     return (np.int64(kind), np.int64(loss), np.ascontiguousarray(indptr, dtype=np.uint64),
-            np.ascontiguousarray(indices, dtype=np.uint32), np.ascontiguousarray(data, dtype=np.float64), y, scale,
+            np.ascontiguousarray(indices, dtype=np.uint32), None if binary else data, y, scale,
             np.int64(n_split), starts, anchors, tops, factors, thresholds)
 
 
@@ -87,6 +92,40 @@ def _sigmoid_prime(z):
     return e / (q * q)
 
 
+@njit(inline="always")
+def _gather_scores(indptr, indices, data, rows, n_rows, x, scores):
+    """``scores[k] = a_{rows[k]}^T x``. A loop with no data-dependent branch: the rows' cache misses
+    (batch rows are scattered over the matrix) overlap instead of waiting behind a mispredicted
+    loss branch, about twice as fast on a9a batches as fusing the loss into this loop."""
+    for k in range(n_rows):
+        scores[k] = _csr_dot(indptr, indices, data, np.uint64(rows[k]), x)
+
+
+@njit(inline="always")
+def _gather_scores2(indptr, indices, data, rows, n_rows, x, x_prev, scores, scores_prev):
+    """Scores at two points, each row read once."""
+    for k in range(n_rows):
+        i = np.uint64(rows[k])
+        z = 0.0
+        z0 = 0.0
+        for p in range(indptr[i], indptr[i + np.uint64(1)]):
+            v = _entry(data, p)
+            j = indices[p]
+            z += v * x[j]
+            z0 += v * x_prev[j]
+        scores[k] = z
+        scores_prev[k] = z0
+
+
+@njit(inline="always")
+def _scatter(indptr, indices, data, rows, n_rows, coefs, grad):
+    """``grad += sum_k coefs[k] a_{rows[k]}`` over the rows with a non-zero coefficient."""
+    for k in range(n_rows):
+        c = coefs[k]
+        if c != 0.0:
+            _csr_axpy(indptr, indices, data, np.uint64(rows[k]), c, grad)
+
+
 @njit(**JIT)
 def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
     r"""Value of datafit ``b`` at ``x`` on ``rows[:n_rows]``; adds ``grad_scale`` x its subgradient to ``grad``.
@@ -97,22 +136,22 @@ def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
     """
     kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
     scores, coefs, mean_p, mean_u, sweep = bufs
+    _gather_scores(indptr, indices, data, rows, n_rows, x, scores)
     if kind == MARGIN:
         acc = 0.0
         inv = 1.0 / n_rows
         for k in range(n_rows):
             i = np.uint64(rows[k])
-            v, dv = margin_loss(loss, y[i] * _csr_dot(indptr, indices, data, i, x))
+            v, dv = margin_loss(loss, y[i] * scores[k])
             acc += scale[i] * v
-            if want_grad and dv != 0.0:
-                _csr_axpy(indptr, indices, data, i, grad_scale * inv * scale[i] * dv * y[i], grad)
+            coefs[k] = grad_scale * inv * scale[i] * dv * y[i]
+        if want_grad:
+            _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
         return acc * inv
     n_p = 0
     while n_p < n_rows and rows[n_p] < n_split:
         n_p += 1
     n_u = n_rows - n_p
-    for k in range(n_rows):
-        scores[k] = _csr_dot(indptr, indices, data, np.uint64(rows[k]), x)
     if kind == GROUP_GAP:
         sp = 0.0
         su = 0.0
@@ -156,22 +195,15 @@ def statistic_two_point(b, x, x_prev, rows, n_rows, bufs):
     :func:`statistic_grad` (the subgradient on the same batch needs no second read of the scores).
     """
     kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
-    scores = bufs[0]
+    scores, prev = bufs[0], bufs[1]
+    _gather_scores2(indptr, indices, data, rows, n_rows, x, x_prev, scores, prev)
     if kind == MARGIN:
         a = 0.0
         a0 = 0.0
         for k in range(n_rows):
             i = np.uint64(rows[k])
-            z = 0.0
-            z0 = 0.0
-            for p in range(indptr[i], indptr[i + np.uint64(1)]):
-                v = data[p]
-                j = indices[p]
-                z += v * x[j]
-                z0 += v * x_prev[j]
-            scores[k] = z
-            a += scale[i] * margin_loss(loss, y[i] * z)[0]
-            a0 += scale[i] * margin_loss(loss, y[i] * z0)[0]
+            a += scale[i] * margin_loss(loss, y[i] * scores[k])[0]
+            a0 += scale[i] * margin_loss(loss, y[i] * prev[k])[0]
         return a / n_rows, a0 / n_rows
     n_p = 0
     while n_p < n_rows and rows[n_p] < n_split:
@@ -180,22 +212,12 @@ def statistic_two_point(b, x, x_prev, rows, n_rows, bufs):
     sp0 = 0.0
     su = 0.0
     su0 = 0.0
-    for k in range(n_rows):
-        i = np.uint64(rows[k])
-        z = 0.0
-        z0 = 0.0
-        for p in range(indptr[i], indptr[i + np.uint64(1)]):
-            v = data[p]
-            j = indices[p]
-            z += v * x[j]
-            z0 += v * x_prev[j]
-        scores[k] = z
-        if k < n_p:
-            sp += _sigmoid(z)
-            sp0 += _sigmoid(z0)
-        else:
-            su += _sigmoid(z)
-            su0 += _sigmoid(z0)
+    for k in range(n_p):
+        sp += _sigmoid(scores[k])
+        sp0 += _sigmoid(prev[k])
+    for k in range(n_p, n_rows):
+        su += _sigmoid(scores[k])
+        su0 += _sigmoid(prev[k])
     n_u = n_rows - n_p
     return sp / n_p - su / n_u, sp0 / n_p - su0 / n_u
 
@@ -205,24 +227,22 @@ def statistic(b, x, rows, n_rows, bufs):
     """The statistic at ``x`` on ``rows[:n_rows]``; scores kept in ``bufs[0]`` as above."""
     kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
     scores = bufs[0]
+    _gather_scores(indptr, indices, data, rows, n_rows, x, scores)
+    if kind == MARGIN:
+        a = 0.0
+        for k in range(n_rows):
+            i = np.uint64(rows[k])
+            a += scale[i] * margin_loss(loss, y[i] * scores[k])[0]
+        return a / n_rows
     n_p = 0
-    if kind != MARGIN:
-        while n_p < n_rows and rows[n_p] < n_split:
-            n_p += 1
+    while n_p < n_rows and rows[n_p] < n_split:
+        n_p += 1
     a = 0.0
     au = 0.0
-    for k in range(n_rows):
-        i = np.uint64(rows[k])
-        z = _csr_dot(indptr, indices, data, i, x)
-        scores[k] = z
-        if kind == MARGIN:
-            a += scale[i] * margin_loss(loss, y[i] * z)[0]
-        elif k < n_p:
-            a += _sigmoid(z)
-        else:
-            au += _sigmoid(z)
-    if kind == MARGIN:
-        return a / n_rows
+    for k in range(n_p):
+        a += _sigmoid(scores[k])
+    for k in range(n_p, n_rows):
+        au += _sigmoid(scores[k])
     return a / n_p - au / (n_rows - n_p)
 
 
@@ -235,14 +255,13 @@ def statistic_grad(b, rows, n_rows, sign, grad_scale, grad, bufs):
     subgradient of :math:`|d|`; 0 gives 0).
     """
     kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
-    scores = bufs[0]
+    scores, coefs = bufs[0], bufs[1]
     if kind == MARGIN:
         inv = 1.0 / n_rows
         for k in range(n_rows):
             i = np.uint64(rows[k])
-            dv = margin_loss(loss, y[i] * scores[k])[1]
-            if dv != 0.0:
-                _csr_axpy(indptr, indices, data, i, grad_scale * inv * scale[i] * dv * y[i], grad)
+            coefs[k] = grad_scale * inv * scale[i] * margin_loss(loss, y[i] * scores[k])[1] * y[i]
+        _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
         return
     if sign == 0.0:
         return
@@ -251,8 +270,8 @@ def statistic_grad(b, rows, n_rows, sign, grad_scale, grad, bufs):
         n_p += 1
     n_u = n_rows - n_p
     for k in range(n_rows):
-        c = sign * grad_scale * _sigmoid_prime(scores[k]) * (1.0 / n_p if k < n_p else -1.0 / n_u)
-        _csr_axpy(indptr, indices, data, np.uint64(rows[k]), c, grad)
+        coefs[k] = sign * grad_scale * _sigmoid_prime(scores[k]) * (1.0 / n_p if k < n_p else -1.0 / n_u)
+    _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
 
 
 @njit(inline="always")
