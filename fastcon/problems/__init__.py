@@ -8,6 +8,7 @@ from ._domains import Ball, Box, Product, ProductOfBalls, Whole
 from ._margin_risk import (
     MarginRisk, hinge_risk, logistic_risk, margin_risk, sigmoid_risk, squared_hinge_risk,
 )
+from ._multiclass_np import ClassPairwiseRisk, multiclass_neyman_pearson, neyman_pearson
 from ._problem import ConstrainedProblem
 from ._transport_domain import TransportPolytope, transport_domain
 from ._wasserstein import WassersteinFairness, wasserstein_fairness
@@ -22,4 +23,5 @@ __all__ = [
     "ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshold_grid",
     "WassersteinFairness", "wasserstein_fairness", "TransportPolytope", "transport_domain",
     "DemographicParityGap", "demographic_parity_gap", "ScadPenalty", "scad_penalty", "PenalizedTerm", "penalized",
+    "ClassPairwiseRisk", "multiclass_neyman_pearson", "neyman_pearson",
 ]

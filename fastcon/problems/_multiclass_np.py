@@ -1,0 +1,377 @@
+r"""Neyman-Pearson classification: the multi-class problem of paper 001 (IQRC) and its binary case.
+
+Multi-class (paper 001 eq. 11, digest §2.3 and §2.7). One linear model :math:`w_c \in \mathbb R^d`
+per class, stacked as the rows of :math:`W \in \mathbb R^{C\times d}`; the variable is
+:math:`x = \operatorname{vec}(W)` (row-major, length :math:`C d`). The loss of class :math:`k`,
+with :math:`D_k` its :math:`n_k` rows, is
+
+.. math::
+
+    L_k(W) = \frac{1}{n_k} \sum_{a \in D_k} \sum_{l \ne k} \phi\big((w_k - w_l)^\top a\big),
+    \qquad \phi(z) = \frac{1}{1 + e^{z}} \ \text{(sigmoid loss, the paper's choice)},
+
+and the problem prioritises one class :math:`p` (the paper's class 1):
+
+.. math::
+
+    \min_{\|w_c\|_2 \le \lambda,\ c = 0..C-1} L_p(W)
+    \quad \text{s.t.} \quad L_k(W) \le r_k, \quad k \ne p.
+
+:math:`L_k(0) = (C - 1)\phi(0) = (C - 1)/2`, so the paper's levels :math:`r_k = (C - 1)/2`
+(digest §4.3) put :math:`W = 0` exactly on the boundary of every constraint (:math:`g(0) = 0`).
+
+Binary (the case :math:`C = 2` with :math:`w = w_1 - w_0`): with labels :math:`b \in \{-1, +1\}`,
+
+.. math::
+
+    \min_{w} \frac{1}{n_+} \sum_{b_i = +1} \phi(a_i^\top w)
+    \quad \text{s.t.} \quad \frac{1}{n_-} \sum_{b_i = -1} \phi(-a_i^\top w) \le \alpha,
+
+the surrogate type-II error (missed positives) minimised under a bound on the surrogate type-I
+error (false alarms on the negatives), as in paper 004's Example 1.1.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .._kernels._losses import LOSS_CODES
+from .._kernels._multiclass_np import (
+    csr_pairwise_value, csr_pairwise_value_grad, dense_pairwise_value, dense_pairwise_value_grad,
+    pairwise_workspace,
+)
+from ._compose import less_equal
+from ._domains import Ball, ProductOfBalls, Whole
+from ._margin_risk import margin_risk
+from ._problem import ConstrainedProblem
+from ._validation import check_out, check_rows, check_x
+
+__all__ = ["ClassPairwiseRisk", "multiclass_neyman_pearson", "neyman_pearson"]
+
+#: :math:`\phi(0)` of each margin loss: the loss of the zero model on every margin.
+LOSS_AT_ZERO = {"hinge": 1.0, "logistic": float(np.log(2.0)), "sigmoid": 0.5, "squared_hinge": 1.0}
+
+
+def _check_loss(loss):
+    if loss not in LOSS_CODES:
+        raise ValueError(f"loss: expected one of {sorted(LOSS_CODES)}, got {loss!r}")
+    return loss
+
+
+def _n_classes(dataset, n_classes=None, require_all=True):
+    """Class count C of a multi-class dataset whose labels are the ids 0..C-1.
+
+    With ``require_all`` every class 0..C-1 must have rows (a term needs only its own class).
+    """
+    if getattr(dataset, "task", None) != "multiclass":
+        raise ValueError("dataset: multi-class Neyman-Pearson needs a multi-class Dataset (class ids 0..C-1); "
+                         "for labels in {-1, +1} use neyman_pearson")
+    if dataset.n_samples == 0:
+        raise ValueError("dataset: has no rows")
+    top = int(dataset.y.max()) + 1
+    C = top if n_classes is None else operator.index(n_classes)
+    if C < 2:
+        raise ValueError(f"n_classes: need at least 2 classes, got {C}")
+    if top > C:
+        raise ValueError(f"dataset: label {top - 1} is out of range for n_classes={C}")
+    counts = np.bincount(dataset.y, minlength=C)
+    if require_all and np.any(counts == 0):
+        empty = np.flatnonzero(counts == 0).tolist()
+        raise ValueError(f"dataset: class(es) {empty} have no rows; labels must be the ids 0..C-1 of "
+                         "non-empty classes (remap with np.unique(y, return_inverse=True))")
+    return C
+
+
+def _class_index(value, C, field):
+    try:
+        k = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{field}: expected an integer class id, got {value!r}") from None
+    if not 0 <= k < C:
+        raise ValueError(f"{field}: class {k} is out of range 0..{C - 1}")
+    return k
+
+
+class ClassPairwiseRisk:
+    r"""Pairwise margin loss of one class, :math:`L_k(W)` of paper 001 eq. (11), on :math:`x = \operatorname{vec}(W)`.
+
+    .. math::
+
+        L_k(W) = \frac{1}{\sum_{i \in D_k} s_i} \sum_{i \in D_k} s_i \sum_{l \ne k}
+        \phi\big((w_k - w_l)^\top a_i\big),
+
+    which is :math:`\frac{1}{n_k}\sum_{i\in D_k}\sum_{l\ne k}\phi(\cdot)` unweighted. Its gradient
+    (digest §2.7) has block :math:`\nabla_{w_k} L_k = \frac{1}{n_k}\sum_i \big(\sum_{l\ne k}
+    \phi'(m_{il})\big) a_i` and :math:`\nabla_{w_l} L_k = -\frac{1}{n_k}\sum_i \phi'(m_{il}) a_i`
+    for :math:`l \ne k`, with :math:`m_{il} = (w_k - w_l)^\top a_i`; the blocks sum to 0 because
+    :math:`L_k` depends only on differences :math:`w_k - w_l`. Non-smooth losses (hinge) give the
+    subgradient with :math:`\phi'(1) = 0`.
+
+    Row-subset oracles index the rows of class :math:`k` (positions ``0..n_k - 1``, in dataset order;
+    :attr:`class_rows` maps them to dataset rows) and return the unbiased minibatch estimate
+
+    .. math::
+
+        \hat L_B(W) = \frac{n_k}{|B| \sum_{i\in D_k} s_i} \sum_{i \in B} s_i \sum_{l \ne k} \phi(m_{il}),
+
+    the plain batch mean when unweighted (repeated indices count repeatedly).
+
+    Parameters
+    ----------
+    dataset : fastcon.Dataset
+        Multi-class data (labels 0..C-1), CSR or dense. The rows of class ``class_id`` are copied
+        into a contiguous block once.
+    class_id : int
+        The class :math:`k` whose rows this term averages over.
+    n_classes : int, optional
+        :math:`C`; default ``max(y) + 1``. Only class ``class_id`` needs rows: the rows :math:`w_c`
+        of absent classes still enter the margins.
+    loss : {"sigmoid", "hinge", "logistic", "squared_hinge"}
+        :math:`\phi`; the paper uses the sigmoid loss :math:`1/(1+e^z)`.
+    sample_weight : array-like of shape (dataset.n_samples,), "dataset" or None
+        Weights :math:`s_i` of the dataset's rows; "dataset" (default) uses ``dataset.sample_weight``.
+
+    Attributes
+    ----------
+    n_samples : int
+        :math:`n_k`, the rows one full pass reads.
+    n_features : int
+        :math:`C d`, the length of ``x``.
+    n_classes, n_input_features : int
+        :math:`C` and :math:`d`.
+    class_rows : ndarray of int64
+        Dataset rows of class :math:`k`, in order.
+    rows_read : int
+        Rows read since construction or :meth:`reset_counters` (a full pass adds :math:`n_k`).
+    """
+
+    def __init__(self, dataset, class_id, n_classes=None, loss="sigmoid", sample_weight="dataset"):
+        self.loss = _check_loss(loss)
+        self._code = LOSS_CODES[loss]
+        self.dataset = dataset
+        self.n_classes = C = _n_classes(dataset, n_classes, require_all=False)
+        self.class_id = _class_index(class_id, C, "class_id")
+        n, d = dataset.shape
+        self.n_input_features = int(d)
+        self.n_features = C * int(d)
+        self.class_rows = np.flatnonzero(dataset.y == self.class_id).astype(np.int64)
+        self.n_samples = int(self.class_rows.size)
+        if self.n_samples == 0:
+            raise ValueError(f"class_id: class {self.class_id} has no rows in the dataset")
+        if isinstance(sample_weight, str) and sample_weight == "dataset":
+            sample_weight = dataset.sample_weight
+        weights = None
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != (n,):
+                raise ValueError(f"sample_weight: expected shape ({n},), got {sample_weight.shape}")
+            if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+                raise ValueError("sample_weight: weights must be finite and non-negative")
+            weights = np.ascontiguousarray(sample_weight[self.class_rows])
+            if not weights.sum() > 0:
+                raise ValueError(f"sample_weight: the weights of class {self.class_id} sum to zero")
+        self._weights = weights
+        # Divide by the class total rather than multiply by its inverse: L_k(0) = (C-1) phi(0) exactly.
+        self._total = float(self.n_samples if weights is None else weights.sum())
+        block = dataset.X[self.class_rows]
+        if dataset.is_sparse:
+            binary = bool(np.all(block.data == 1.0))
+            self._design = (block.indptr.astype(np.uint64), block.indices.astype(np.uint32),
+                            None if binary else np.ascontiguousarray(block.data, dtype=np.float64))
+        else:
+            self._design = (np.ascontiguousarray(block, dtype=np.float64),)
+        self._w_t, self._grad_t, self._coef = pairwise_workspace(C, d)
+        self.rows_read = 0
+
+    def __repr__(self):
+        return (f"ClassPairwiseRisk(class_id={self.class_id}, n_classes={self.n_classes}, loss={self.loss!r}, "
+                f"dataset={getattr(self.dataset, 'name', '')!r}, n_samples={self.n_samples})")
+
+    @property
+    def formula(self) -> str:
+        k = self.class_id
+        return (f"L_{k}(W) = (1/n_{k}) sum_{{i in class {k}}} sum_{{l != {k}}} phi((w_{k} - w_l)^T a_i), "
+                f"phi = {self.loss}")
+
+    def reset_counters(self):
+        """Set ``rows_read`` back to 0."""
+        self.rows_read = 0
+
+    # ------------------------------------------------------------------ oracles
+    def value(self, x) -> float:
+        """:math:`L_k(x)` over all rows of class k."""
+        W = self._matrix(check_x(x, self.n_features))
+        self.rows_read += self.n_samples
+        return self._value(W, None, self._total)
+
+    def value_and_subgradient(self, x, out) -> float:
+        r""":math:`L_k(x)`; writes :math:`\nabla L_k(x)` (flattened like ``x``) into ``out``."""
+        W = self._matrix(check_x(x, self.n_features))
+        G = self._matrix(check_out(out, self.n_features))
+        self.rows_read += self.n_samples
+        return self._value_grad(W, None, self._total, G)
+
+    def value_rows(self, x, rows) -> float:
+        r"""Minibatch estimate :math:`\hat L_B(x)` on class-k positions ``rows`` (class docstring)."""
+        W = self._matrix(check_x(x, self.n_features))
+        rows = check_rows(rows, self.n_samples)
+        self.rows_read += rows.shape[0]
+        return self._value(W, rows, self._subset_divisor(rows.shape[0]))
+
+    def value_and_subgradient_rows(self, x, rows, out) -> float:
+        r""":math:`\hat L_B(x)`; writes its gradient into ``out``."""
+        W = self._matrix(check_x(x, self.n_features))
+        G = self._matrix(check_out(out, self.n_features))
+        rows = check_rows(rows, self.n_samples)
+        self.rows_read += rows.shape[0]
+        return self._value_grad(W, rows, self._subset_divisor(rows.shape[0]), G)
+
+    # ------------------------------------------------------------------ kernel dispatch
+    def _subset_divisor(self, m):
+        # Unbiased under uniform row sampling: E[(n_k / m) sum_B s_i l_i] = sum_i s_i l_i.
+        return m * self._total / self.n_samples
+
+    def _matrix(self, x):
+        return x.reshape(self.n_classes, self.n_input_features)
+
+    def _value(self, W, rows, divisor):
+        if len(self._design) == 3:
+            return float(csr_pairwise_value(self._code, *self._design, self._weights, divisor, rows, W,
+                                            self.class_id, self._w_t, self._coef))
+        return float(dense_pairwise_value(self._code, self._design[0], self._weights, divisor, rows, W,
+                                          self.class_id, self._coef))
+
+    def _value_grad(self, W, rows, divisor, G):
+        if len(self._design) == 3:
+            return float(csr_pairwise_value_grad(self._code, *self._design, self._weights, divisor, rows, W,
+                                                 self.class_id, G, self._w_t, self._grad_t, self._coef))
+        return float(dense_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, rows, W,
+                                               self.class_id, G, self._coef))
+
+
+def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, loss="sigmoid") -> ConstrainedProblem:
+    r"""Multi-class Neyman-Pearson classification, paper 001 eq. (11) (module docstring).
+
+    .. math::
+
+        \min_{\|w_c\|_2 \le \lambda} L_p(W) \quad \text{s.t.} \quad L_k(W) - r_k \le 0,\ k \ne p,
+
+    with :math:`L_k` the :class:`ClassPairwiseRisk` of class :math:`k`.
+
+    Parameters
+    ----------
+    dataset : fastcon.Dataset
+        Multi-class data with labels 0..C-1, every class non-empty (C >= 2).
+    priority_class : int
+        :math:`p`, the class whose loss is minimised (the paper's class 1).
+    r : float or array-like of length C - 1, optional
+        Levels :math:`r_k` of the constrained classes, in increasing class order (``priority_class``
+        skipped); a scalar applies to every class. Default :math:`(C - 1)\phi(0)`, the loss of the
+        zero model: :math:`(C-1)/2` for the sigmoid loss, the paper's setting (4.5 on pendigits and
+        usps, 3 on segment), which makes ``x0 = 0`` feasible with :math:`g(0) = 0`.
+    radius : float
+        :math:`\lambda > 0`, the radius of each class's ball (paper: 0.1); ``inf`` leaves W free.
+    loss : {"sigmoid", "hinge", "logistic", "squared_hinge"}
+        :math:`\phi`; the paper uses the sigmoid loss.
+
+    Returns
+    -------
+    ConstrainedProblem
+        Objective :math:`L_p`; constraints ``less_equal(L_k, r_k)`` for :math:`k \ne p` in increasing
+        k (``problem.constraints[i].term.class_id`` is the class of constraint i); domain
+        `ProductOfBalls` with one ball of radius :math:`\lambda` per row :math:`w_c`; ``x0 = 0``;
+        parts ``"w0" .. "w{C-1}"`` (the row of each class in ``x``).
+    """
+    loss = _check_loss(loss)
+    C = _n_classes(dataset)
+    p = _class_index(priority_class, C, "priority_class")
+    others = [k for k in range(C) if k != p]
+    if r is None:
+        levels = np.full(C - 1, (C - 1) * LOSS_AT_ZERO[loss])
+    else:
+        try:
+            levels = np.asarray(r, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"r: expected a number or C - 1 = {C - 1} numbers, got {r!r}") from None
+        if levels.ndim == 0:
+            levels = np.full(C - 1, float(levels))
+        if levels.shape != (C - 1,):
+            raise ValueError(f"r: expected a number or C - 1 = {C - 1} levels (one per constrained class), "
+                             f"got shape {levels.shape}")
+        if not np.all(np.isfinite(levels)):
+            raise ValueError("r: levels must be finite")
+    radius = float(radius)
+    if not radius > 0:
+        raise ValueError(f"radius: must be positive, got {radius}")
+    d = dataset.n_features
+    objective = ClassPairwiseRisk(dataset, p, C, loss)
+    constraints = [less_equal(ClassPairwiseRisk(dataset, k, C, loss), level) for k, level in zip(others, levels)]
+    domain = ProductOfBalls(np.arange(C + 1) * d, np.full(C, radius))
+    parts = {f"w{c}": slice(c * d, (c + 1) * d) for c in range(C)}
+    return ConstrainedProblem(objective, constraints, domain, x0=np.zeros(C * d), parts=parts,
+                              name=f"multiclass_neyman_pearson[{dataset.name}]")
+
+
+def neyman_pearson(dataset, loss="hinge", alpha=None, radius=None, priority_label=1) -> ConstrainedProblem:
+    r"""Binary Neyman-Pearson classification with a margin-loss surrogate (module docstring).
+
+    .. math::
+
+        \min_{w \in \mathcal X} \frac{1}{n_+}\sum_{b_i = +1}\phi(a_i^\top w)
+        \quad \text{s.t.} \quad \frac{1}{n_-}\sum_{b_i = -1}\phi(-a_i^\top w) - \alpha \le 0.
+
+    The objective is the surrogate type-II error (positives scored negative) and the constraint
+    bounds the surrogate type-I error (negatives scored positive); ``priority_label=-1`` swaps the
+    roles. Both terms are the foundation's `margin_risk` on the rows of one label, so any margin
+    loss works; this is :func:`multiclass_neyman_pearson` with C = 2 and :math:`w = w_1 - w_0`
+    (class 1 = label +1), without the ball on each row.
+
+    Parameters
+    ----------
+    dataset : fastcon.Dataset
+        Binary data (labels in {-1, +1}) with rows of both labels.
+    loss : {"hinge", "logistic", "sigmoid", "squared_hinge"}
+    alpha : float, optional
+        Level of the constraint, in the loss's units (a surrogate, not an error rate). Default
+        :math:`\phi(0)`, the zero model's risk, so ``x0 = 0`` lies on the constraint boundary (as the
+        multi-class default does); pass a smaller value to tighten the type-I bound.
+    radius : float, optional
+        Domain ``Ball(radius)`` around 0; None (default) means the whole space.
+    priority_label : {+1, -1}
+        The label whose risk is minimised.
+
+    Returns
+    -------
+    ConstrainedProblem
+        One constraint; objective and constraint terms are `MarginRisk` over the rows of one label
+        each (``constraints[0].term``); ``x0 = 0``.
+    """
+    loss = _check_loss(loss)
+    if getattr(dataset, "task", None) != "binary":
+        raise ValueError("dataset: binary Neyman-Pearson needs labels in {-1, +1}; "
+                         "use multiclass_neyman_pearson for class ids")
+    if priority_label not in (1, -1):
+        raise ValueError(f"priority_label: expected +1 or -1, got {priority_label!r}")
+    priority_label = int(priority_label)
+    rows_min = np.flatnonzero(dataset.y == priority_label)
+    rows_con = np.flatnonzero(dataset.y == -priority_label)
+    for rows, label in ((rows_min, priority_label), (rows_con, -priority_label)):
+        if rows.size == 0:
+            raise ValueError(f"dataset: no rows with label {label:+d}; Neyman-Pearson needs both classes")
+    alpha = LOSS_AT_ZERO[loss] if alpha is None else float(alpha)
+    if not np.isfinite(alpha):
+        raise ValueError(f"alpha: must be finite, got {alpha}")
+    if radius is None:
+        domain = Whole()
+    else:
+        radius = float(radius)
+        if not radius > 0:
+            raise ValueError(f"radius: must be positive, got {radius}")
+        domain = Ball(radius)
+    name = dataset.name
+    objective = margin_risk(dataset.subset(rows_min, name=f"{name}[y={priority_label:+d}]"), loss)
+    constraint = less_equal(margin_risk(dataset.subset(rows_con, name=f"{name}[y={-priority_label:+d}]"), loss),
+                            alpha)
+    return ConstrainedProblem(objective, [constraint], domain, x0=np.zeros(dataset.n_features),
+                              name=f"neyman_pearson[{name}]")
