@@ -1,4 +1,5 @@
-r"""Inexact proximal point (IPP) with a pluggable inner solver: IPP-SSG and IPP-ConEx (digest 002 §2.6).
+r"""Inexact proximal point (IPP) with a pluggable inner solver: IPP-SSG, IPP-ConEx (digest 002 §2.6) and
+the online stochastic inner solver of paper 001 (Algorithm 3).
 
 Outer loop (paper 001 [55]; paper 002 §6): for :math:`k = 0, 1, \dots, K-1`, approximately solve
 
@@ -21,6 +22,7 @@ from .._results import Counters, SolveResult
 from ..problems import ConstrainedProblem, ProximalTerm
 from ._schedules import linear
 from .conex import conex
+from .online_stochastic import online_stochastic_subgradient
 from ._common import check_choice, start_point
 from .switching import switching_subgradient
 
@@ -30,7 +32,8 @@ __all__ = ["proximal_point"]
 def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="switching", inner_iter=100,
                    inner_params=None, inner_output="weighted_average", prox_on_constraint=False,
                    dual_warm_start=True, seed=0, record_every=1, callback=None, verbose=False) -> SolveResult:
-    r"""IPP outer loop around `switching_subgradient` (IPP-SSG) or `conex` (IPP-ConEx).
+    r"""IPP outer loop around `switching_subgradient` (IPP-SSG), `conex` (IPP-ConEx) or
+    `online_stochastic_subgradient` (paper 001, Algorithm 3).
 
     Parameters
     ----------
@@ -40,17 +43,22 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         :math:`\hat\rho > \rho` (the weak-convexity modulus of :math:`f`).
     outer_iter : int
         :math:`K`.
-    inner_solver : {"switching", "conex"}
+    inner_solver : {"switching", "conex", "online"}
+        ``"online"``: Algorithm 3 of paper 001 (virtual queues, stochastic minibatch oracles),
+        see `online_stochastic_subgradient`.
     inner_iter : int
         Inner iterations per subproblem (paper 002: 100 on ROC, 1000 on Wasserstein).
     inner_params : dict, optional
         Keyword arguments of the inner solver (``step_size``/``tolerance`` for SSG;
-        ``primal_step``/``dual_step``/``theta`` for ConEx, e.g. from `prox_weights_to_steps`).
+        ``primal_step``/``dual_step``/``theta`` for ConEx, e.g. from `prox_weights_to_steps`;
+        ``V``/``alpha``/``objective_batch_size``/``constraint_batch_size`` for ``"online"``).
         Their schedules run on the inner index, restarting at 0 for every subproblem.
     inner_output : {"weighted_average", "last"}
         ``"weighted_average"``: for SSG the :math:`(t+1)`-weighted average of the inner iterates in
         the inner :math:`I` (paper 001, Algorithm 2), the last inner iterate if :math:`I` is empty;
-        for ConEx the :math:`\gamma_t = t + 1` weighted average of :math:`z_{t+1}`.
+        for ConEx the :math:`\gamma_t = t + 1` weighted average of :math:`z_{t+1}`; for ``"online"``
+        the uniform average :math:`\frac1K\sum_{k<K} z_k`, its only output rule (``"last"`` is
+        rejected).
     prox_on_constraint : bool
         Add the proximal term to the constraints too.
     dual_warm_start : bool
@@ -79,7 +87,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         ``counters`` sums the inner data passes and steps; ``info["outer_iterates"]`` holds
         :math:`x_0..x_K` and ``info["inner_status"]`` the inner statuses.
     """
-    check_choice("inner_solver", inner_solver, ("switching", "conex"))
+    check_choice("inner_solver", inner_solver, ("switching", "conex", "online"))
     check_choice("inner_output", inner_output, ("weighted_average", "last"))
     K, rho_hat = int(outer_iter), float(rho_hat)
     if K < 1 or int(inner_iter) < 1:
@@ -94,6 +102,11 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         solve = switching_subgradient
         params.update(output="average" if inner_output == "weighted_average" else "last",
                       average_weights="linear")
+    elif inner_solver == "online":
+        if inner_output != "weighted_average":
+            raise ValueError("inner_output: Algorithm 3 (inner_solver='online') outputs the uniform average of "
+                             "its iterates; use inner_output='weighted_average'")
+        solve = online_stochastic_subgradient
     else:
         solve = conex
         params["output"] = "average" if inner_output == "weighted_average" else "last"

@@ -1,0 +1,550 @@
+r"""The :math:`\ell_1` exact-penalty trust-region method with LP steps (Cartis, Gould & Toint 2011), the
+baseline of paper 001's experiments (digest 001 §3.6).
+
+**Reconstruction.** Paper 001 gives the step subproblem (its eq. 12), the merit function, the
+radius rule and the parameter values, but no pseudo-code of the penalty update; the details below
+follow digest 001 §3.6 and §6.3 (#10) and are *not* a transcription of the original method.
+
+For :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g_i(x) \le 0` (:math:`i = 1..m`) let
+:math:`c(x) \in \mathbb R^{m + b}` collect the :math:`g_i` and the :math:`b` penalised ball
+constraints of :math:`\mathcal X` (see *Domain* below), :math:`J(x)` their subgradients (one per term,
+as rows) and :math:`[\cdot]_+ = \max(0, \cdot)`. The merit function and its linear model are
+
+.. math::
+
+    \phi_\sigma(x) = f(x) + \sigma \textstyle\sum_j [c_j(x)]_+, \qquad
+    l_\sigma(x; s) = f(x) + \nabla f(x)^\top s + \sigma \textstyle\sum_j [c_j(x) + \nabla c_j(x)^\top s]_+ .
+
+Iteration :math:`k` solves paper 001's eq. (12) with the :math:`\ell_\infty` trust region as the LP
+
+.. math::
+
+    \min_{s \in \mathbb R^n,\ t \in \mathbb R^{m+b}} \ \nabla f(x_k)^\top s + \sigma\,\mathbf 1^\top t
+    \quad\text{s.t.}\quad c(x_k) + J(x_k)\,s \le t,\quad t \ge 0,\quad
+    \max(-\Delta_k, l - x_k) \le s \le \min(\Delta_k, u - x_k)
+
+(``scipy.optimize.linprog(method="highs")``; :math:`l \le x \le u` are the domain's box bounds) and
+tests the trial point :math:`x_k + s_k` with
+
+.. math::
+
+    \mathrm{pred}_k = l_\sigma(x_k; 0) - l_\sigma(x_k; s_k), \qquad
+    \rho_k = \frac{\phi_\sigma(x_k) - \phi_\sigma(x_k + s_k)}{\mathrm{pred}_k},
+
+accepting it when :math:`\rho_k \ge \eta_1`; :math:`\Delta_{k+1} = \gamma_3\Delta_k` if
+:math:`\rho_k \ge \eta_2`, :math:`\gamma_2\Delta_k` if :math:`\eta_1 \le \rho_k < \eta_2`,
+:math:`\gamma_1\Delta_k` otherwise (paper: :math:`\gamma_1 = 0.5`, :math:`\gamma_2 = \gamma_3 = 1`,
+so the radius never grows). ``pred`` is evaluated from the model at the LP's :math:`s`, not read
+from the LP objective.
+
+**Criticality** (digest §3.6). For the penalty problem and for the violation alone,
+
+.. math::
+
+    \psi_\sigma(x) = l_\sigma(x; 0) - \min_{\|s\|_\infty \le 1} l_\sigma(x; s), \qquad
+    \chi(x) = v(x) - \min_{\|s\|_\infty \le 1} v_{\mathrm{lin}}(x; s),
+
+with :math:`v(x) = \sum_j [c_j(x)]_+` and :math:`v_{\mathrm{lin}}(x; s) = \sum_j [c_j(x) + \nabla
+c_j(x)^\top s]_+`. Because the model is convex in :math:`s`, :math:`\mathrm{pred}_k / \max(1,
+\Delta_k) \le \psi_\sigma(x_k) \le \mathrm{pred}_k / \min(1, \Delta_k)`, so the unit-radius LP of
+:math:`\psi` is solved only when :math:`\epsilon` falls between these bounds.
+
+**Penalty update** (the two readings of digest §3.6; both start at :math:`\sigma_{-1} = 1/\xi`, change
+:math:`\sigma` only by the factor :math:`\tau`, and never decrease it):
+
+- ``"classic"`` (Cartis et al.'s outer loop): :math:`\sigma` is fixed while the trust-region loop
+  minimises :math:`\phi_\sigma`. When :math:`\psi_\sigma(x_k) \le \epsilon`: if the maximum violation
+  is :math:`\le \epsilon_{\mathrm{feas}}` stop (``"converged"``, approximate KKT point); else if
+  :math:`\chi(x_k) \le \epsilon` stop (``"stalled_infeasible"``, an infeasible critical point of the
+  violation); else :math:`\sigma \leftarrow \tau\sigma` (``"stalled_infeasible"`` if that exceeds
+  ``max_penalty``) and the step is recomputed at the same :math:`x_k`.
+- ``"steering"`` (Byrd–Nocedal–Waltz style): the same outer tests, plus, before every trial step at
+  an infeasible :math:`x_k`, with :math:`v^*_k = \min_{\|s\|_\infty \le \Delta_k} v_{\mathrm{lin}}(x_k; s)`,
+
+  .. math::
+
+      \text{while}\quad v(x_k) - v_{\mathrm{lin}}(x_k; s_k(\sigma)) < \xi\,\bigl(v(x_k) - v^*_k\bigr):
+      \quad \sigma \leftarrow \tau\sigma,\ \ s_k(\sigma) \text{ recomputed},
+
+  at most ``max_steering_repeats`` times per iteration and never beyond ``max_penalty``: the step
+  must achieve a fraction :math:`\xi` of the best linearised violation decrease in the region.
+
+**Domain.** Box bounds (``Box``, box blocks of a ``Product``) are LP bounds on :math:`s`, so every
+iterate stays in the box (the trial point is clipped to remove LP round-off). Balls (``Ball``,
+``ProductOfBalls``, ball blocks) are **penalised, not projected**, as in paper 001: iterates may leave
+them. They enter :math:`c` as :math:`\|x_B - x_c\|^2 - r^2` (``ball_constraint="squared"``, digest's
+recommendation: smooth, also at the paper's start :math:`x = 0`) or :math:`\|x_B - x_c\| - r` with the
+subgradient 0 at the centre (``"norm"``). The reported violation uses the norm form,
+:math:`\max(0, \max_i g_i(x), \max_B \|x_B - x_c\| - r)`, the infeasibility of paper 001's Figure 1.
+Other domains (e.g. the transportation polytope) are rejected.
+
+**Cost per iteration:** one fused value+subgradient call of :math:`f` and of every :math:`g_i` at the
+trial point (reused as :math:`x_{k+1}`'s model when accepted, wasted when rejected), one step LP,
+plus one LP of :math:`v^*_k` (steering at infeasible points), of :math:`\psi` (near criticality) or of
+:math:`\chi` (when the inner loop ends) when needed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import linprog
+
+from .._progress import Progress
+from .._results import History, SolveResult
+from ..problems._domains import Ball, Box, Product, ProductOfBalls, Whole
+from ._common import check_choice, PassMeter, start_point
+
+__all__ = ["exact_penalty_trust_region"]
+
+_PENALTY_UPDATES = ("steering", "classic")
+_BALL_FORMS = ("squared", "norm")
+#: HiGHS's default primal feasibility tolerance: LP values closer than this are not told apart.
+_LP_TOLERANCE = 1e-7
+
+
+# ---------------------------------------------------------------------------- domain and model
+class _DomainModel:
+    """The domain split into LP bounds ``lower <= x <= upper`` and penalised balls."""
+
+    def __init__(self, domain, dim, ball_form):
+        self.lower, self.upper = np.full(dim, -np.inf), np.full(dim, np.inf)
+        self.balls = []  # (start, stop, centre or None, radius)
+        self.ball_form = ball_form
+        self._add(domain, 0, dim)
+        self.has_bounds = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+
+    def _add(self, domain, start, stop):
+        if isinstance(domain, Whole):
+            return
+        if isinstance(domain, Box):
+            self.lower[start:stop], self.upper[start:stop] = domain.lo, domain.hi
+        elif isinstance(domain, Ball):
+            self.balls.append((start, stop, domain.center, domain.radius))
+        elif isinstance(domain, ProductOfBalls):
+            for k, r in enumerate(domain.radii):
+                self.balls.append((start + int(domain.offsets[k]), start + int(domain.offsets[k + 1]), None, float(r)))
+        elif isinstance(domain, Product):
+            for k, (_, block) in enumerate(domain.blocks):
+                self._add(block, start + int(domain.offsets[k]), start + int(domain.offsets[k + 1]))
+        else:
+            raise ValueError(f"problem: exact_penalty_trust_region supports the domains Whole, Box, Ball, "
+                             f"ProductOfBalls and Product of these; got {domain!r}")
+
+    def ball_values(self, x, values, rows):
+        """Write the penalised ball constraints at ``x`` into ``values`` and their gradients into ``rows``."""
+        for j, (start, stop, centre, r) in enumerate(self.balls):
+            diff = x[start:stop] if centre is None else x[start:stop] - centre
+            row = rows[j]
+            row[:] = 0.0
+            if self.ball_form == "squared":
+                values[j] = float(diff @ diff) - r * r
+                np.multiply(diff, 2.0, out=row[start:stop])
+            else:
+                norm = math.sqrt(float(diff @ diff))
+                values[j] = norm - r
+                if norm > 0.0:
+                    np.divide(diff, norm, out=row[start:stop])
+
+    def ball_violation(self, x) -> float:
+        """:math:`\\max(0, \\max_B \\|x_B - x_c\\| - r)` (the norm form, whatever ``ball_form``)."""
+        worst = 0.0
+        for start, stop, centre, r in self.balls:
+            diff = x[start:stop] if centre is None else x[start:stop] - centre
+            worst = max(worst, math.sqrt(float(diff @ diff)) - r)
+        return worst
+
+    def step_bounds(self, x, radius):
+        """Bounds on the step: the trust region intersected with the box shifted to ``x``."""
+        return np.maximum(self.lower - x, -radius), np.minimum(self.upper - x, radius)
+
+
+class _PointModel:
+    """:math:`f`, :math:`\\nabla f`, :math:`c` and :math:`J` at one point, with its LP values cached by radius."""
+
+    def __init__(self, dim, n_rows):
+        self.f = math.nan
+        self.grad = np.empty(dim)
+        self.values = np.empty(n_rows)
+        self.jac = np.empty((n_rows, dim))
+        self.rows = [self.jac[j] for j in range(n_rows)]  # views, so oracles write in place
+        self.best_violation = {}  # radius -> min over the region of v_lin, or None if the LP failed
+
+    def finite(self) -> bool:
+        return bool(math.isfinite(self.f) and np.isfinite(self.grad).all() and np.isfinite(self.values).all()
+                    and np.isfinite(self.jac).all())
+
+    def violation_sum(self) -> float:
+        """:math:`v(x) = \\sum_j [c_j(x)]_+`."""
+        return float(np.maximum(self.values, 0.0).sum())
+
+    def linearized_violation(self, step) -> float:
+        """:math:`v_{\\mathrm{lin}}(x; s) = \\sum_j [c_j + \\nabla c_j^\\top s]_+`."""
+        return float(np.maximum(self.values + self.jac @ step, 0.0).sum())
+
+    def model_decrease(self, penalty, step) -> float:
+        """:math:`l_\\sigma(x; 0) - l_\\sigma(x; s)`, evaluated from the model."""
+        return float(-(self.grad @ step) + penalty * (self.violation_sum() - self.linearized_violation(step)))
+
+
+class _LinearPrograms:
+    """The LP of the module docstring, with solve and failure counts."""
+
+    def __init__(self, dim, n_rows):
+        self.dim, self.n_rows = dim, n_rows
+        self.bounds = np.empty((dim + n_rows, 2))
+        self.bounds[dim:, 0], self.bounds[dim:, 1] = 0.0, np.inf
+        self.slack_block = -np.eye(n_rows)
+        self.zero_gradient = np.zeros(dim)
+        self.solves = self.failures = 0
+
+    def solve(self, gradient, point, weight, lower, upper):
+        r"""Minimise :math:`\text{gradient}^\top s + \text{weight}\sum_j [c_j + \nabla c_j^\top s]_+` over
+        ``lower <= s <= upper``; return ``s`` or None when HiGHS does not report an
+        optimum.
+        """
+        n, m = self.dim, self.n_rows
+        self.bounds[:n, 0], self.bounds[:n, 1] = lower, upper
+        cost = np.concatenate([gradient, np.full(m, weight)])
+        rows = dict(A_ub=np.hstack([point.jac, self.slack_block]), b_ub=-point.values) if m else {}
+        self.solves += 1
+        result = linprog(cost, bounds=self.bounds, method="highs", **rows)
+        if result.status != 0 or result.x is None or not np.isfinite(result.x).all():
+            self.failures += 1
+            return None
+        return np.array(result.x[:n])
+
+    def best_violation(self, point, x, radius, domain):
+        """:math:`\\min_{\\|s\\|_\\infty \\le r} v_{\\mathrm{lin}}(x; s)` (cached on ``point``); None if the LP failed."""
+        if radius not in point.best_violation:
+            solution = self.solve(self.zero_gradient, point, 1.0, *domain.step_bounds(x, radius))
+            point.best_violation[radius] = None if solution is None else point.linearized_violation(solution)
+        return point.best_violation[radius]
+
+
+def _criticality(decrease, radius, tolerance, unit_decrease):
+    r"""Decide :math:`\psi \le \epsilon` from :math:`\mathrm{pred}(\Delta)`, solving the unit LP only if needed.
+
+    Returns ``(critical, psi, psi_upper)``: ``psi`` is exact or NaN when the bounds
+    :math:`\mathrm{pred}/\max(1,\Delta) \le \psi \le \mathrm{pred}/\min(1,\Delta)` decided alone;
+    ``psi_upper`` is ``psi`` or the upper bound.
+    """
+    if radius == 1.0:
+        return decrease <= tolerance, decrease, decrease
+    upper = decrease / min(1.0, radius)
+    if decrease / max(1.0, radius) > tolerance:
+        return False, math.nan, upper
+    if upper <= tolerance:
+        return True, math.nan, upper
+    psi = unit_decrease()
+    if psi is None:  # LP failure: criticality not certified
+        return False, math.nan, upper
+    return psi <= tolerance, psi, psi
+
+
+def _record(history, meter, k, row, force, passes_time=None):
+    """Record ``row`` for iteration ``k`` with the data passes and algorithm time (now, or as given)."""
+    if force or history.due(k):
+        pf, pg, elapsed = (*meter.passes(), meter.elapsed()) if passes_time is None else passes_time
+        history.record(k, force=True, time=elapsed, **row, data_passes_f=pf, data_passes_g=pg)
+
+
+def _positive_float(name, value, allow_zero=False):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    if not (math.isfinite(value) and (value >= 0.0 if allow_zero else value > 0.0)):
+        raise ValueError(f"{name}: must be finite and {'non-negative' if allow_zero else 'positive'}, got {value!r}")
+    return value
+
+
+def _check_int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------- the solver
+def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update="steering", steering=0.1,
+                               penalty_increase=100.0, max_penalty=1e12, max_steering_repeats=5, radius=1.0,
+                               max_iter=1000, eta1=0.3, eta2=0.7, gamma=0.5, gamma_accept=1.0, expansion=1.0,
+                               min_radius=1e-10, tolerance=1e-3, feasibility_tolerance=None,
+                               ball_constraint="squared", seed=0, record_every=1, callback=None,
+                               verbose=False) -> SolveResult:
+    r"""Exact-penalty trust-region method with LP steps (reconstruction; see the module docstring).
+
+    Defaults are paper 001's values for pendigits and segment (§4.3): :math:`\xi = 0.1`,
+    :math:`\tau = 100`, :math:`\sigma_{-1} = 1/\xi`, :math:`\epsilon = 10^{-3}`, :math:`\Delta_0 = 1`,
+    :math:`\eta_1 = 0.3`, :math:`\eta_2 = 0.7`, :math:`\gamma_1 = 0.5`, :math:`\gamma_2 = 1` (usps:
+    ``steering=0.02``).
+
+    Parameters
+    ----------
+    problem : ConstrainedProblem
+        Domain ``Whole``, ``Box``, ``Ball``, ``ProductOfBalls`` or a ``Product`` of these.
+    x0 : array-like, optional
+        Start (projected onto the domain); default ``problem.x0``.
+    penalty : float, optional
+        Initial penalty :math:`\sigma_{-1} > 0`; default :math:`1/\xi` (``1 / steering``).
+    penalty_update : {"steering", "classic"}
+        The two reconstructed rules of the module docstring.
+    steering : float
+        :math:`\xi \in (0, 1]`, the fraction of the best linearised violation decrease a step must
+        achieve (``"steering"``); also sets the default ``penalty``.
+    penalty_increase : float
+        :math:`\tau > 1`.
+    max_penalty : float
+        Largest allowed :math:`\sigma`; an increase beyond it ends an infeasible run with
+        ``"stalled_infeasible"`` (the steering rule simply stops increasing).
+    max_steering_repeats : int
+        Cap on steering increases per iteration.
+    radius : float
+        :math:`\Delta_0 > 0` (:math:`\ell_\infty` trust region).
+    max_iter : int
+        Iterations; each solves at least one step LP.
+    eta1, eta2 : float
+        :math:`0 < \eta_1 \le \eta_2 < 1`: acceptance and "very successful" thresholds of :math:`\rho_k`.
+    gamma : float
+        :math:`\gamma_1 \in (0, 1)`, the radius factor after a rejected step.
+    gamma_accept : float
+        :math:`\gamma_2 \in [\gamma_1, 1]`, the factor after an accepted step with :math:`\rho_k < \eta_2`.
+    expansion : float
+        :math:`\gamma_3 \ge 1`, the factor after :math:`\rho_k \ge \eta_2` (paper: 1).
+    min_radius : float
+        Stop when :math:`\Delta_k` falls below it (> 0; steps no longer change :math:`x` meaningfully).
+    tolerance : float
+        :math:`\epsilon > 0` for :math:`\psi_\sigma` and :math:`\chi`.
+    feasibility_tolerance : float, optional
+        :math:`\epsilon_{\mathrm{feas}}` on the maximum violation for ``"converged"``; default ``tolerance``.
+    ball_constraint : {"squared", "norm"}
+        Form of the penalised ball constraints (module docstring, *Domain*).
+    seed : int or numpy.random.SeedSequence
+        Accepted for the common solver signature; the method (HiGHS included) is deterministic, so
+        the result does not depend on it.
+    record_every : int
+        History period; the last iteration is always recorded.
+    callback : callable ``(k, x, info) -> bool``, optional
+        Called after every iteration that tried a step, with the current iterate (a live buffer: copy
+        it to keep it) and ``info`` with ``penalty``, ``radius`` (:math:`\Delta_k` of the step),
+        ``next_radius``, ``step`` (:math:`s_k`, live, None after an LP failure),
+        ``predicted_reduction``, ``rho`` and ``accepted``. Returning True stops with
+        ``"callback_stop"``.
+    verbose : bool, int or str
+        See `fastcon._progress.Progress`.
+
+    Returns
+    -------
+    SolveResult
+        ``x`` the last iterate. Status ``"converged"`` (:math:`\psi_\sigma \le \epsilon` at a point with
+        violation :math:`\le \epsilon_{\mathrm{feas}}`, ``info["stop_reason"] = "critical"``; or the
+        radius fell below ``min_radius`` at such a point, ``"small_radius"``), ``"stalled_infeasible"``
+        (``"infeasible_critical"``: :math:`\chi \le \epsilon`; ``"max_penalty"``; ``"small_radius"`` at
+        an infeasible point), ``"max_iter"`` or ``"callback_stop"``. An LP that HiGHS does not solve
+        counts as a rejected step (``counters["lp_failures"]``); nothing numerical raises.
+        ``max_violation`` includes the balls' violation (module docstring). No ``multipliers``: the
+        LP duals are not reliable estimates (the :math:`\ell_\infty` trust region is active at almost
+        every solution of a linear model, and then the duals are not unique). History, one row per iteration
+        :math:`k` at :math:`x_k`: ``objective``, ``constraint`` (raw :math:`\max_i g_i`),
+        ``max_violation``, ``merit`` :math:`\phi_\sigma(x_k)`, ``penalty`` :math:`\sigma` of the step,
+        ``radius`` :math:`\Delta_k`, ``predicted_reduction``, ``criticality`` (:math:`\psi_\sigma`
+        when solved or :math:`\Delta_k = 1`, else NaN), ``rho`` (NaN when no step was tried),
+        ``accepted``, ``time``, ``data_passes_f/g``. ``counters`` add ``lp_solves``, ``lp_failures``,
+        ``accepted_steps``, ``rejected_steps``, ``penalty_increases``.
+    """
+    check_choice("penalty_update", penalty_update, _PENALTY_UPDATES)
+    check_choice("ball_constraint", ball_constraint, _BALL_FORMS)
+    xi = _positive_float("steering", steering)
+    if xi > 1.0:
+        raise ValueError(f"steering: must be in (0, 1], got {steering!r}")
+    sigma = 1.0 / xi if penalty is None else _positive_float("penalty", penalty)
+    tau = _positive_float("penalty_increase", penalty_increase)
+    if tau <= 1.0:
+        raise ValueError(f"penalty_increase: must exceed 1, got {penalty_increase!r}")
+    sigma_max = _positive_float("max_penalty", max_penalty)
+    if sigma_max < sigma:
+        raise ValueError(f"max_penalty: must be at least the initial penalty {sigma:g}, got {max_penalty!r}")
+    repeats_cap = _check_int("max_steering_repeats", max_steering_repeats, 0)
+    delta = _positive_float("radius", radius)
+    T = _check_int("max_iter", max_iter, 1)
+    eta1, eta2 = _positive_float("eta1", eta1), _positive_float("eta2", eta2)
+    if not eta1 <= eta2 < 1.0:
+        raise ValueError(f"eta2: need 0 < eta1 <= eta2 < 1, got eta1 = {eta1}, eta2 = {eta2}")
+    gamma = _positive_float("gamma", gamma)
+    if gamma >= 1.0:
+        raise ValueError(f"gamma: must be in (0, 1), got {gamma!r}")
+    gamma_accept = _positive_float("gamma_accept", gamma_accept)
+    if not gamma <= gamma_accept <= 1.0:
+        raise ValueError(f"gamma_accept: must be in [gamma, 1] = [{gamma}, 1], got {gamma_accept!r}")
+    expansion = _positive_float("expansion", expansion)
+    if expansion < 1.0:
+        raise ValueError(f"expansion: must be at least 1, got {expansion!r}")
+    min_radius = _positive_float("min_radius", min_radius)
+    if min_radius >= delta:
+        raise ValueError(f"min_radius: must be below the initial radius {delta:g}, got {min_radius!r}")
+    tol = _positive_float("tolerance", tolerance)
+    feas_tol = tol if feasibility_tolerance is None else _positive_float(
+        "feasibility_tolerance", feasibility_tolerance, allow_zero=True)
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback: must be callable, got {callback!r}")
+    if not isinstance(seed, np.random.SeedSequence):
+        try:
+            np.random.SeedSequence(seed)
+        except (TypeError, ValueError):
+            raise ValueError(f"seed: expected a non-negative integer or a SeedSequence, got {seed!r}") from None
+
+    domain = _DomainModel(problem.domain, problem.dim, ball_constraint)
+    terms, n_g, dim = problem.constraints, problem.n_constraints, problem.dim
+    n_rows = n_g + len(domain.balls)
+    x = start_point(problem, x0)
+    x_trial = np.empty(dim)
+    current, trial = _PointModel(dim, n_rows), _PointModel(dim, n_rows)
+    lps = _LinearPrograms(dim, n_rows)
+
+    def evaluate(point, at):
+        """One fused oracle call per term at ``at``."""
+        point.f = problem.f_and_subgradient(at, point.grad)
+        for i, term in enumerate(terms):
+            point.values[i] = term.value_and_subgradient(at, point.rows[i])
+        domain.ball_values(at, point.values[n_g:], point.rows[n_g:])
+        point.best_violation.clear()
+
+    def max_violation(point, at):
+        g_max = float(point.values[:n_g].max()) if n_g else -math.inf
+        return max(0.0, g_max, domain.ball_violation(at)), g_max
+
+    history = History(record_every)
+    meter = PassMeter(problem)
+    evaluate(current, x)
+    if not current.finite():
+        raise ValueError("x0: the objective or a constraint oracle returned a non-finite value or "
+                         "subgradient at the start point")
+    status, stop_reason, stop_k = "max_iter", "max_iter", T - 1
+    message = f"ran {T} iterations without meeting the criticality test"
+    psi_upper = math.nan
+    accepted_steps = rejected_steps = penalty_increases = 0
+    info_cb = {}
+    progress = Progress(T, verbose, desc="exact_penalty")
+    for k in range(T):
+        lower, upper = domain.step_bounds(x, delta)
+        violation_sum = current.violation_sum()
+        violation, g_max = max_violation(current, x)
+        steering_repeats = 0
+        step = pred = None
+        psi = math.nan
+
+        def unit_decrease():  # psi_sigma(x_k): the step LP at unit radius
+            unit = lps.solve(current.grad, current, sigma, *domain.step_bounds(x, 1.0))
+            return None if unit is None else max(0.0, current.model_decrease(sigma, unit))
+
+        # --- step (re)computation and penalty update at x_k; `stop` ends the run here.
+        stop = None
+        while True:
+            solution = lps.solve(current.grad, current, sigma, lower, upper)
+            if solution is None:
+                step = pred = None  # numerical LP failure: a rejected step below
+                break
+            step = solution
+            pred = max(0.0, current.model_decrease(sigma, step))
+            if (penalty_update == "steering" and violation_sum > 0.0 and steering_repeats < repeats_cap
+                    and sigma * tau <= sigma_max):
+                best = lps.best_violation(current, x, delta, domain)
+                slack = 1e-12 * max(1.0, violation_sum)  # below what HiGHS resolves
+                if best is not None and (violation_sum - current.linearized_violation(step)
+                                         < xi * (violation_sum - best) - slack):
+                    sigma *= tau
+                    steering_repeats += 1
+                    penalty_increases += 1
+                    continue
+            critical, psi, psi_upper = _criticality(pred, delta, tol, unit_decrease)
+            if not critical:
+                break
+            # psi_sigma(x_k) <= tolerance: the trust-region loop for this sigma has converged.
+            if violation <= feas_tol:
+                stop = ("converged", "critical",
+                        f"criticality measure psi <= {psi_upper:.3g} (tolerance {tol:g}) at max violation {violation:.3g} "
+                        f"(penalty {sigma:.6g}) after {k + 1} iterations")
+                break
+            best_unit = lps.best_violation(current, x, 1.0, domain)
+            chi = math.nan if best_unit is None else violation_sum - best_unit
+            if chi <= tol:
+                stop = ("stalled_infeasible", "infeasible_critical",
+                        f"infeasible critical point: max violation {violation:.3g} but the linearized "
+                        f"violation cannot decrease (chi = {chi:.3g} <= tolerance)")
+                break
+            if sigma * tau > sigma_max:
+                stop = ("stalled_infeasible", "max_penalty",
+                        f"penalty {sigma:.6g} cannot grow beyond max_penalty {sigma_max:.6g} while the max "
+                        f"violation is {violation:.3g} at a critical point of the penalty function")
+                break
+            sigma *= tau
+            penalty_increases += 1
+        merit = current.f + sigma * violation_sum
+        # History row of x_k (values already known: recording reads no data).
+        row = dict(objective=current.f, constraint=g_max, max_violation=violation, merit=merit, penalty=sigma,
+                   radius=delta, predicted_reduction=math.nan if pred is None else pred, criticality=psi,
+                   rho=math.nan, accepted=False)
+        if stop is not None:
+            status, stop_reason, message = stop
+            stop_k = k
+            _record(history, meter, k, row, force=True)
+            break
+
+        # --- trial point and ratio test
+        rho = -math.inf
+        if step is not None:
+            np.add(x, step, out=x_trial)
+            if domain.has_bounds:
+                np.clip(x_trial, domain.lower, domain.upper, out=x_trial)
+            np.subtract(x_trial, x, out=step)  # the step taken (clipping removes LP round-off)
+            pred = max(0.0, current.model_decrease(sigma, step))
+            evaluate(trial, x_trial)
+            if pred > 0.0 and trial.finite():
+                rho = (merit - (trial.f + sigma * trial.violation_sum())) / pred
+        accepted = rho >= eta1
+        if step is None:
+            rho = math.nan  # no step was tried
+        old_delta = delta
+        delta *= expansion if rho >= eta2 else (gamma_accept if accepted else gamma)
+        row.update(predicted_reduction=math.nan if pred is None else pred, rho=rho, accepted=accepted)
+        pf_pg_time = (*meter.passes(), meter.elapsed())  # before the callback runs
+        if accepted:
+            x, x_trial = x_trial, x
+            current, trial = trial, current
+            accepted_steps += 1
+        else:
+            rejected_steps += 1
+        if progress.active:
+            progress.update(k, merit=merit, penalty=sigma, radius=delta)
+        if callback is not None:
+            info_cb.update(penalty=sigma, radius=old_delta, next_radius=delta, step=step,
+                           predicted_reduction=pred, rho=rho, accepted=accepted)
+            if callback(k, x, info_cb):
+                status, stop_reason, stop_k, message = "callback_stop", "callback", k, "the callback asked to stop"
+        if status == "max_iter" and delta < min_radius:
+            final_violation = max_violation(current, x)[0]
+            status = "converged" if final_violation <= feas_tol else "stalled_infeasible"
+            stop_reason, stop_k = "small_radius", k
+            message = (f"trust-region radius {delta:.3g} fell below min_radius {min_radius:.3g} at max violation "
+                       f"{final_violation:.3g}; criticality not certified (psi <= {psi_upper:.3g} at the last check"
+                       f"; {lps.failures} LP failures)")
+        stopping = status != "max_iter" or k == T - 1
+        _record(history, meter, k, row, force=stopping, passes_time=pf_pg_time)
+        if stopping:
+            break
+    progress.close()
+
+    final_violation = max_violation(current, x)[0]
+    counters = meter.counters()
+    counters.add("lp_solves", lps.solves)
+    counters.add("lp_failures", lps.failures)
+    counters.add("accepted_steps", accepted_steps)
+    counters.add("rejected_steps", rejected_steps)
+    counters.add("penalty_increases", penalty_increases)
+    info = {"stop_reason": stop_reason, "penalty": sigma, "radius": delta, "criticality_bound": psi_upper,
+            "penalty_update": penalty_update, "steering": xi, "penalty_increase": tau, "max_penalty": sigma_max,
+            "ball_constraint": ball_constraint, "penalized_balls": len(domain.balls), "tolerance": tol,
+            "feasibility_tolerance": feas_tol, "seed": seed, "reconstruction": "digest 001 section 3.6"}
+    return SolveResult(x.copy(), status, message, n_iter=stop_k + 1, objective=current.f,
+                       max_violation=final_violation, history=history,
+                       counters=counters, info=info, solver="exact_penalty_trust_region")

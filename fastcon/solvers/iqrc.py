@@ -1,0 +1,346 @@
+r"""IQRC, the inexact quadratically regularized constrained method (paper 001: Ma, Lin & Yang 2020).
+
+For :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g(x) = \max_i f_i(x) \le 0` with :math:`\rho`-weakly
+convex :math:`f` and :math:`f_i`, Algorithm 1 runs, for :math:`t = 0..T-1`,
+
+.. math::
+
+    x_{t+1} \approx \hat x_t = \operatorname*{argmin}_{y \in \mathcal X}
+    \Bigl\{ f(y) + \frac{\hat\rho}{2}\|y - x_t\|^2 \ \text{ s.t. }\ g(y) + \frac{\hat\rho}{2}\|y - x_t\|^2 \le 0 \Bigr\}
+    \qquad \text{(9)}
+
+with the quadratic on both the objective and the constraint, so that for :math:`\hat\rho > \rho` the
+subproblem is :math:`\mu`-strongly convex, :math:`\mu = \hat\rho - \rho`. This module is a *preset* of
+`proximal_point` (``prox_on_constraint=True``) with paper 001's inner solvers and schedules, plus the
+Phase-I feasibility step of Remark 1, the outer history and the output rules of Algorithm 1.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .._results import SolveResult
+from ._common import PassMeter, check_choice, seeded_streams, start_point
+from ._schedules import Schedule, as_schedule
+from .proximal_point import proximal_point
+
+__all__ = ["iqrc", "iqrc_step_size"]
+
+_READINGS = ("eps_hat", "threshold")
+
+
+def iqrc_step_size(mu) -> Schedule:
+    r"""Algorithm 2's step size :math:`\gamma_k = 2 / (\mu (k + 2))`, :math:`\mu = \hat\rho - \rho`.
+
+    Anytime (independent of the inner budget :math:`K`); :math:`k` restarts at 0 in every subproblem.
+    """
+    mu = float(mu)
+    if not (mu > 0 and math.isfinite(mu)):
+        raise ValueError(f"mu: must be positive and finite, got {mu!r}")
+    return Schedule(lambda k: 2.0 / (mu * (k + 2.0)), f"2/({mu:g}*(k+2))", lambda k: 2.0 / (mu * (k + 2.0)))
+
+
+def _modulus(rho_hat, rho, mu):
+    """:math:`\\mu = \\hat\\rho - \\rho` from ``rho`` or ``mu`` (default :math:`\\rho = 0`)."""
+    if rho is not None and mu is not None:
+        raise ValueError("mu: give rho or mu = rho_hat - rho, not both")
+    if mu is None:
+        rho = 0.0 if rho is None else float(rho)
+        if not (rho >= 0 and math.isfinite(rho)):
+            raise ValueError(f"rho: the weak-convexity modulus must be non-negative and finite, got {rho!r}")
+        mu = rho_hat - rho
+        if not mu > 0:
+            raise ValueError(f"rho: rho_hat = {rho_hat:g} must exceed rho = {rho:g} (mu = rho_hat - rho > 0)")
+        return mu
+    mu = float(mu)
+    if not (0 < mu <= rho_hat):
+        raise ValueError(f"mu: must be in (0, rho_hat] = (0, {rho_hat:g}] (mu = rho_hat - rho, rho >= 0), got {mu!r}")
+    return mu
+
+
+def _count(value, name, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _phase_one(problem, x, target, max_iter, step_size):
+    r"""Projected subgradient method on :math:`\min_{x\in\mathcal X} g(x)`, stopped at :math:`g(x) \le` ``target``.
+
+    Returns ``(x, report)``: the first iterate with :math:`g \le` target, or on failure the iterate of
+    lowest :math:`g` seen (Remark 1's :math:`x_{temp}`).
+    """
+    polyak = isinstance(step_size, str)
+    steps = None if polyak else as_schedule(step_size, "phase_one_step_size").values(max_iter)
+    grad = np.empty(problem.dim)
+    best_x, best_g = x.copy(), math.inf
+    meter = PassMeter(problem)
+    values, status = [], "budget_exhausted"
+    for t in range(max_iter + 1):
+        g_t, _ = problem.g_and_subgradient(x, grad)
+        values.append(g_t)
+        if g_t < best_g:
+            best_x[:], best_g = x, g_t
+        if g_t <= target:
+            status = "feasible"
+            break
+        if t == max_iter:
+            break
+        norm2 = float(grad @ grad)
+        if norm2 == 0.0:
+            status = "stationary_infeasible"  # a stationary point of g with g > target
+            break
+        # Polyak step toward the level 0: the projection onto {y : g(x) + zeta^T (y - x) <= 0}.
+        x -= (g_t / norm2 if polyak else steps[t]) * grad
+        problem.project_inplace(x)
+    x_out = x if status == "feasible" else best_x
+    with meter:  # the report's value is not part of the method's cost
+        final = float(problem.g(x_out)[0])
+    report = {"status": status, "n_iter": len(values) - 1, "target": target, "start_constraint": values[0],
+              "final_constraint": final, "constraint": np.array(values),
+              "time": meter.elapsed(), "rows_f": meter.rows_f, "rows_g": meter.rows_g,
+              "step_size": "polyak" if polyak else repr(as_schedule(step_size))}
+    return x_out.copy(), report
+
+
+def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, tolerance_reading="eps_hat",
+         outer_iter=50, inner_iter=20000, inner="switching", inner_params=None, output="last", phase_one=True,
+         phase_one_iter=1000, phase_one_step_size="polyak", seed=0, record_every=100, callback=None,
+         verbose=False) -> SolveResult:
+    r"""IQRC (paper 001, Algorithm 1) with the switching (Algorithm 2) or online stochastic (Algorithm 3) oracle.
+
+    **Outer loop (Algorithm 1).** :math:`x_{t+1} = \mathcal A(x_t, \hat\rho, \hat\epsilon, \delta/T)`
+    approximately solves (9) warm-started at :math:`z_0 = x_t`: one `proximal_point` step with
+    ``prox_on_constraint=True``, i.e. :math:`F_t = f + \frac{\hat\rho}{2}\|\cdot - x_t\|^2`,
+    :math:`G_t = g + \frac{\hat\rho}{2}\|\cdot - x_t\|^2`. Theorem 1: with
+    :math:`T \ge 4(f(x_0) - f_{lb})/(\epsilon^2\mu)` and an oracle of accuracy :math:`\hat\epsilon^2`
+    (Definition 2), :math:`\mathbb E_R\|x_R - \hat x_R\|^2 \le \epsilon^2` (nearly
+    :math:`\epsilon`-stationary, Definition 1).
+
+    **Algorithm 2** (``inner="switching"``), for :math:`k = 0..K-1`, with threshold :math:`\tau`:
+
+    .. math::
+
+        \gamma_k = \frac{2}{\mu (k + 2)}, \qquad
+        z_{k+1} = \operatorname{proj}_{\mathcal X}\bigl(z_k - \gamma_k \zeta_k\bigr), \qquad
+        \zeta_k \in \begin{cases} \partial F_t(z_k),\ k \in I & \text{if } G_t(z_k) \le \tau, \\
+        \partial G_t(z_k) & \text{otherwise,} \end{cases}
+
+    output :math:`x_{t+1} = \sum_{k\in I}(k+1) z_k / \sum_{k\in I}(k+1)` (the last inner iterate,
+    inner status ``"no_feasible_iterate"``, if :math:`I = \emptyset`). Theorem 2: for
+    :math:`K \ge 4(M^2 + \hat\rho^2 D^2)/(\mu\hat\epsilon^2)`, :math:`F_t(x_{t+1}) - F_t(\hat x_t)
+    \le \hat\epsilon^2` and :math:`G_t(x_{t+1}) \le \hat\epsilon^2`. Whatever :math:`K`, when
+    :math:`G_t` is convex (:math:`\hat\rho \ge \rho`) and :math:`g(x_t) \le \tau`, :math:`0 \in I` and
+    Jensen gives :math:`g(x_{t+1}) \le G_t(x_{t+1}) \le \tau`: every outer iterate is
+    :math:`\tau`-feasible and in :math:`\mathcal X` (digest 001 §6.5 #7).
+
+    **Algorithm 3** (``inner="online"``): `online_stochastic_subgradient` on (9) with the individual
+    constraints :math:`F_i = f_i + \frac{\hat\rho}{2}\|\cdot - x_t\|^2`, :math:`V = \sqrt K`,
+    :math:`\alpha = K`, uniform average output; Theorem 3 gives accuracy
+    :math:`O(\log(K/\delta)/\sqrt K)` with probability :math:`1-\delta`, so feasibility holds only up
+    to that accuracy.
+
+    **Phase I (Remark 1).** If :math:`g(x_0) > \tau`, a projected subgradient method on
+    :math:`\min_{x\in\mathcal X} g(x)` runs until :math:`g(x) \le \tau` (Assumption 1E), then IQRC
+    starts there. If it fails within ``phase_one_iter`` iterations, or stops at a point with a zero
+    subgradient and :math:`g > \tau` (an infeasible stationary point of :math:`g`), IQRC returns that
+    point (the lowest :math:`g` seen) with status ``"infeasible_start"``.
+
+    Parameters
+    ----------
+    problem : ConstrainedProblem
+    x0 : array-like, optional
+        :math:`x_0`, projected onto :math:`\mathcal X`; default ``problem.x0``.
+    rho_hat : float
+        :math:`\hat\rho` (paper's experiments: 1).
+    rho, mu : float, optional
+        The weak-convexity modulus :math:`\rho \ge 0`, or directly :math:`\mu = \hat\rho - \rho \in
+        (0, \hat\rho]`; give at most one. Default :math:`\rho = 0`, i.e. :math:`\mu = \hat\rho`
+        (digest 001 §6.3 #1: :math:`\rho` is rarely known; with :math:`\hat\rho = 1`,
+        :math:`\gamma_k = 2/(k+2)`). The guarantees need :math:`\hat\rho > \rho`.
+    tolerance : float
+        The paper's "tolerance" (0.001 in its experiments); how it sets :math:`\tau` is
+        ``tolerance_reading``.
+    tolerance_reading : {"eps_hat", "threshold"}
+        The two readings of the paper's tolerance (digest 001 §4.3, §6.3 #2). ``"eps_hat"``
+        (default): ``tolerance`` is :math:`\hat\epsilon` and :math:`\tau = \hat\epsilon^2`, as
+        Algorithm 2 prints it (1e-6 for the paper's 0.001). ``"threshold"``: ``tolerance`` is the
+        threshold :math:`\tau` itself (1e-3). :math:`\tau` is also the Phase-I target.
+    outer_iter : int
+        :math:`T` (not reported in the paper).
+    inner_iter : int
+        :math:`K` per subproblem (paper: 20000, fixed rather than Theorem 2's formula).
+    inner : {"switching", "online"}
+        Algorithm 2 (deterministic oracles) or Algorithm 3 (stochastic minibatch oracles).
+    inner_params : dict, optional
+        Extra keyword arguments of the inner solver, e.g. ``V``, ``alpha``,
+        ``objective_batch_size``, ``constraint_batch_size`` for ``"online"``. ``step_size`` and
+        ``tolerance`` are Algorithm 2's and are set here.
+    output : {"last", "random"}
+        ``"last"``: :math:`x_T` (the paper's plotted sequence). ``"random"``: :math:`x_R` with
+        :math:`R` uniform on :math:`\{0, \dots, T-1\}`, the range Theorem 1's proof averages over
+        (Algorithm 1 prints :math:`\{0..T\}`; digest 001 §3.1), drawn from its own stream of ``seed``.
+    phase_one : bool
+        Run Phase I when :math:`g(x_0) > \tau`. False starts IQRC from :math:`x_0` as given (then the
+        first subproblem may have :math:`I = \emptyset` and the invariant above does not hold).
+    phase_one_iter : int
+        Phase-I budget (subgradient iterations).
+    phase_one_step_size : "polyak", float or callable of t
+        ``"polyak"``: :math:`x \leftarrow \operatorname{proj}_{\mathcal X}(x - g(x)\zeta/\|\zeta\|^2)`,
+        the projection onto the linearised feasible set (scale-free); otherwise the step
+        :math:`\gamma_t` of a plain projected subgradient method (Davis & Drusvyatskiy 2018).
+    seed : int
+        Inner solve :math:`t` uses the :math:`t`-th child of ``SeedSequence(seed)`` (see
+        `proximal_point`); the draw of :math:`R` has its own stream.
+    record_every : int
+        Inner history period in inner iterations (each record costs an exact :math:`f`, :math:`g`
+        evaluation, excluded from time and data passes). The outer history has every outer iterate.
+    callback : callable ``(t, x_{t+1}, info) -> bool``, optional
+        ``info["inner"]`` is the inner `SolveResult`, ``info["objective"]`` and
+        ``info["max_violation"]`` are :math:`f(x_{t+1})` and :math:`\max(0, g(x_{t+1}))`. True stops.
+    verbose : bool
+
+    Returns
+    -------
+    SolveResult
+        ``x`` by ``output``; ``status`` ``"max_iter"``, ``"callback_stop"`` or ``"infeasible_start"``.
+        ``history``: the inner iterates (the paper's blue curve), concatenated by `proximal_point`,
+        metrics of the original problem. ``info["outer_iterates"]``: :math:`x_0..x_T`.
+        ``info["outer_history"]`` (the red curve), one row per outer iterate :math:`x_t`: ``outer``
+        :math:`t`, ``iteration`` (cumulative inner iterations), ``time`` (cumulative algorithm time,
+        the clock of the inner history), ``data_passes_f/g``, ``objective``, ``constraint``,
+        ``max_violation`` and ``step_norm`` :math:`\|x_t - x_{t-1}\|` (an estimate of Definition 1's
+        :math:`\|x_{t-1} - \hat x_{t-1}\|`; NaN for :math:`t = 0`), ``wall_time`` (including these
+        evaluations). ``info["phase_one"]``: Phase-I
+        report (``status`` one of ``"not_needed"``, ``"skipped"``, ``"feasible"``,
+        ``"budget_exhausted"``, ``"stationary_infeasible"``; its ``constraint`` trace, ``time``,
+        rows). Both histories start after Phase I; ``counters`` include Phase I's rows.
+    """
+    check_choice("inner", inner, ("switching", "online"))
+    check_choice("output", output, ("last", "random"))
+    check_choice("tolerance_reading", tolerance_reading, _READINGS)
+    try:
+        rho_hat, tolerance = float(rho_hat), float(tolerance)
+    except (TypeError, ValueError):
+        raise ValueError(f"rho_hat: rho_hat and tolerance must be numbers, got {rho_hat!r}, {tolerance!r}") from None
+    if not (rho_hat > 0 and math.isfinite(rho_hat)):
+        raise ValueError(f"rho_hat: must be positive and finite, got {rho_hat!r}")
+    if not (tolerance > 0 and math.isfinite(tolerance)):
+        raise ValueError(f"tolerance: must be positive and finite, got {tolerance!r}")
+    mu = _modulus(rho_hat, rho, mu)
+    outer_iter, inner_iter = _count(outer_iter, "outer_iter"), _count(inner_iter, "inner_iter")
+    phase_one_iter = _count(phase_one_iter, "phase_one_iter", 0)
+    if isinstance(phase_one_step_size, str) and phase_one_step_size != "polyak":
+        raise ValueError(f"phase_one_step_size: expected 'polyak', a float or a callable, got {phase_one_step_size!r}")
+    threshold = tolerance ** 2 if tolerance_reading == "eps_hat" else tolerance
+    params = dict(inner_params or {})
+    if inner == "switching":
+        for key in ("step_size", "tolerance"):
+            if key in params:
+                raise ValueError(f"inner_params: {key!r} is Algorithm 2's and is set by iqrc (see mu, tolerance)")
+        params.update(step_size=iqrc_step_size(mu), tolerance=threshold)
+
+    x = start_point(problem, x0)
+    g0 = problem.g(x)[0]
+    phase = {"status": "not_needed", "n_iter": 0, "target": threshold, "start_constraint": g0,
+             "time": 0.0, "rows_f": 0, "rows_g": 0}
+    if g0 > threshold and phase_one:
+        x, phase = _phase_one(problem, x, threshold, phase_one_iter, phase_one_step_size)
+    elif g0 > threshold:
+        phase["status"] = "skipped"
+    settings = {"rho_hat": rho_hat, "mu": mu, "rho": rho_hat - mu, "tolerance": tolerance,
+                "tolerance_reading": tolerance_reading, "switching_threshold": threshold, "inner": inner,
+                "output": output, "phase_one": phase, "seed": seed}
+    if phase["status"] in ("budget_exhausted", "stationary_infeasible"):
+        how = ("its budget ran out" if phase["status"] == "budget_exhausted"
+               else "it reached a stationary point of g")
+        return SolveResult(
+            x, "infeasible_start",
+            f"Phase I could not reach g(x) <= {threshold:g}: {how} at g = {phase['final_constraint']:.6g}; "
+            "returning the point of lowest g (IQRC needs an approximately feasible start, Assumption 1E)",
+            objective=problem.f(x), max_violation=problem.max_violation(x),
+            counters=_with_phase_one({"rows_f": 0, "rows_g": 0}, phase, problem), info=settings,
+            solver=f"iqrc[{inner}]")
+
+    outer = _OuterHistory(problem, x)
+
+    def on_outer(t, x_next, info):
+        objective, constraint = outer.append(t, x_next, info["inner"])
+        info.update(objective=objective, max_violation=max(0.0, constraint))
+        return bool(callback(t, x_next, info)) if callback is not None else False
+
+    res = proximal_point(problem, x, rho_hat=rho_hat, outer_iter=outer_iter, inner_solver=inner,
+                         inner_iter=inner_iter, inner_params=params, inner_output="weighted_average",
+                         prox_on_constraint=True, seed=seed, record_every=record_every, callback=on_outer,
+                         verbose=verbose)
+    iterates = res.info["outer_iterates"]
+    n_outer = len(iterates) - 1
+    R = n_outer
+    if output == "random":
+        (rng_output,) = seeded_streams(seed, 1)
+        R = int(rng_output.integers(n_outer))
+    x_out = iterates[R].copy()
+    empty = res.info["inner_status"].count("no_feasible_iterate")
+    info = {**res.info, **settings, "R": R, "outer_history": outer.arrays()}
+    message = (f"{n_outer} outer IQRC iterations of {inner_iter} inner {inner} iterations, threshold "
+               f"{threshold:g}; output x_{R}")
+    if empty:
+        message += f"; {empty} subproblem(s) had no nearly feasible inner iterate (I empty)"
+    if phase["status"] == "feasible":
+        message += f"; Phase I reached g = {phase['final_constraint']:.3g} in {phase['n_iter']} iterations"
+    return SolveResult(x_out, res.status, message, n_iter=res.n_iter, objective=problem.f(x_out),
+                       max_violation=problem.max_violation(x_out),
+                       multipliers=res.multipliers if R == n_outer else None, history=res.history,
+                       counters=_with_phase_one(res.counters, phase, problem), info=info, solver=f"iqrc[{inner}]")
+
+
+def _with_phase_one(counters, phase, problem):
+    out = dict(counters)
+    out["rows_f"] = out.get("rows_f", 0) + phase["rows_f"]
+    out["rows_g"] = out.get("rows_g", 0) + phase["rows_g"]
+    n_f, n_g = problem.n_samples_f, problem.n_samples_g
+    out["data_passes_f"] = out["rows_f"] / n_f if n_f else 0.0
+    out["data_passes_g"] = out["rows_g"] / n_g if n_g else 0.0
+    out["phase_one_iterations"] = phase["n_iter"]
+    return out
+
+
+class _OuterHistory:
+    """One row per outer iterate :math:`x_t`, with the inner solves' cumulative cost."""
+
+    def __init__(self, problem, x0):
+        self.problem = problem
+        self.previous = np.array(x0, dtype=np.float64)
+        self.n_iter, self.time, self.rows_f, self.rows_g = 0, 0.0, 0, 0
+        self.columns = {key: [] for key in ("outer", "iteration", "time", "data_passes_f", "data_passes_g",
+                                            "objective", "constraint", "max_violation", "step_norm",
+                                            "wall_time")}
+        self.t0 = time.perf_counter()
+        self._add(0, self.previous, math.nan)
+
+    def _add(self, t, x, step_norm):
+        f, g = self.problem.f(x), float(self.problem.g(x)[0])
+        n_f, n_g = self.problem.n_samples_f, self.problem.n_samples_g
+        row = {"outer": t, "iteration": self.n_iter, "time": self.time,
+               "data_passes_f": self.rows_f / n_f if n_f else 0.0,
+               "data_passes_g": self.rows_g / n_g if n_g else 0.0, "objective": f, "constraint": g,
+               "max_violation": max(0.0, g), "step_norm": step_norm, "wall_time": time.perf_counter() - self.t0}
+        for key, value in row.items():
+            self.columns[key].append(value)
+        return f, g
+
+    def append(self, t, x_next, inner):
+        """Record :math:`x_{t+1}` after inner solve ``t`` (``inner`` its `SolveResult`)."""
+        self.n_iter += inner.n_iter
+        times = inner.history.get("time", ())
+        self.time += float(times[-1]) if len(times) else 0.0
+        self.rows_f += inner.counters.get("rows_f", 0)
+        self.rows_g += inner.counters.get("rows_g", 0)
+        step_norm = float(np.linalg.norm(x_next - self.previous))
+        self.previous = np.array(x_next, dtype=np.float64)
+        return self._add(t + 1, x_next, step_norm)
+
+    def arrays(self):
+        return {key: np.asarray(values) for key, values in self.columns.items()}
