@@ -8,6 +8,7 @@ from .conex import conex, prox_weights_to_steps
 from .proximal_point import proximal_point
 from .online_stochastic import online_stochastic_subgradient
 from .iqrc import iqrc, iqrc_step_size
+from .exact_penalty import exact_penalty_trust_region
 from ._smoothed_penalty import kkt_multiplier, smoothed_plus, smoothed_plus_derivative
 from .spider import spider
 from .spider import theory_parameters as spider_theory_parameters
@@ -15,6 +16,7 @@ from .switching import check_certificate, switching_subgradient, theory_paramete
 
 __all__ = [
     "switching_subgradient", "theory_parameters", "check_certificate", "conex", "prox_weights_to_steps",
-    "proximal_point", "iqrc", "iqrc_step_size", "online_stochastic_subgradient", "spider", "spider_theory_parameters", "smoothed_plus", "smoothed_plus_derivative",
+    "proximal_point", "iqrc", "iqrc_step_size", "online_stochastic_subgradient", "exact_penalty_trust_region",
+    "spider", "spider_theory_parameters", "smoothed_plus", "smoothed_plus_derivative",
     "kkt_multiplier", "as_schedule", "constant", "inverse_sqrt", "linear", "inverse_linear",
 ]

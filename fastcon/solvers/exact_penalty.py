@@ -67,7 +67,9 @@ c_j(x)^\top s]_+`. Because the model is convex in :math:`s`, :math:`\mathrm{pred
       \quad \sigma \leftarrow \tau\sigma,\ \ s_k(\sigma) \text{ recomputed},
 
   at most ``max_steering_repeats`` times per iteration and never beyond ``max_penalty``: the step
-  must achieve a fraction :math:`\xi` of the best linearised violation decrease in the region.
+  must achieve a fraction :math:`\xi` of the best linearised violation decrease in the region. The
+  inequality has a slack of :math:`10^{-7}(m + b)\max(1, v(x_k))` (HiGHS's feasibility tolerance),
+  so round-off violations near a solution do not inflate :math:`\sigma`.
 
 **Domain.** Box bounds (``Box``, box blocks of a ``Product``) are LP bounds on :math:`s`, so every
 iterate stays in the box (the trial point is clipped to remove LP round-off). Balls (``Ball``,
@@ -92,7 +94,7 @@ from scipy.optimize import linprog
 
 from .._progress import Progress
 from .._results import History, SolveResult
-from ..problems._domains import Ball, Box, Product, ProductOfBalls, Whole
+from ..problems import Ball, Box, Product, ProductOfBalls, Whole
 from ._common import check_choice, PassMeter, start_point
 
 __all__ = ["exact_penalty_trust_region"]
@@ -215,7 +217,7 @@ class _LinearPrograms:
         return np.array(result.x[:n])
 
     def best_violation(self, point, x, radius, domain):
-        """:math:`\\min_{\\|s\\|_\\infty \\le r} v_{\\mathrm{lin}}(x; s)` (cached on ``point``); None if the LP failed."""
+        """:math:`\\min_{\\|s\\|_\\infty \\le r} v_{\\mathrm{lin}}(x; s)`, cached on ``point``; None on LP failure."""
         if radius not in point.best_violation:
             solution = self.solve(self.zero_gradient, point, 1.0, *domain.step_bounds(x, radius))
             point.best_violation[radius] = None if solution is None else point.linearized_violation(solution)
@@ -323,13 +325,13 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         Accepted for the common solver signature; the method (HiGHS included) is deterministic, so
         the result does not depend on it.
     record_every : int
-        History period; the last iteration is always recorded.
+        History period; the iteration that ends the run is always recorded.
     callback : callable ``(k, x, info) -> bool``, optional
-        Called after every iteration that tried a step, with the current iterate (a live buffer: copy
-        it to keep it) and ``info`` with ``penalty``, ``radius`` (:math:`\Delta_k` of the step),
-        ``next_radius``, ``step`` (:math:`s_k`, live, None after an LP failure),
-        ``predicted_reduction``, ``rho`` and ``accepted``. Returning True stops with
-        ``"callback_stop"``.
+        Called after every iteration that reached the ratio test (all but one ending the run at its
+        criticality test), with the current iterate (a live buffer: copy it to keep it) and ``info``
+        with ``penalty``, ``radius`` (:math:`\Delta_k` of the step), ``next_radius``, ``step``
+        (:math:`s_k`, live, None after an LP failure), ``predicted_reduction``, ``rho`` and
+        ``accepted``. Returning True stops with ``"callback_stop"``.
     verbose : bool, int or str
         See `fastcon._progress.Progress`.
 
@@ -449,7 +451,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
             if (penalty_update == "steering" and violation_sum > 0.0 and steering_repeats < repeats_cap
                     and sigma * tau <= sigma_max):
                 best = lps.best_violation(current, x, delta, domain)
-                slack = 1e-12 * max(1.0, violation_sum)  # below what HiGHS resolves
+                slack = _LP_TOLERANCE * n_rows * max(1.0, violation_sum)  # below what HiGHS resolves
                 if best is not None and (violation_sum - current.linearized_violation(step)
                                          < xi * (violation_sum - best) - slack):
                     sigma *= tau
@@ -462,8 +464,8 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
             # psi_sigma(x_k) <= tolerance: the trust-region loop for this sigma has converged.
             if violation <= feas_tol:
                 stop = ("converged", "critical",
-                        f"criticality measure psi <= {psi_upper:.3g} (tolerance {tol:g}) at max violation {violation:.3g} "
-                        f"(penalty {sigma:.6g}) after {k + 1} iterations")
+                        f"criticality measure psi <= {psi_upper:.3g} (tolerance {tol:g}) at max violation "
+                        f"{violation:.3g} (penalty {sigma:.6g}) after {k + 1} iterations")
                 break
             best_unit = lps.best_violation(current, x, 1.0, domain)
             chi = math.nan if best_unit is None else violation_sum - best_unit
