@@ -1,4 +1,4 @@
-"""The public names other code depends on (issues 2 and 3) import from where they are promised."""
+"""The public names other code depends on (issues 2-5) import from where they are promised."""
 import importlib
 
 import pytest
@@ -8,8 +8,10 @@ PUBLIC = {
     "fastcon.datasets": ["Dataset", "load_libsvm", "dump_libsvm", "load", "list_datasets",
                          "make_fair_classification", "make_multiclass"],
     "fastcon.problems": ["ConstrainedProblem", "hinge_risk", "erm_optimum", "roc_fairness", "wasserstein_fairness",
-                         "custom_term", "less_equal", "Ball", "ProductOfBalls", "Box", "Whole"],
-    "fastcon.solvers": ["switching_subgradient", "conex", "proximal_point", "theory_parameters", "check_certificate"],
+                         "custom_term", "less_equal", "Ball", "ProductOfBalls", "Box", "Whole",
+                         "demographic_parity_gap", "scad_penalty", "multiclass_neyman_pearson", "neyman_pearson"],
+    "fastcon.solvers": ["switching_subgradient", "conex", "proximal_point", "theory_parameters", "check_certificate",
+                        "spider", "iqrc", "exact_penalty_trust_region"],
     "fastcon.metrics": ["near_stationarity", "roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy"],
 }
 
