@@ -40,6 +40,9 @@ DP(f) = iterations/q, DP(g) = iterations x (1 + 1/q).
 **Quick mode** changes exactly: a9a train/test subsampled (seeded) to 3,000/1,500 rows and COMPAS to
 3,000 rows; caps DP(g) 600 (both problems) and 3,000 stochastic iterations; SVio every 100 iterations with
 100 steps; no tuning (the middle grid values); β sweep {10, 1000}.
+
+``baseline_params`` (an override, ``{"p1/a9a/ssg": {"step_size": 0.01}, ...}``) skips the tuning and
+uses an earlier tuning run's picks; ``tuning_records`` carries that run's grid results into results.json.
 """
 from __future__ import annotations
 
@@ -69,7 +72,8 @@ def config(quick=False) -> dict:
     cfg = {"datasets": ("a9a", "compas"), "problems": ("p1", "p2"), "methods": METHODS,
            "cap_p1": 2e5, "cap_p2": 7.2e5, "svio_every": 1000, "svio_iter": 300, "svio_tol": 1e-4,
            "stop_det": 1e-3, "stop_sto": 5e-3, "tune": True, "tune_iter": 5000, "max_rows": None,
-           "beta_sweep": (10.0, 100.0, 1000.0), "inner_iter": 100, "n_thresholds": 400, "max_iter_sto": 200000}
+           "beta_sweep": (10.0, 100.0, 1000.0), "inner_iter": 100, "n_thresholds": 400, "max_iter_sto": 200000,
+           "baseline_params": None, "tuning_records": None}
     if quick:
         cfg.update(cap_p1=600.0, cap_p2=600.0, svio_every=100, svio_iter=100, tune=False, max_rows=3000,
                    beta_sweep=(10.0, 1000.0), max_iter_sto=3000)
@@ -305,10 +309,13 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     log(f"[{NAME}] {'quick' if quick else 'full'} run: {', '.join(metas)}; jobs = {jobs}; output {out}")
 
     # 1. baseline tuning (smallest objective among feasible runs after tune_iter iterations)
-    chosen, tuning = {}, {}
+    chosen, tuning = {}, dict(cfg["tuning_records"] or {})
     tune_tasks = [(d, p, m, params, cfg, dict(data_home=data_home, seed=seed, budget=cfg["tune_iter"], svio=False))
                   for d, p in pairs for m in cfg["methods"] if m in GRIDS for params in _grid(m, cfg)]
-    if cfg["tune"] and tune_tasks:
+    if cfg["baseline_params"]:
+        # parameters picked by an earlier tuning run (keys "p1/a9a/ssg"), e.g. to re-run the table alone
+        chosen = {tuple(k.split("/")[i] for i in (1, 0, 2)): dict(v) for k, v in cfg["baseline_params"].items()}
+    elif cfg["tune"] and tune_tasks:
         recs = _run_all(tune_tasks, jobs, lambda r: log(f"[{NAME}] tune {r['problem_key']}/{r['dataset']} {r['method']} "
                                                         f"{r['params']}: f = {r['objective']:.5g}, g = {r['constraint']:.3g}"))
         for d, p in pairs:
