@@ -49,6 +49,9 @@ EXPERIMENTS = {
     "spider-table2": Experiment("spider-table2", "spider_table2",
                                 "paper 004 Table 2 and Figures 1-2: 3S-Econ-D/S vs SSG, IPP-SSG, IPP-ConEx, SSG-S on "
                                 "ROC-fairness and demographic-parity problems, a9a and COMPAS"),
+    "iqrc-mnpc": Experiment("iqrc-mnpc", "iqrc_mnpc",
+                            "paper 001 Figure 1, multi-class Neyman-Pearson on pendigits/segment/usps: IQRC outer "
+                            "and inner iterates vs the exact-penalty baseline"),
 }
 
 
