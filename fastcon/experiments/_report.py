@@ -50,6 +50,22 @@ RUN_SCHEMA = {
 }
 
 
+def apply_overrides(cfg, overrides) -> dict:
+    """``cfg`` updated with ``overrides`` (ValueError naming any key the configuration does not have)."""
+    unknown = set(overrides) - set(cfg)
+    if unknown:
+        raise ValueError(f"overrides: unknown configuration keys {sorted(unknown)}; known: {sorted(cfg)}")
+    cfg.update(overrides)
+    return cfg
+
+
+def output_folder(name, quick, out_dir=None) -> Path:
+    """``out_dir`` or ``fastcon-results/NAME[-quick]``, created."""
+    out = Path(out_dir if out_dir is not None else f"fastcon-results/{name}{'-quick' if quick else ''}")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def validate_results(doc) -> list:
     """Problems of a results.json dict against the §7 schema (empty list: valid)."""
     errors = []

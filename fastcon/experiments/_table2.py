@@ -76,56 +76,43 @@ def plot_figures(runs, histories, out_dir):
     from pathlib import Path
 
     keys = sorted({(r["problem_key"], r["dataset"]) for r in runs}, key=lambda k: (k[0], k[1] != "a9a"))
-    paths = []
+
+    def panel(ax, key, column, label, methods):
+        """One panel: ``column`` of each method's history against DP(g), log axes (symlog for 0s)."""
+        for m in methods:
+            h = histories.get((key[0], key[1], m))
+            if h is None or column not in h:
+                continue
+            x, y = h["data_passes_g"], h[column]
+            ok = [i for i, v in enumerate(y) if v == v and x[i] > 0]
+            if ok:
+                ax.plot([x[i] for i in ok], [y[i] for i in ok], label=METHOD_LABELS[m], lw=1.2, color=_COLORS[m])
+        if column == "max_violation":
+            ax.set_yscale("symlog", linthresh=1e-6)  # CVio is often exactly 0
+        elif column == "svio":
+            ax.set_yscale("log")
+        ax.set_xscale("log")
+        ax.set_title(f"P{key[0][1]} {key[1]}: {label}", fontsize=9)
+        ax.set_xlabel("DP(g)", fontsize=8)
+
+    def save(fig, axes, title, name):
+        axes[0, 0].legend(fontsize=7)
+        fig.suptitle(title, fontsize=11)
+        fig.tight_layout()
+        path = Path(out_dir) / name
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
+    columns = (("objective", "FV"), ("max_violation", "CVio"), ("svio", "SVio"))
     fig, axes = plt.subplots(len(keys), 3, figsize=(13, 3.1 * len(keys)), squeeze=False)
     for row, key in enumerate(keys):
-        for col, (column, label) in enumerate((("objective", "FV"), ("max_violation", "CVio"), ("svio", "SVio"))):
-            ax = axes[row, col]
-            for m in ("ssg", "ipp_ssg", "ipp_conex", "spider_d"):
-                h = histories.get((key[0], key[1], m))
-                if h is None or column not in h:
-                    continue
-                x, y = h["data_passes_g"], h[column]
-                ok = [i for i, v in enumerate(y) if v == v and x[i] > 0]
-                if ok:
-                    ax.plot([x[i] for i in ok], [y[i] for i in ok], label=METHOD_LABELS[m], lw=1.2, color=_COLORS[m])
-            if column == "max_violation":
-                ax.set_yscale("symlog", linthresh=1e-6)  # CVio is often exactly 0
-            elif column == "svio":
-                ax.set_yscale("log")
-            ax.set_xscale("log")
-            ax.set_title(f"P{key[0][1]} {key[1]}: {label}", fontsize=9)
-            ax.set_xlabel("DP(g)", fontsize=8)
-    axes[0, 0].legend(fontsize=7)
-    fig.suptitle("Paper 004 Figure 1: 3S-Econ-D vs SSG, IPP-SSG, IPP-ConEx", fontsize=11)
-    fig.tight_layout()
-    p = Path(out_dir) / "figure1_spider.png"
-    fig.savefig(p, dpi=100)
-    plt.close(fig)
-    paths.append(p)
-
+        for col, (column, label) in enumerate(columns):
+            panel(axes[row, col], key, column, label, ("ssg", "ipp_ssg", "ipp_conex", "spider_d"))
+    paths = [save(fig, axes, "Paper 004 Figure 1: 3S-Econ-D vs SSG, IPP-SSG, IPP-ConEx", "figure1_spider.png")]
     fig, axes = plt.subplots(2, len(keys), figsize=(3.4 * len(keys), 6), squeeze=False)
     for col, key in enumerate(keys):
-        for row, (column, label) in enumerate((("objective", "FV"), ("max_violation", "CVio"))):
-            ax = axes[row, col]
-            for m in ("spider_d", "spider_s"):
-                h = histories.get((key[0], key[1], m))
-                if h is None:
-                    continue
-                x, y = h["data_passes_g"], h[column]
-                ok = [i for i, v in enumerate(y) if x[i] > 0 and v == v]
-                if ok:
-                    ax.plot([x[i] for i in ok], [y[i] for i in ok], label=METHOD_LABELS[m], lw=1.2, color=_COLORS[m])
-            ax.set_xscale("log")
-            if column != "objective":
-                ax.set_yscale("symlog", linthresh=1e-6)
-            ax.set_title(f"P{key[0][1]} {key[1]}: {label}", fontsize=9)
-            ax.set_xlabel("DP(g)", fontsize=8)
-    axes[0, 0].legend(fontsize=7)
-    fig.suptitle("Paper 004 Figure 2: 3S-Econ-D vs 3S-Econ-S (data passes)", fontsize=11)
-    fig.tight_layout()
-    p = Path(out_dir) / "figure2_spider.png"
-    fig.savefig(p, dpi=100)
-    plt.close(fig)
-    paths.append(p)
+        for row, (column, label) in enumerate(columns[:2]):
+            panel(axes[row, col], key, column, label, ("spider_d", "spider_s"))
+    paths.append(save(fig, axes, "Paper 004 Figure 2: 3S-Econ-D vs 3S-Econ-S (data passes)", "figure2_spider.png"))
     return paths

@@ -396,18 +396,11 @@ def run_paper_experiment(spec, *, quick=False, out_dir=None, data_home=None, see
 
 
 def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, **overrides):
-    from pathlib import Path
-
     from . import _figure, _report
 
     t_start = time.perf_counter()
-    cfg = spec.config(quick)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise ValueError(f"overrides: unknown configuration keys {sorted(unknown)}; known: {sorted(cfg)}")
-    cfg.update(overrides)
-    out = Path(out_dir if out_dir is not None else f"fastcon-results/{spec.NAME}{'-quick' if quick else ''}")
-    out.mkdir(parents=True, exist_ok=True)
+    cfg = _report.apply_overrides(spec.config(quick), overrides)
+    out = _report.output_folder(spec.NAME, quick, out_dir)
     data_home = None if data_home is None else str(data_home)
     run_cfg = spec.run_options(cfg)
     grids = {m: expand_grid(g, cfg["grid"]) for m, g in spec.GRIDS.items() if m in cfg["methods"]}

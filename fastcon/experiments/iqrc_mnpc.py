@@ -571,15 +571,10 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
             print(msg, file=sys.stderr, flush=True)
 
     t_start = time.perf_counter()
-    cfg = config(quick)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise ValueError(f"overrides: unknown configuration keys {sorted(unknown)}; known: {sorted(cfg)}")
-    cfg.update(overrides)
+    cfg = _report.apply_overrides(config(quick), overrides)
     cfg["datasets"] = tuple(cfg["datasets"])
     _check_config(cfg)
-    out = Path(out_dir if out_dir is not None else f"fastcon-results/{NAME}{'-quick' if quick else ''}")
-    out.mkdir(parents=True, exist_ok=True)
+    out = _report.output_folder(NAME, quick, out_dir)
     data_home = None if data_home is None else str(data_home)
     infeas = float(cfg["target_infeasibility"])
     log(f"[{NAME}] {'quick' if quick else 'full'} run on {', '.join(cfg['datasets'])}; output {out}")

@@ -51,7 +51,6 @@ import math
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -296,13 +295,8 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
             print(msg, file=sys.stderr, flush=True)
 
     t_start = time.perf_counter()
-    cfg = config(quick)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise ValueError(f"overrides: unknown configuration keys {sorted(unknown)}; known: {sorted(cfg)}")
-    cfg.update(overrides)
-    out = Path(out_dir if out_dir is not None else f"fastcon-results/{NAME}{'-quick' if quick else ''}")
-    out.mkdir(parents=True, exist_ok=True)
+    cfg = _report.apply_overrides(config(quick), overrides)
+    out = _report.output_folder(NAME, quick, out_dir)
     data_home = None if data_home is None else str(data_home)
     pairs = [(d, p) for p in cfg["problems"] for d in cfg["datasets"]]
     metas = {f"{p}/{d}": build(d, p, cfg, data_home, seed)["meta"] for d, p in pairs}
