@@ -29,7 +29,7 @@ both points.
 import numpy as np
 from numba import njit
 
-from ._linalg import JIT, _csr_axpy, _csr_dot, _entry
+from ._linalg import JIT, _csr_axpy, _csr_dot, _csr_span_dot2
 from ._losses import margin_loss
 from ._threshold_sweep import grid_blocks, sigmoid_sweep
 
@@ -102,19 +102,32 @@ def _gather_scores(indptr, indices, data, rows, n_rows, x, scores):
 
 
 @njit(inline="always")
-def _gather_scores2(indptr, indices, data, rows, n_rows, x, x_prev, scores, scores_prev):
-    """Scores at two points, each row read once."""
+def _group_p_count(rows, n_rows, n_split):
+    """Leading batch positions holding group p rows (stratified batches put group p first)."""
+    n_p = 0
+    while n_p < n_rows and rows[n_p] < n_split:
+        n_p += 1
+    return n_p
+
+
+@njit(inline="always")
+def _sigmoid_gap(scores, n_p, n_rows):
+    r"""Signed gap :math:`\overline{\sigma(z)}_p - \overline{\sigma(z)}_u` of the batch scores."""
+    sp = 0.0
+    su = 0.0
+    for k in range(n_p):
+        sp += _sigmoid(scores[k])
+    for k in range(n_p, n_rows):
+        su += _sigmoid(scores[k])
+    return sp / n_p - su / (n_rows - n_p)
+
+
+@njit(inline="always")
+def _gap_coefs(scores, shift, n_p, n_rows, scale, coefs):
+    r"""``coefs[k]`` = ``scale`` :math:`\sigma'(z_k - \text{shift})/n_p` (group p) or its negative over :math:`n_u`."""
+    n_u = n_rows - n_p
     for k in range(n_rows):
-        i = np.uint64(rows[k])
-        z = 0.0
-        z0 = 0.0
-        for p in range(indptr[i], indptr[i + np.uint64(1)]):
-            v = _entry(data, p)
-            j = indices[p]
-            z += v * x[j]
-            z0 += v * x_prev[j]
-        scores[k] = z
-        scores_prev[k] = z0
+        coefs[k] = scale * _sigmoid_prime(scores[k] - shift) * (1.0 / n_p if k < n_p else -1.0 / n_u)
 
 
 @njit(inline="always")
@@ -148,23 +161,12 @@ def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
         if want_grad:
             _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
         return acc * inv
-    n_p = 0
-    while n_p < n_rows and rows[n_p] < n_split:
-        n_p += 1
-    n_u = n_rows - n_p
+    n_p = _group_p_count(rows, n_rows, n_split)
     if kind == GROUP_GAP:
-        sp = 0.0
-        su = 0.0
-        for k in range(n_p):
-            sp += _sigmoid(scores[k])
-        for k in range(n_p, n_rows):
-            su += _sigmoid(scores[k])
-        d = sp / n_p - su / n_u
+        d = _sigmoid_gap(scores, n_p, n_rows)
         if want_grad and d != 0.0:
-            sgn = grad_scale if d > 0.0 else -grad_scale
-            for k in range(n_rows):
-                c = sgn * _sigmoid_prime(scores[k]) * (1.0 / n_p if k < n_p else -1.0 / n_u)
-                _csr_axpy(indptr, indices, data, np.uint64(rows[k]), c, grad)
+            _gap_coefs(scores, 0.0, n_p, n_rows, grad_scale if d > 0.0 else -grad_scale, coefs)
+            _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
         return abs(d)
     # ROC_GAP: group means of sigma(s - theta_j) by the one-exp-per-sample sweep
     starts, anchors, tops, factors = b[8], b[9], b[10], b[11]
@@ -179,11 +181,8 @@ def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
             gap = g
             best = j
     if want_grad and gap != 0.0:
-        theta = b[12][best]
-        sgn = grad_scale if gap > 0.0 else -grad_scale
-        for k in range(n_rows):
-            c = sgn * _sigmoid_prime(scores[k] - theta) * (1.0 / n_p if k < n_p else -1.0 / n_u)
-            _csr_axpy(indptr, indices, data, np.uint64(rows[k]), c, grad)
+        _gap_coefs(scores, b[12][best], n_p, n_rows, grad_scale if gap > 0.0 else -grad_scale, coefs)
+        _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
     return abs(gap)
 
 
@@ -196,7 +195,7 @@ def statistic_two_point(b, x, x_prev, rows, n_rows, bufs):
     """
     kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
     scores, prev = bufs[0], bufs[1]
-    _gather_scores2(indptr, indices, data, rows, n_rows, x, x_prev, scores, prev)
+    _csr_span_dot2(indptr, indices, data, rows, x, x_prev, scores, prev, np.uint64(0), np.uint64(n_rows))
     if kind == MARGIN:
         a = 0.0
         a0 = 0.0
@@ -205,21 +204,8 @@ def statistic_two_point(b, x, x_prev, rows, n_rows, bufs):
             a += scale[i] * margin_loss(loss, y[i] * scores[k])[0]
             a0 += scale[i] * margin_loss(loss, y[i] * prev[k])[0]
         return a / n_rows, a0 / n_rows
-    n_p = 0
-    while n_p < n_rows and rows[n_p] < n_split:
-        n_p += 1
-    sp = 0.0
-    sp0 = 0.0
-    su = 0.0
-    su0 = 0.0
-    for k in range(n_p):
-        sp += _sigmoid(scores[k])
-        sp0 += _sigmoid(prev[k])
-    for k in range(n_p, n_rows):
-        su += _sigmoid(scores[k])
-        su0 += _sigmoid(prev[k])
-    n_u = n_rows - n_p
-    return sp / n_p - su / n_u, sp0 / n_p - su0 / n_u
+    n_p = _group_p_count(rows, n_rows, n_split)
+    return _sigmoid_gap(scores, n_p, n_rows), _sigmoid_gap(prev, n_p, n_rows)
 
 
 @njit(**JIT)
@@ -234,16 +220,7 @@ def statistic(b, x, rows, n_rows, bufs):
             i = np.uint64(rows[k])
             a += scale[i] * margin_loss(loss, y[i] * scores[k])[0]
         return a / n_rows
-    n_p = 0
-    while n_p < n_rows and rows[n_p] < n_split:
-        n_p += 1
-    a = 0.0
-    au = 0.0
-    for k in range(n_p):
-        a += _sigmoid(scores[k])
-    for k in range(n_p, n_rows):
-        au += _sigmoid(scores[k])
-    return a / n_p - au / (n_rows - n_p)
+    return _sigmoid_gap(scores, _group_p_count(rows, n_rows, n_split), n_rows)
 
 
 @njit(**JIT)
@@ -265,12 +242,7 @@ def statistic_grad(b, rows, n_rows, sign, grad_scale, grad, bufs):
         return
     if sign == 0.0:
         return
-    n_p = 0
-    while n_p < n_rows and rows[n_p] < n_split:
-        n_p += 1
-    n_u = n_rows - n_p
-    for k in range(n_rows):
-        coefs[k] = sign * grad_scale * _sigmoid_prime(scores[k]) * (1.0 / n_p if k < n_p else -1.0 / n_u)
+    _gap_coefs(scores, 0.0, _group_p_count(rows, n_rows, n_split), n_rows, sign * grad_scale, coefs)
     _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
 
 
