@@ -30,7 +30,8 @@ def test_quick_table2_through_cli(tmp_path, data_home, capsys):
     for d in sto:
         assert sto[d]["data_passes_g"] < ssg_s[d]["data_passes_g"]
         assert doc["ssg_s_over_spider_s_p2"][d]["dp_g_ratio"] > 1
-    assert {row["beta"] for row in doc["beta_sweep"]} == {10.0, 1000.0}
+    assert {(row["beta"], round(row["step_size"], 12)) for row in doc["beta_sweep"]} == {(10.0, 0.01), (1000.0, 0.01),
+                                                                                      (1000.0, 1e-4)}
     for name in ("table2.txt", "table2.csv", "figure1_spider.png", "figure2_spider.png"):
         assert (out / name).stat().st_size > 0
     printed = capsys.readouterr().out

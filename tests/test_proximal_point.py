@@ -92,3 +92,28 @@ def test_options_and_reproducibility():
     assert stopped.status == "callback_stop" and stopped.n_iter == 80
     with pytest.raises(ValueError, match="max_iter"):
         proximal_point(p, rho_hat=1.0, inner_params=dict(max_iter=3))
+
+
+def test_schedule_index_outer_holds_steps_constant_per_subproblem():
+    """``schedule_index="outer"``: subproblem k runs with the schedules' values at t = k, constant."""
+    calls = []
+
+    def step(t):
+        calls.append(t)
+        return 0.02 / np.sqrt(t + 1.0)
+
+    res = proximal_point(problem(), rho_hat=1.0, outer_iter=5, inner_iter=40, schedule_index="outer",
+                         inner_params=dict(step_size=step, tolerance=1e-4))
+    assert calls == [0, 1, 2, 3, 4]          # evaluated once per subproblem, at the outer index
+    assert res.n_iter == 200
+    calls.clear()
+    proximal_point(problem(), rho_hat=1.0, outer_iter=2, inner_iter=40, inner_params=dict(step_size=step, tolerance=1e-4))
+    assert max(calls) == 39                   # the default runs them on the inner index
+    # same steps, same iterates: an outer-indexed run equals subproblems run one by one with constants
+    manual = proximal_point(problem(), rho_hat=1.0, outer_iter=1, inner_iter=40,
+                            inner_params=dict(step_size=0.02, tolerance=1e-4)).x
+    first = proximal_point(problem(), rho_hat=1.0, outer_iter=1, inner_iter=40, schedule_index="outer",
+                           inner_params=dict(step_size=step, tolerance=1e-4)).x
+    np.testing.assert_array_equal(first, manual)
+    with pytest.raises(ValueError, match="schedule_index"):
+        proximal_point(problem(), rho_hat=1.0, schedule_index="middle")

@@ -210,7 +210,8 @@ def epsilon_final(method, params, max_iter):
 
 
 def solve_method(problem, method, params, *, max_iter, inner_iter, record_every, seed, rho_base,
-                 conex_dual="constant", ipp_conex_primal="linear", oracle=None, tracker=None, record_problem=None):
+                 conex_dual="constant", ipp_conex_primal="linear", ipp_conex_index="inner", oracle=None, tracker=None,
+                 record_problem=None):
     r"""Run one method of Figure 1 with one grid point (digest 002 §4.2 notation).
 
     ``params`` keys: ``ssg_static`` (``tolerance`` :math:`\epsilon`, ``step_size`` :math:`\eta`),
@@ -221,8 +222,9 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
     ``tolerance``, ``step_size``; :math:`\hat\rho` = factor x ``rho_base``), ``ipp_conex``
     (``rho_hat_factor``, :math:`c_1, c_2` as [12]'s prox weights :math:`\eta_k = c_1(k+1)` (ROC,
     ``ipp_conex_primal="linear"``) or :math:`c_1/\sqrt{k+1}` (Wasserstein), :math:`\tau_k =
-    c_2/(k+1)`, :math:`\theta_k = k/(k+1)`, converted by `prox_weights_to_steps`). IPP runs
-    ``max_iter // inner_iter`` outer steps of ``inner_iter`` inner iterations.
+    c_2/(k+1)`, :math:`\theta_k = k/(k+1)`, converted by `prox_weights_to_steps`; k the inner index,
+    or the outer index with ``ipp_conex_index="outer"``, see `proximal_point`'s ``schedule_index``).
+    IPP runs ``max_iter // inner_iter`` outer steps of ``inner_iter`` inner iterations.
 
     ``oracle`` holds extra keyword arguments of the inner/single-loop solvers for the objective
     oracle (``objective_oracle``, ``objective_batch_size``). Single-loop methods use
@@ -263,7 +265,7 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
             inner.update(primal_step=primal, dual_step=dual, theta=_theta_k)
             solver = "conex"
         return proximal_point(problem, rho_hat=rho_hat, outer_iter=outer, inner_solver=solver, inner_iter=int(inner_iter),
-                              inner_params=inner, callback=None if tracker is None else tracker.outer_callback(int(inner_iter)),
+                              inner_params=inner, schedule_index=ipp_conex_index if method == "ipp_conex" else "inner", callback=None if tracker is None else tracker.outer_callback(int(inner_iter)),
                               **common)
     raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
 
@@ -312,7 +314,8 @@ def execute_task(task):
     t0 = time.perf_counter()
     res = solve_method(problem, task["method"], task["params"], max_iter=run["max_iter"], inner_iter=run["inner_iter"],
                        record_every=run["record_every"], seed=task["run_seed"], rho_base=meta["rho_ipp_base"],
-                       conex_dual=run["conex_dual"], ipp_conex_primal=run["ipp_conex_primal"], oracle=run.get("oracle"),
+                       conex_dual=run["conex_dual"], ipp_conex_primal=run["ipp_conex_primal"],
+                       ipp_conex_index=run.get("ipp_conex_index", "inner"), oracle=run.get("oracle"),
                        tracker=tracker, record_problem=record_problem)
     wall = time.perf_counter() - t0
     g_final = float(problem.g(res.x)[0])

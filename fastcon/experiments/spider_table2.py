@@ -35,7 +35,8 @@ never reaches the SVio level would need 1.8e7 iterations to spend the DP(g) cap)
 baselines DP(f) = iterations, DP(g) = 2 x iterations (a value and a subgradient pass); SSG-S
 DP(f) = iterations/q, DP(g) = iterations x (1 + 1/q).
 
-**β sweep** (Problem 1): 3S-Econ-D with β in ``beta_sweep`` on both datasets; which β ends feasible.
+**β sweep** (Problem 1): 3S-Econ-D with β in ``beta_sweep`` on both datasets, each β with α = 0.01
+and with α = 0.1/β (`_sweep_params`); which β ends feasible.
 
 **Quick mode** changes exactly: a9a train/test subsampled (seeded) to 3,000/1,500 rows and COMPAS to
 3,000 rows; caps DP(g) 600 (both problems) and 3,000 stochastic iterations; SVio every 100 iterations with
@@ -77,6 +78,24 @@ def config(quick=False) -> dict:
         cfg.update(cap_p1=600.0, cap_p2=600.0, svio_every=100, svio_iter=100, tune=False, max_rows=3000,
                    beta_sweep=(10.0, 1000.0), max_iter_sto=3000)
     return cfg
+
+
+#: 3S-Econ-D's step in Table 2 (paper: alpha = 0.01 with beta = 10).
+SWEEP_STEP = 0.01
+
+
+def _sweep_params(betas):
+    r"""β-sweep grid points besides Table 2's own β = 10 run: each β with the paper's
+    :math:`\alpha = 0.01` and with :math:`\alpha = 0.1/\beta` (the product :math:`\alpha\beta` of the paper's
+    β = 10 run, i.e. the same step on the penalty term). The penalised function's Lipschitz constant
+    grows like β, so a subgradient step has to shrink like 1/β to stay stable; with α fixed at 0.01,
+    β = 1000 moves x by 10·ζ_g per violated step (quick run: CVio 0.85)."""
+    out = []
+    for b in (float(b) for b in betas):
+        for alpha in dict.fromkeys((SWEEP_STEP, SWEEP_STEP * 10.0 / b)):
+            if (b, alpha) != (10.0, SWEEP_STEP):
+                out.append({"beta": b, "step_size": alpha})
+    return out
 
 
 # ------------------------------------------------------------------------------ problems
@@ -204,7 +223,8 @@ def run_method(dataset, problem_key, method, params, cfg, data_home=None, seed=0
         beta = float(params.get("beta", 10.0))
         max_iter = int(budget) if budget is not None else int(cfg["max_iter_sto"] if stochastic else cap / 2)
         record(0, prob.x0, 0.0, 0.0)
-        res = spider(prob, variant=variant, beta=beta, max_iter=max_iter, max_data_passes_g=None if budget else cap,
+        extra = {"step_size": float(params["step_size"])} if "step_size" in params else {}
+        res = spider(prob, variant=variant, beta=beta, max_iter=max_iter, **extra, max_data_passes_g=None if budget else cap,
                      record_every=every, seed=seed,
                      callback=lambda k, x, info: record(k, x, info["data_passes_f"], info["data_passes_g"]))
         n_iter = res.n_iter
@@ -324,14 +344,15 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     # 2. the Table 2 runs and the beta sweep
     tasks = [(d, p, m, chosen.get((d, p, m), _grid(m, cfg)[0]), cfg, dict(data_home=data_home, seed=seed))
              for d, p in pairs for m in cfg["methods"]]
-    sweep = [(d, "p1", "spider_d", {"beta": float(b)}, cfg, dict(data_home=data_home, seed=seed))
-             for d in cfg["datasets"] if "p1" in cfg["problems"] for b in cfg["beta_sweep"] if float(b) != 10.0]
+    sweep = [(d, "p1", "spider_d", params, cfg, dict(data_home=data_home, seed=seed))
+             for d in cfg["datasets"] if "p1" in cfg["problems"] for params in _sweep_params(cfg["beta_sweep"])]
     recs = _run_all(tasks + sweep, jobs, lambda r: log(
         f"[{NAME}] {r['problem_key']}/{r['dataset']} {r['method']} {r['params']}: {r['n_iter']} it, "
         f"DP(g) = {r['data_passes_g']:.4g}, FV = {r['objective']:.5g}, CVio = {r['max_violation']:.3g}, "
         f"SVio = {r['svio']:.3g}, {r['wall_time_s']:.1f} s"))
     main, swept = recs[:len(tasks)], recs[len(tasks):]
-    beta_rows = [{"dataset": r["dataset"], "beta": float(r["params"].get("beta", 10.0)), "objective": r["objective"],
+    beta_rows = [{"dataset": r["dataset"], "beta": float(r["params"].get("beta", 10.0)),
+                  "step_size": float(r["params"].get("step_size", SWEEP_STEP)), "objective": r["objective"],
                   "cvio": r["max_violation"], "svio": r["svio"], "n_iter": r["n_iter"], "data_passes_g": r["data_passes_g"]}
                  for r in [x for x in main if x["method"] == "spider_d" and x["problem_key"] == "p1"] + swept]
     runs, histories = [], {}
@@ -368,7 +389,8 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     if verbose:
         print(table)
         for row in beta_rows:
-            print(f"beta sweep P1/{row['dataset']}: beta = {row['beta']:g}: FV = {row['objective']:.4g}, "
+            print(f"beta sweep P1/{row['dataset']}: beta = {row['beta']:g}, alpha = {row['step_size']:g}: "
+                  f"FV = {row['objective']:.4g}, "
                   f"CVio = {row['cvio']:.3g}, SVio = {row['svio']:.3g}")
         for d, v in ratio.items():
             print(f"P2/{d}: DP(g) SSG-S / 3S-Econ-S = {v['dp_g_ratio']:.1f} (paper {v['paper_dp_g_ratio']:.0f}), "

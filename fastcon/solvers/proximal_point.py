@@ -20,7 +20,7 @@ import numpy as np
 from .._progress import Progress
 from .._results import Counters, SolveResult
 from ..problems import ConstrainedProblem, ProximalTerm
-from ._schedules import linear
+from ._schedules import Schedule, constant, linear
 from .conex import conex
 from .online_stochastic import online_stochastic_subgradient
 from ._common import check_choice, start_point
@@ -31,7 +31,8 @@ __all__ = ["proximal_point"]
 
 def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="switching", inner_iter=100,
                    inner_params=None, inner_output="weighted_average", prox_on_constraint=False,
-                   dual_warm_start=True, seed=0, record_every=1, callback=None, verbose=False) -> SolveResult:
+                   dual_warm_start=True, schedule_index="inner", seed=0, record_every=1, callback=None,
+                   verbose=False) -> SolveResult:
     r"""IPP outer loop around `switching_subgradient` (IPP-SSG), `conex` (IPP-ConEx) or
     `online_stochastic_subgradient` (paper 001, Algorithm 3).
 
@@ -52,7 +53,8 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         Keyword arguments of the inner solver (``step_size``/``tolerance`` for SSG;
         ``primal_step``/``dual_step``/``theta`` for ConEx, e.g. from `prox_weights_to_steps`;
         ``V``/``alpha``/``objective_batch_size``/``constraint_batch_size`` for ``"online"``).
-        Their schedules run on the inner index, restarting at 0 for every subproblem.
+        Their schedules run on the inner index, restarting at 0 for every subproblem, unless
+        ``schedule_index="outer"``.
     inner_output : {"weighted_average", "last"}
         ``"weighted_average"``: for SSG the :math:`(t+1)`-weighted average of the inner iterates in
         the inner :math:`I` (paper 001, Algorithm 2), the last inner iterate if :math:`I` is empty;
@@ -69,6 +71,14 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         :math:`\hat\rho = 2\max(\rho, 1)`, :math:`c_1 = 20`, :math:`c_2 = 0.005`, 50 x 100
         iterations) the final :math:`g` is :math:`1.1\cdot10^{-4}` restarting at 0 and
         :math:`8.8\cdot10^{-7}` warm-started. Ignored for SSG (no multipliers).
+    schedule_index : {"inner", "outer"}
+        Which index the inner solver's schedules (``step_size``, ``tolerance``,
+        ``primal_step``, ``dual_step``, ``theta`` in ``inner_params``) run on. ``"inner"``: :math:`t = 0, 1, \dots` within each subproblem.
+        ``"outer"``: subproblem k uses the constant value at :math:`t = k`. The second reading
+        exists for schedules written in the outer index, e.g. paper 002's Wasserstein IPP-ConEx
+        prox weights :math:`\eta_k = c_1/\sqrt{k+1}`, :math:`\tau_k = c_2/(k+1)`: on the inner
+        index their primal step :math:`\sqrt{t+1}/c_1` grows and the product of primal and dual
+        steps grows like :math:`t^{3/2}`, which breaks ConEx's step coupling and diverges.
     seed : int
         Inner solve k is seeded with the k-th child of ``SeedSequence(seed)``.
     record_every : int
@@ -89,6 +99,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     """
     check_choice("inner_solver", inner_solver, ("switching", "conex", "online"))
     check_choice("inner_output", inner_output, ("weighted_average", "last"))
+    check_choice("schedule_index", schedule_index, ("inner", "outer"))
     K, rho_hat = int(outer_iter), float(rho_hat)
     if K < 1 or int(inner_iter) < 1:
         raise ValueError(f"outer_iter: outer_iter and inner_iter must be positive, got {outer_iter}, {inner_iter}")
@@ -127,8 +138,9 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         sub = ConstrainedProblem(objective, constraints, problem.domain, x0=x, name=f"{problem.name}/prox{k}")
         if inner_solver == "conex" and dual_warm_start and res is not None:
             params["y0"] = res.multipliers
+        step_params = params if schedule_index == "inner" else _at_outer_index(params, k)
         res = solve(sub, x, max_iter=inner_iter, seed=children[k], record_every=record_every,
-                    _record_problem=problem, **params)
+                    _record_problem=problem, **step_params)
         x = res.x.copy()
         iterates.append(x.copy())
         statuses.append(res.status)
@@ -157,6 +169,19 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
                        max_violation=problem.max_violation(x),
                        multipliers=None if res is None else res.multipliers, history=history,
                        counters=counters, info=info, solver=f"proximal_point[{inner_solver}]")
+
+
+def _at_outer_index(params, k):
+    """``params`` with every schedule replaced by its constant value at the outer index ``k``."""
+    out = dict(params)
+    for key, value in params.items():
+        if key in _SCHEDULE_KEYS and (isinstance(value, Schedule) or callable(value)):
+            out[key] = constant(float(value(k)))
+    return out
+
+
+#: The inner solvers' step and tolerance schedules (SSG: step, tolerance; ConEx: steps, extrapolation).
+_SCHEDULE_KEYS = ("step_size", "tolerance", "primal_step", "dual_step", "theta")
 
 
 def _append_history(columns, inner, k, offset_t, offset_time, totals, problem):
