@@ -4,8 +4,12 @@ r"""Multi-class Neyman-Pearson (paper 001, eq. 11): the fused value+gradient pas
 balls of radius 0.1, seeded), the value and gradient of **all C class terms** :math:`L_k`, i.e. the
 objective and every constraint of `fastcon.problems.multiclass_neyman_pearson`:
 
-* ``fastcon``: ``value_and_subgradient`` of the objective and of each constraint, the fused numba
-  kernels of `fastcon._kernels._multiclass_np` (serial);
+* ``fastcon``: ``value_and_subgradient`` of the objective and of each constraint, the kernels of
+  `fastcon._kernels._multiclass_np`: on dense data two BLAS products per block of rows around a
+  vectorised loss loop (serial); on CSR the scores row by row and the gradient column by column
+  from a CSC copy, in parallel chunks of rows/columns when a class block is large (the full-size
+  synthetic group: 8 chunks per class, on numba's threads; ``extra_info["serial_ms"]`` is the same
+  pass with one numba thread);
 * ``reference``: ``tests/reference/multiclass_np.class_loss_value_grad`` on each class block
   (NumPy dense algebra, BLAS products). On the synthetic CSR group the reference densifies a
   class block (5,000 x 10,000 floats per class at full size), so the sparse group uses
@@ -13,16 +17,18 @@ objective and every constraint of `fastcon.problems.multiclass_neyman_pearson`:
   (:math:`S = A_k W^\top`, :math:`\nabla = (A_k^\top B)^\top` with SciPy's CSR products); it is
   checked against the dense reference on a slice before timing.
 
-Both sides run on one thread: BLAS is limited with ``threadpoolctl`` (on this busy 2-core
-machine a 2-thread OpenBLAS made the usps reference 25x *slower*, which would fake a speed-up).
+BLAS runs on one thread on both sides: it is limited with ``threadpoolctl`` (on this busy 2-core
+machine a 2-thread OpenBLAS made the usps reference 25x *slower*, which would fake a speed-up;
+fastcon's dense kernels keep every product below OpenBLAS's threading threshold anyway).
 Results are compared before timing (values and gradients within 1e-10 relative, 1e-12 absolute).
 
 1. pendigits, 7,494 x 16 dense (the experiment's raw integer coordinates), C = 10; target 5x.
 2. synthetic CSR, 100,000 x 10,000, 20 classes, ~50 stored entries per row (``scipy.sparse.random``,
    seed 2024, values U[0, 1), uniform labels); target 5x. ``FASTCON_BENCH_SMALL=1``: 5,000 rows.
 3. usps, 7,291 x 256 dense, C = 10; target: no slower than BLAS (ratio >= 1). ``extra_info`` also
-   holds the time of :func:`blas_class_loss_value_grad`, a BLAS-based prototype of the dense term
-   (not part of the package; checked against the reference), to show what a BLAS path would give.
+   holds the time of :func:`blas_class_loss_value_grad`, a NumPy prototype of a BLAS path for the
+   dense term (not part of the package; checked against the reference), for comparison with the
+   package's blocked BLAS kernel.
 
 **Group 4, to an objective level** on pendigits (raw coordinates, :math:`\lambda = 0.1`,
 :math:`r_k = 4.5`, :math:`x_0 = 0`): time until the first iterate with objective
@@ -210,9 +216,18 @@ def test_pendigits_pass_reference(benchmark, pendigits):
 
 @pytest.mark.benchmark(group=GROUP_SPARSE)
 def test_sparse_pass_fastcon(benchmark, synthetic_csr):
+    import numba
+
     _run_pair(benchmark, synthetic_csr, "fastcon", 5, rounds=3 if SMALL else 5, sparse=True)
     nnz = sum(b.nnz for b in synthetic_csr["blocks"])
-    benchmark.extra_info.update(nnz_per_row=nnz / N_SPARSE)
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        with one_blas_thread():
+            serial = best_time(lambda: fused_pass(synthetic_csr), 3 if SMALL else 5)
+    finally:
+        numba.set_num_threads(threads)
+    benchmark.extra_info.update(nnz_per_row=nnz / N_SPARSE, numba_threads=threads, serial_ms=serial * 1e3)
 
 
 @pytest.mark.benchmark(group=GROUP_SPARSE)

@@ -5,15 +5,17 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
+from numba import njit
 
 from fastcon import Dataset
 from fastcon._kernels import _multiclass_np as kern
-from fastcon._kernels._losses import LOSS_CODES
+from fastcon._kernels._losses import LOSS_CODES, sigmoid
 from fastcon.datasets import load, make_multiclass, make_neyman_pearson
 from fastcon.problems import (
     Ball, ClassPairwiseRisk, ConstrainedProblem, MarginRisk, ProductOfBalls, Whole, multiclass_neyman_pearson,
     neyman_pearson,
 )
+from fastcon.problems._multiclass_np import LOSS_AT_ZERO
 from reference import kernels as ref_kernels
 from reference import multiclass_np as ref
 
@@ -52,10 +54,21 @@ def kernel_args(kind, X):
     return A.indptr.astype(np.uint64), A.indices.astype(np.uint32), None if kind == "binary" else A.data
 
 
+def column_args(kind, X):
+    """The CSC copy that csr_full_pairwise_value_grad reads."""
+    A = sp.csc_matrix(X)
+    return A.indptr.astype(np.uint64), A.indices.astype(np.uint32), None if kind == "binary" else A.data
+
+
+def stale(*shapes):
+    """Scratch full of NaN: the kernels must overwrite before they read."""
+    return tuple(np.full(shape, np.nan) for shape in shapes)
+
+
 # --------------------------------------------------------------------------- kernels vs reference
 @st.composite
 def class_blocks(draw):
-    """A class block (dense, CSR or binary CSR; empty rows allowed), W, k, weights, row subset."""
+    """A class block (dense, CSR or binary CSR; empty rows allowed), W, k, weights, row subset, block rows."""
     n = draw(st.integers(1, 30))
     d = draw(st.integers(1, 8))
     C = draw(st.integers(2, 5))
@@ -69,7 +82,8 @@ def class_blocks(draw):
     rows = None
     if draw(st.booleans()):
         rows = rng.integers(0, n, size=draw(st.integers(1, 2 * n))).astype(draw(st.sampled_from([np.int64, np.uint64])))
-    return kind, X, W, k, weights, rows
+    block = draw(st.integers(1, 8))  # rows per block of the S, P scratch: several blocks per pass
+    return kind, X, W, k, weights, rows, block
 
 
 def roundoff_magnitudes(X, W, k, loss, weights, rows):
@@ -94,39 +108,184 @@ def roundoff_magnitudes(X, W, k, loss, weights, rows):
     return value_mag, grad_mag
 
 
-@settings(max_examples=50, deadline=None)
-@given(class_blocks(), st.sampled_from(LOSSES))
-def test_kernels_match_reference(block, loss):
-    kind, X, W, k, weights, rows = block
+def run_kernels(kind, X, W, k, loss, weights, divisor, rows, block):
+    """``[(value, value_only, G), ...]`` of every kernel that handles the call (stale scratch)."""
     C, d = W.shape
-    m = X.shape[0] if rows is None else rows.shape[0]
+    n = X.shape[0]
+    code = LOSS_CODES[loss]
     args = kernel_args(kind, X)
-    w_t, grad_t, coef = (np.full_like(a, np.nan) for a in kern.pairwise_workspace(C, d))  # stale scratch
+    out = []
     G = np.full((C, d), np.nan)
     if kind == "dense":
-        v = kern.dense_pairwise_value_grad(LOSS_CODES[loss], *args, weights, float(m), rows, W, k, G, coef)
-        v_only = kern.dense_pairwise_value(LOSS_CODES[loss], *args, weights, float(m), rows, W, k, coef)
-    else:
-        v = kern.csr_pairwise_value_grad(LOSS_CODES[loss], *args, weights, float(m), rows, W, k, G, w_t, grad_t, coef)
-        v_only = kern.csr_pairwise_value(LOSS_CODES[loss], *args, weights, float(m), rows, W, k, w_t, coef)
+        S, P = stale((block, C), (block, C))
+        v = kern.dense_pairwise_value_grad(code, *args, weights, divisor, rows, W, k, G, S, P)
+        out.append((v, kern.dense_pairwise_value(code, *args, weights, divisor, rows, W, k, S, P), G.copy()))
+        if rows is None:  # the full pass: BLAS products on blocks of `block` rows
+            T, S, P = stale((C, d), (block, C), (block, C))
+            G[:] = np.nan
+            v = kern.dense_blas_pairwise_value_grad(code, *args, weights, divisor, W, k, G, T, S, P)
+            out.append((v, kern.dense_blas_pairwise_value(code, *args, weights, divisor, W, k, S, P), G.copy()))
+        return out
+    w_t, grad_t, S, P = stale((d, C), (d, C), (block, C), (block, C))
+    v = kern.csr_pairwise_value_grad(code, *args, weights, divisor, rows, W, k, G, w_t, grad_t, S, P)
+    out.append((v, kern.csr_pairwise_value(code, *args, weights, divisor, rows, W, k, w_t, S, P), G.copy()))
+    if rows is None:  # the full pass: every row at once, the gradient from the CSC copy
+        w_t, S, P, acc = stale((d, C), (n, C), (kern.MAX_CHUNKS, block, C), (kern.MAX_CHUNKS, C + 1))
+        G[:] = np.nan
+        v = kern.csr_full_pairwise_value_grad(code, *args, *column_args(kind, X), weights, divisor, W, k, G,
+                                              w_t, S, P, acc)
+        out.append((v, kern.csr_full_pairwise_value(code, *args, weights, divisor, W, k, w_t, S, P, acc), G.copy()))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(class_blocks(), st.sampled_from(LOSSES))
+def test_kernels_match_reference(block, loss):
+    kind, X, W, k, weights, rows, b = block
+    m = X.shape[0] if rows is None else rows.shape[0]
     v_ref, g_ref = ref.class_loss_value_grad(X, W, k, loss, weights, 1.0 / m, rows)
     v_mag, g_mag = roundoff_magnitudes(X, W, k, loss, weights, rows)
-    assert_close(v, v_ref, v_mag / m)
-    assert_close(G, g_ref, g_mag / m)
-    assert v_only == v  # the value-only pass sums in the same order: bit-identical
+    for v, v_only, G in run_kernels(kind, X, W, k, loss, weights, float(m), rows, b):
+        assert_close(v, v_ref, v_mag / m)
+        assert_close(G, g_ref, g_mag / m)
+        assert v_only == v  # the value-only pass sums in the same order: bit-identical
 
 
 @pytest.mark.parametrize("kind", ["dense", "csr", "binary"])
 def test_kernel_rows_none_equals_all_rows(rng, kind):
+    """The row-subset kernels with rows=None and with rows=0..n-1 give the same bits."""
     X = (rng.random((40, 6)) < 0.5) * (1.0 if kind == "binary" else rng.standard_normal((40, 6)))
     W = rng.standard_normal((3, 6))
-    w_t, grad_t, coef = kern.pairwise_workspace(3, 6)
-    ws = (coef,) if kind == "dense" else (w_t, grad_t, coef)
-    fn = kern.dense_pairwise_value_grad if kind == "dense" else kern.csr_pairwise_value_grad
     G_all, G_rows = np.empty((3, 6)), np.empty((3, 6))
-    v_all = fn(LOSS_CODES["sigmoid"], *kernel_args(kind, X), None, 40.0, None, W, 1, G_all, *ws)
-    v_rows = fn(LOSS_CODES["sigmoid"], *kernel_args(kind, X), None, 40.0, np.arange(40), W, 1, G_rows, *ws)
+    S, P = np.empty((16, 3)), np.empty((16, 3))
+    code = LOSS_CODES["sigmoid"]
+    if kind == "dense":
+        v_all = kern.dense_pairwise_value_grad(code, X, None, 40.0, None, W, 1, G_all, S, P)
+        v_rows = kern.dense_pairwise_value_grad(code, X, None, 40.0, np.arange(40), W, 1, G_rows, S, P)
+    else:
+        w_t, grad_t = np.empty((6, 3)), np.empty((6, 3))
+        args = kernel_args(kind, X)
+        v_all = kern.csr_pairwise_value_grad(code, *args, None, 40.0, None, W, 1, G_all, w_t, grad_t, S, P)
+        v_rows = kern.csr_pairwise_value_grad(code, *args, None, 40.0, np.arange(40), W, 1, G_rows, w_t, grad_t, S, P)
     assert v_all == v_rows and np.array_equal(G_all, G_rows)
+
+
+@pytest.mark.parametrize("kind", ["dense", "csr", "binary"])
+@pytest.mark.parametrize("loss", LOSSES)
+def test_full_pass_kernels_at_zero(rng, kind, loss):
+    """W = 0: every margin is 0, so L_k = (C-1) phi(0) exactly on every path when phi(0) is a short binary
+    fraction (n_k = 49: see test_values_and_gradient_at_zero), and the gradient is the class mean times phi'(0)."""
+    n, d, C = 49, 7, 5
+    X = (rng.random((n, d)) < 0.5) * (1.0 if kind == "binary" else rng.standard_normal((n, d)))
+    W = np.zeros((C, d))
+    mean = X.mean(axis=0)
+    dphi0 = ref_kernels.LOSSES[loss](np.zeros(1))[1][0]
+    for v, v_only, G in run_kernels(kind, X, W, 2, loss, None, float(n), None, 8):
+        assert v == v_only
+        if loss == "logistic":  # phi(0) = log 2 is not a short binary fraction: the sums round
+            assert v == pytest.approx((C - 1) * LOSS_AT_ZERO[loss], rel=1e-15)
+        else:
+            assert v == (C - 1) * LOSS_AT_ZERO[loss]
+        np.testing.assert_allclose(G[2], (C - 1) * dphi0 * mean, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(np.delete(G, 2, axis=0), np.tile(-dphi0 * mean, (C - 1, 1)), rtol=1e-13,
+                                   atol=1e-15)
+
+
+@pytest.mark.parametrize("loss", ["sigmoid", "hinge"])
+def test_csr_full_pass_parallel_chunks_match_and_ignore_thread_count(rng, loss):
+    """A block big enough for parallel chunks: same bits with 1 and 2 threads, value-only == value+grad,
+    and the reference's values (weighted)."""
+    import numba
+
+    n, d, C, k = 3000, 400, 4, 1
+    A = sp.random(n, d, density=0.25, format="csr", random_state=np.random.default_rng(1))
+    X = A.toarray()
+    args, cols = kernel_args("csr", X), column_args("csr", X)
+    assert kern._full_pass_chunks(args[0], C) > 1
+    W = rng.standard_normal((C, d)) * 0.2
+    weights = rng.random(n) + 0.5
+    total = float(weights.sum())
+    code = LOSS_CODES[loss]
+    results = []
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            w_t, S, P, acc = stale((d, C), (n, C), (kern.MAX_CHUNKS, 50, C), (kern.MAX_CHUNKS, C + 1))
+            G = np.full((C, d), np.nan)
+            v = kern.csr_full_pairwise_value_grad(code, *args, *cols, weights, total, W, k, G, w_t, S, P, acc)
+            assert kern.csr_full_pairwise_value(code, *args, weights, total, W, k, w_t, S, P, acc) == v
+            results.append((v, G))
+    finally:
+        numba.set_num_threads(before)
+    assert results[0][0] == results[-1][0] and np.array_equal(results[0][1], results[-1][1])
+    v_ref, g_ref = ref.class_loss_value_grad(X, W, k, loss, weights, 1.0 / total)
+    v_mag, g_mag = roundoff_magnitudes(X, W, k, loss, weights, None)
+    assert_close(results[0][0], v_ref, v_mag / total)
+    assert_close(results[0][1], g_ref, g_mag / total)
+
+
+@njit
+def _exp_minus_loop(x, out):
+    for j in range(x.shape[0]):
+        out[j] = kern._exp_minus(x[j])
+
+
+@njit
+def _block_losses_of(loss, S, P, k, grad):
+    kern._block_losses(loss, S, P, np.uint64(S.shape[0]), np.uint64(k), grad)
+
+
+@njit
+def _scalar_sigmoid_loop(z, phi, dphi):
+    for j in range(z.shape[0]):
+        phi[j], dphi[j] = sigmoid(z[j])
+
+
+def test_vectorised_exp_is_accurate():
+    """_exp_minus (the branch-free exp of the sigmoid path) is within 1.5 ulp of e^{-x}, subnormals included."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([np.linspace(0.0, 750.0, 200_001), rng.random(100_000) * 2.0, rng.random(100_000) * 40.0,
+                        [0.0, 5e-324, 1e-300, 1e-17, 0.5 * np.log(2), 708.39, 709.79, 744.44, 745.13, 745.14, 746.0,
+                         1e300, np.inf]])
+    got = np.empty_like(x)
+    _exp_minus_loop(x, got)
+    exact = np.exp(-x.astype(np.longdouble))
+    err = np.abs(got - exact)
+    normal = exact >= np.finfo(np.float64).tiny
+    assert np.all(err[normal] <= 1.5 * np.spacing(exact[normal].astype(np.float64)))
+    assert np.all(err[~normal] <= 5e-324)  # subnormal results: at most one unit of the last place
+    assert got[-1] == 0.0 and got[0] == 1.0
+    nan = np.empty(1)
+    _exp_minus_loop(np.array([np.nan]), nan)
+    assert np.isnan(nan[0])
+
+
+def test_vectorised_sigmoid_matches_scalar_sigmoid():
+    """The block sigmoid (one exp, one division) agrees with the scalar sigmoid of _losses to a few ulp."""
+    rng = np.random.default_rng(6)
+    z = np.concatenate([rng.standard_normal(50_000) * 5, np.linspace(-800, 800, 50_001), [0.0, -0.0, 36.0, -36.0,
+                                                                                          745.0, -745.0, np.inf,
+                                                                                          -np.inf]])
+    S = np.zeros((z.size, 2))
+    S[:, 0] = z          # class 0: margins m_i1 = s_i0 - s_i1 = z
+    P = np.empty_like(S)
+    _block_losses_of(LOSS_CODES["sigmoid"], S, P, 0, True)
+    phi, dphi = np.empty_like(z), np.empty_like(z)
+    _scalar_sigmoid_loop(z, phi, dphi)
+    for got, want in ((P[:, 1], phi), (-S[:, 1], dphi)):
+        normal = np.abs(want) >= np.finfo(np.float64).tiny
+        assert np.all(np.abs(got - want)[normal] <= 4 * np.spacing(np.abs(want[normal])))
+        assert np.all(np.abs(got - want)[~normal] <= 4 * 5e-324)
+    assert P[0, 0] == 0.5 and S[0, 0] == 0.25  # the skipped column k: phi(0), -phi'(0)
+
+
+def test_dense_blas_blocks_stay_below_the_blas_threading_threshold():
+    T, S, P = kern.pairwise_workspace(10, 256, 7291, dense=True)      # usps
+    assert T.shape == (10, 256) and S.shape == P.shape and S.shape[1] == 10
+    assert 1 <= S.shape[0] * 10 * 256 <= kern.BLAS_BLOCK_WORK
+    assert kern.pairwise_workspace(10, 16, 780, dense=True)[1].shape[0] == 780  # pendigits: one block per class
+    assert kern.pairwise_workspace(3, 10**6, 50, dense=True)[1].shape[0] == 1   # wider than a block: one row
 
 
 # --------------------------------------------------------------------------- the term
@@ -161,6 +320,37 @@ def test_term_matches_reference_all_layouts(rng, loss, weights):
             assert term.value_rows(x, rows) == vb
     assert ClassPairwiseRisk(csr, 0)._design[2] is None  # binary CSR: the values array is never read
     assert ClassPairwiseRisk(csr_values, 0)._design[2] is not None
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_term_full_passes_over_several_blocks(rng, loss, sparse):
+    """Wide rows: the dense full pass runs BLAS on blocks of 8 rows (C d = 15,000); weighted, vs the reference.
+
+    Also: the full pass and the row-subset path over every row agree to round-off (they sum in different
+    orders: BLAS blocks / CSC columns vs per-row loops).
+    """
+    C, d, n = 5, 3000, 120
+    X = np.where(rng.random((n, d)) < 0.05, rng.standard_normal((n, d)), 0.0)
+    ds = Dataset(sp.csr_matrix(X) if sparse else X, np.arange(n) % C, sample_weight=rng.random(n) + 0.5,
+                 task="multiclass")
+    x = rng.standard_normal(C * d) * 0.3
+    W = x.reshape(C, d)
+    for k in (0, 3):
+        term = ClassPairwiseRisk(ds, k, loss=loss)
+        if not sparse:
+            assert term._work[1].shape[0] == kern.BLAS_BLOCK_WORK // (C * d) == 8 < term.n_samples
+        idx = term.class_rows
+        sw = ds.sample_weight[idx]
+        v_ref, g_ref = ref.class_loss_value_grad(X[idx], W, k, loss, sw, 1.0 / sw.sum())
+        v, g = grad_of(term, x)
+        assert v == pytest.approx(v_ref, rel=1e-12)
+        np.testing.assert_allclose(g, g_ref.ravel(), rtol=1e-10, atol=1e-13 * np.abs(g_ref).max())
+        assert term.value(x) == v
+        every = np.arange(term.n_samples)
+        vb, gb = grad_of(term, x, every)
+        assert vb == pytest.approx(v, rel=1e-12)
+        np.testing.assert_allclose(gb, g, rtol=1e-10, atol=1e-13 * np.abs(g).max())
 
 
 def test_subset_estimate_is_unbiased(rng):

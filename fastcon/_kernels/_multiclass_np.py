@@ -21,153 +21,356 @@ any loss code of `fastcon._kernels._losses` works.
 The value is divided by :math:`N`, not multiplied by :math:`1/N`: at :math:`W = 0` every row adds
 exactly :math:`(C-1)\phi(0)`, and :math:`n_k (C-1)\phi(0) / n_k` is exact where
 :math:`n_k (C-1)\phi(0) \cdot \mathrm{fl}(1/n_k)` is not (e.g. :math:`n_k = 49`), so the paper's
-levels :math:`r_k = (C-1)/2` give :math:`g(0) = 0` exactly.
+levels :math:`r_k = (C-1)/2` give :math:`g(0) = 0` exactly. Every kernel sums a row's
+:math:`C - 1` losses in class order and then adds :math:`s_i` times that row sum to one running
+total in row order (parallel chunks: one total per chunk, added in chunk order), so the value-only
+and the value+gradient kernel of one path return the same bits.
 
-One pass over the rows: for each row, the :math:`C` scores :math:`W a_i`, the :math:`C - 1`
-margins and :math:`(\phi, \phi')`, the coefficient vector :math:`b_i`, and the rank-one update
-:math:`\nabla \mathrel{+}= b_i a_i^\top / N` while the row is still in cache.
+Three steps
+-----------
+Every pass computes, for blocks of rows,
 
-Layout (measured on one class of usps, 1,194 x 256, C = 10, and of pendigits, 780 x 16; busy
-2-core machine, best of 9):
+1. the scores :math:`S = A_B W^\top` of the block's rows (``S``, rows x C);
+2. :func:`_block_losses`: margins :math:`m_{il} = S_{ik} - S_{il}`, the losses into ``P`` and
+   :math:`-\phi'` into ``S``, then per row the loss sum and the coefficients :math:`b_i / N`
+   (overwriting ``S``);
+3. the gradient :math:`\nabla \mathrel{+}= B_B^\top A_B / N` (full CSR passes: once all rows
+   are done, column by column).
 
-* CSR reads :math:`W` through a transposed copy ``w_t`` (d x C) and accumulates the gradient
-  transposed in ``grad_t`` (d x C), both caller scratch: each stored entry :math:`a_{ij}` touches
-  one contiguous C-vector (``scores += a_ij * w_t[j]``, ``grad_t[j] += a_ij * b_i``). usps as CSR
-  3.0 ms vs 3.8 ms for C separate sparse dot products and scatters; a synthetic 2,000-column
-  CSR at 2% density 0.59 vs 0.83 ms.
-* Dense computes the C scores as C dot products with four interleaved partial sums (without
-  fastmath a single running sum cannot use SIMD; four let LLVM vectorise), then adds
-  :math:`b_{il} a_i` to row :math:`l` of the gradient (a contiguous axpy). usps 1.6 ms vs 2.6 ms
-  with one running sum and 2.8 ms with the transposed layout; pendigits 0.12 vs 0.17 ms
-  (transposed). The partial-sum order is fixed, so results stay deterministic.
+Step 2 runs over a whole block at once, which lets the sigmoid loss vectorise: LLVM cannot
+vectorise a call to libm's ``exp`` (no SVML here), so :func:`_exp_minus` evaluates
+:math:`e^{-x}` with a branch-free polynomial that it does vectorise (within 1.2 ulp of the exact
+value, subnormal results included), and :math:`\phi, \phi'` take one division, written
+``np.true_divide`` so that it vectorises too (see :func:`_block_losses`):
+:math:`r = 1/(1+e^{-|z|})`, :math:`\phi = r` or :math:`e^{-|z|} r` by the sign of :math:`z`, and
+:math:`-\phi' = \phi(1-\phi) = e^{-|z|} r^2` (each factor from its own formula, never
+``1 - phi``). That is about 2.6 ns per margin against 11.5 ns with libm's ``exp`` and two
+divisions, which were the largest cost of a pendigits pass. Other losses call
+:func:`~fastcon._kernels._losses.margin_loss` per entry.
 
-Nothing is allocated per call. The pass is serial: a class holds at most a few thousand rows in the
-paper's datasets (about a millisecond per pass), below the size where a parallel region pays off on
-this machine (see ``MIN_CHUNK_WORK`` in `fastcon._kernels._linalg`), and a serial sum does not
-depend on the thread count.
+Kernels by layout
+-----------------
+Measured on a 2-core virtual machine whose speed varies by up to 2x from minute to minute (other
+processes, then other guests), best of several runs, with ``bench/bench_multiclass_np.py`` (its
+reference uses one BLAS thread); ratios to the reference are steadier than times. "Before" is
+the previous per-row design (scores and :math:`(\phi, \phi')` of one row, then its rank-one
+update):
+
+* **Dense, every row** (:func:`dense_blas_pairwise_value_grad`): steps 1 and 3 are BLAS products
+  (``np.dot`` inside numba: GEMM) on blocks of at most ``BLAS_BLOCK_WORK`` = :math:`2^{17}`
+  multiply-adds (rows x C x d). OpenBLAS runs a product that small on one thread whatever its
+  thread setting (its GEMM threads only above :math:`4 \cdot 65536`), which matters on a loaded
+  machine: usps' ten terms took 196 ms with 256-row blocks and default BLAS threads, 2.4 ms with
+  32- to 100-row blocks; the block of X also stays in cache between the two products
+  (whole-class GEMMs: 3.6 ms). pendigits' ten terms: 0.54 ms against 1.45 ms before (reference
+  3.9 ms: 7.2x); usps: 2.4 ms against 10.6 ms before (reference 8.3-9.0 ms: 3.4-3.8x; the
+  bench's NumPy prototype of a BLAS path 5.4-6.3 ms).
+* **Dense, row subsets** (minibatches; :func:`dense_pairwise_value_grad`): the per-row loop, C dot
+  products with four interleaved partial sums (without fastmath a single running sum cannot use
+  SIMD; four let LLVM vectorise) and a contiguous axpy per class for the gradient.
+* **CSR, every row** (:func:`csr_full_pairwise_value_grad`): the scores row by row through a
+  transposed copy ``w_t`` (d x C) of :math:`W`, each stored entry :math:`a_{ij}` reading one
+  contiguous C-vector (``S[i] += a_ij * w_t[j]``), entries eight at a time so that one
+  read-modify-write of ``S[i]`` serves eight of them (numba leaves LLVM's SLP vectoriser off, so
+  accumulators over classes in registers would stay scalar; the loop over the C classes is what
+  vectorises). The gradient goes column by column through a CSC copy of the block: column
+  :math:`j` gathers the coefficient rows :math:`b_i` of its entries and is written once, where
+  a scatter ``grad_t[j] += a_ij * b_i`` read and wrote a C-vector per entry. One synthetic
+  class (5,000 x 10,000, 50 entries per row, C = 20, warm caches): scores 1.05 ms by groups of
+  eight entries against 1.47 ms one entry at a time, gradient 1.9 ms by columns against 3.5 ms
+  by scatter, the whole pass 2.8 ms against 6.4 ms before. All twenty classes of the bench, one
+  thread: 70-75 ms against 149-168 ms before (reference 180-230 ms: 2.6-2.9x).
+* **CSR, row subsets** (:func:`csr_pairwise_value_grad`): the same scores, and the scatter into
+  ``grad_t`` (d x C), which needs no CSC copy of the subset.
+
+Full CSR passes over a large block (nnz C / 4 at least twice ``MIN_CHUNK_WORK`` of
+`fastcon._kernels._linalg`, e.g. the synthetic 5,000-row classes) run in parallel chunks of rows
+(steps 1-2) and then of columns (step 3), a number fixed by the data: every row and column is
+computed whole by one thread and the chunks' loss sums are added in chunk order, so the results
+do not depend on the number of threads. The bench's twenty classes took 42-48 ms on two threads
+when the second core was free (4.3-4.8x the reference), and gained nothing over one thread while
+other processes held it (71.3 against 71.2 ms). Everything else is serial: a class of the
+paper's datasets takes about a millisecond, below the size where a parallel region pays off on
+this machine. Nothing is allocated per call.
 """
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
-from ._linalg import JIT, _count, _entry, _row_at
-from ._losses import margin_loss
+from ._linalg import JIT, JIT_PARALLEL, MAX_CHUNKS, _chunk_span, _count, _entry, _row_at, n_chunks_for
+from ._losses import SIGMOID, margin_loss
 
-__all__ = ["pairwise_workspace", "csr_pairwise_value", "csr_pairwise_value_grad",
-           "dense_pairwise_value", "dense_pairwise_value_grad"]
+__all__ = ["BLAS_BLOCK_WORK", "CSR_BLOCK_ROWS", "pairwise_workspace",
+           "csr_pairwise_value", "csr_pairwise_value_grad", "csr_full_pairwise_value", "csr_full_pairwise_value_grad",
+           "dense_pairwise_value", "dense_pairwise_value_grad",
+           "dense_blas_pairwise_value", "dense_blas_pairwise_value_grad"]
 
+_ZERO = np.uint64(0)
 _ONE = np.uint64(1)
-
-
-def pairwise_workspace(n_classes, n_features):
-    """Scratch ``(w_t, grad_t, coef)`` of shapes (d, C), (d, C) and (C,); the dense kernels need only ``coef``."""
-    C, d = int(n_classes), int(n_features)
-    return np.zeros((d, C)), np.zeros((d, C)), np.zeros(C)
-
-
-# --------------------------------------------------------------------------- per-row building blocks
-@njit(inline="always")
-def _transpose_into(W, w_t):
-    """``w_t[j, l] = W[l, j]``."""
-    C = np.uint64(W.shape[0])
-    d = np.uint64(W.shape[1])
-    for l in range(C):
-        for j in range(d):
-            w_t[j, l] = W[l, j]
-
-
-@njit(inline="always")
-def _csr_scores(indptr, indices, data, i, w_t, scores):
-    """``scores[l] = a_i^T w_l`` for every class l, from CSR row ``i``."""
-    C = np.uint64(scores.shape[0])
-    for l in range(C):
-        scores[l] = 0.0
-    for p in range(indptr[i], indptr[i + _ONE]):
-        v = _entry(data, p)
-        col = indices[p]
-        for l in range(C):
-            scores[l] += v * w_t[col, l]
-
-
+_TWO = np.uint64(2)
+_THREE = np.uint64(3)
 _FOUR = np.uint64(4)
+_EIGHT = np.uint64(8)
+
+#: Multiply-adds (block rows x C x d) of one BLAS product in the dense full pass; below OpenBLAS's
+#: threading threshold (4 x 65536), so BLAS stays single-threaded (module docstring).
+BLAS_BLOCK_WORK = 1 << 17
+#: Rows per block of the loss step on CSR blocks (the block's losses stay in L1).
+CSR_BLOCK_ROWS = 128
+
+
+def pairwise_workspace(n_classes, n_features, n_rows, dense=False):
+    """Scratch of the kernels for a class block of ``n_rows`` rows, allocated once per block.
+
+    Parameters
+    ----------
+    n_classes, n_features, n_rows : int
+        :math:`C`, :math:`d` and the rows :math:`n_k` of the class block.
+    dense : bool
+        Dense layout (BLAS blocks) instead of CSR.
+
+    Returns
+    -------
+    tuple of ndarray
+        CSR: ``(w_t, grad_t, S, P, acc)`` of shapes (d, C), (d, C), (n_k, C), (MAX_CHUNKS, b, C)
+        and (MAX_CHUNKS, C + 1) with ``b = min(n_k, CSR_BLOCK_ROWS)``: full passes keep every
+        row's coefficients in ``S`` and one block of losses per chunk in ``P``; row subsets use
+        ``S[:b]`` and ``P[0]``. Dense: ``(T, S, P)`` of shapes (C, d), (b, C), (b, C) with
+        ``b = min(n_k, max(1, BLAS_BLOCK_WORK // (C d)))``.
+    """
+    C, d, n = int(n_classes), int(n_features), max(1, int(n_rows))
+    if dense:
+        b = min(n, max(1, BLAS_BLOCK_WORK // max(1, C * d)))
+        return np.zeros((C, d)), np.zeros((b, C)), np.zeros((b, C))
+    b = min(n, CSR_BLOCK_ROWS)
+    return (np.zeros((d, C)), np.zeros((d, C)), np.zeros((n, C)), np.zeros((MAX_CHUNKS, b, C)),
+            np.zeros((MAX_CHUNKS, C + 1)))
+
+
+# --------------------------------------------------------------------------- vectorisable sigmoid
+@intrinsic
+def _bits_as_float(typingctx, bits):
+    """The float64 whose IEEE-754 bit pattern is the int64 ``bits`` (an LLVM bitcast)."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return sig, codegen
+
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01   # high bits of ln 2 (k * _LN2_HI is exact for |k| < 2^11)
+_LN2_LO = 1.90821492927058770002e-10   # ln 2 - _LN2_HI
+_ROUND = 6755399441055744.0            # 1.5 * 2^52: (t + _ROUND) - _ROUND rounds t to an integer
+_X_MAX = 746.0                         # e^{-746} < 2^{-1075}: rounds to 0
 
 
 @njit(inline="always")
-def _dense_dot4(X, i, W, l):
-    """``a_i^T w_l`` with four interleaved partial sums (vectorisable without fastmath)."""
-    d = np.uint64(X.shape[1])
-    d4 = d - d % _FOUR
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    for j in range(np.uint64(0), d4, _FOUR):
-        s0 += X[i, j] * W[l, j]
-        s1 += X[i, j + _ONE] * W[l, j + _ONE]
-        s2 += X[i, j + np.uint64(2)] * W[l, j + np.uint64(2)]
-        s3 += X[i, j + np.uint64(3)] * W[l, j + np.uint64(3)]
-    for j in range(d4, d):
-        s0 += X[i, j] * W[l, j]
-    return (s0 + s2) + (s1 + s3)
+def _exp_minus(x):
+    r""":math:`e^{-x}` for :math:`x \ge 0` (or NaN), branch-free so that loops over it vectorise.
+
+    :math:`x = k \ln 2 + r` with :math:`|r| \le \ln(2)/2` (Cody-Waite: :math:`k \ln 2` in two
+    parts), :math:`e^{-r}` by its degree-13 Taylor polynomial (truncation below
+    :math:`10^{-17}`), and :math:`2^{-k}` as the product of two powers of two built from their bit
+    patterns, so subnormal results round once. Within 1.2 ulp of :math:`e^{-x}` (tested against
+    extended precision); +inf gives 0, NaN gives NaN. A vectorised loop over it takes about 3 ns
+    per entry, libm's ``exp`` (a call LLVM cannot vectorise) about 6 ns.
+    """
+    xc = _X_MAX if x > _X_MAX else x          # NaN stays NaN
+    kf = (xc * _LOG2E + _ROUND) - _ROUND
+    kf = kf if kf <= 1100.0 else 0.0         # NaN -> 0: keeps the integer conversion defined
+    r = (kf * _LN2_HI - xc) + kf * _LN2_LO   # -(x - k ln 2)
+    # sum_{j<=13} r^j / j!: the small tail j >= 4 by Estrin's scheme (shorter dependency chains, 14%
+    # faster), the four leading terms by Horner's rule, which keeps the rounding error near 1 ulp.
+    r2 = r * r
+    r4 = r2 * r2
+    t01 = (1.0 / 24.0 + r * (1.0 / 120.0)) + r2 * (1.0 / 720.0 + r * (1.0 / 5040.0))
+    t23 = (1.0 / 40320.0 + r * (1.0 / 362880.0)) + r2 * (1.0 / 3628800.0 + r * (1.0 / 39916800.0))
+    t4 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0)
+    p = 1.0 / 6.0 + r * (t01 + r4 * (t23 + r4 * t4))
+    p = 0.5 + r * p
+    p = 1.0 + r * p
+    p = 1.0 + r * p
+    k = np.int64(kf)
+    k1 = k >> 1
+    return p * _bits_as_float((1023 - k1) << 52) * _bits_as_float((1023 - (k - k1)) << 52)
+
+
+# --------------------------------------------------------------------------- one block of rows
+@njit(inline="always")
+def _block_losses(loss, S, P, m, kk, grad):
+    r"""Scores ``S[:m]`` -> margins, losses :math:`\phi(m_{il})` into ``P[:m]`` and, with ``grad``,
+    :math:`-\phi'(m_{il})` into ``S[:m]`` (column ``kk`` holds :math:`\phi(0)`, :math:`-\phi'(0)`;
+    the callers skip it)."""
+    C = np.uint64(S.shape[1])
+    for i in range(m):
+        sk = S[i, kk]
+        for l in range(C):
+            S[i, l] = sk - S[i, l]
+    mc = m * C
+    Sf = S.reshape(S.size)
+    Pf = P.reshape(P.size)
+    if loss == SIGMOID:
+        # np.true_divide, not `/`: numba's `/` tests for a zero divisor (to raise ZeroDivisionError)
+        # and that branch keeps LLVM from vectorising the loop (11.8 against 6.1 us on 7,800 margins).
+        if grad:
+            for j in range(mc):
+                z = Sf[j]
+                e = _exp_minus(abs(z))
+                r = np.true_divide(1.0, 1.0 + e)
+                s = e * r
+                Pf[j] = s if z > 0.0 else r
+                Sf[j] = s * r
+        else:
+            for j in range(mc):
+                z = Sf[j]
+                e = _exp_minus(abs(z))
+                r = np.true_divide(1.0, 1.0 + e)
+                Pf[j] = e * r if z > 0.0 else r
+    else:
+        for j in range(mc):
+            v, dv = margin_loss(loss, Sf[j])
+            Pf[j] = v
+            Sf[j] = -dv
 
 
 @njit(inline="always")
-def _dense_scores(X, i, W, scores):
-    """``scores[l] = a_i^T w_l`` for every class l, from dense row ``i``."""
-    for l in range(np.uint64(scores.shape[0])):
-        scores[l] = _dense_dot4(X, i, W, l)
-
-
-@njit(inline="always")
-def _row_value(loss, scores, k):
-    r""":math:`\sum_{l \ne k} \phi(s_k - s_l)` of one row's scores."""
-    C = np.uint64(scores.shape[0])
-    sk = scores[k]
-    total = 0.0
-    for l in range(C):
-        if l != k:
-            v, _ = margin_loss(loss, sk - scores[l])
-            total += v
+def _block_value(P, m, kk, weights, rows, b0, total):
+    r"""``total`` plus :math:`\sum_{i} s_i \sum_{l \ne k} \phi(m_{il})` over the block (row order)."""
+    C = np.uint64(P.shape[1])
+    for i in range(m):
+        row = 0.0
+        for l in range(C):
+            if l != kk:
+                row += P[i, l]
+        total += _entry(weights, _row_at(rows, b0 + i)) * row
     return total
 
 
 @njit(inline="always")
-def _row_value_coef(loss, scores, k, c):
-    r"""Row value :math:`\sum_{l\ne k}\phi(m_l)`; overwrite ``scores`` with :math:`c\, b` (digest §2.7).
+def _block_value_coef(P, S, m, kk, weights, rows, b0, inv, total):
+    r""":func:`_block_value`, and ``S[i]`` (holding :math:`-\phi'`) overwritten with :math:`b_i / N`.
 
-    ``b_l = -phi'(m_l)`` for l != k and ``b_k = sum_l phi'(m_l)``. Returns ``(value, nonzero)``,
-    ``nonzero`` False when every coefficient is 0 (e.g. hinge rows past the margin).
+    :math:`b_{il}/N = c\,(-\phi'(m_{il}))` for :math:`l \ne k` and
+    :math:`b_{ik}/N = -c \sum_{l\ne k} (-\phi'(m_{il}))`, with :math:`c = s_i / N`.
     """
-    C = np.uint64(scores.shape[0])
-    sk = scores[k]
-    total = 0.0
-    slope = 0.0
-    for l in range(C):
-        if l != k:
-            v, dv = margin_loss(loss, sk - scores[l])
-            total += v
-            slope += dv
-            scores[l] = -c * dv
-    scores[k] = c * slope
-    nonzero = False
-    for l in range(C):
-        if scores[l] != 0.0:
-            nonzero = True
-    return total, nonzero
+    C = np.uint64(P.shape[1])
+    for i in range(m):
+        wi = _entry(weights, _row_at(rows, b0 + i))
+        c = inv * wi
+        row = 0.0
+        slope = 0.0
+        for l in range(C):
+            if l != kk:
+                row += P[i, l]
+                q = S[i, l]
+                slope += q
+                S[i, l] = c * q
+        S[i, kk] = -c * slope
+        total += wi * row
+    return total
+
+
+@njit(inline="always")
+def _any_nonzero(S, i):
+    for l in range(np.uint64(S.shape[1])):
+        if S[i, l] != 0.0:
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- transposes
+_TILE = np.uint64(16)
+
+
+@njit(inline="always")
+def _transpose_into(W, w_t):
+    """``w_t[j, l] = W[l, j]``."""
+    _transpose_cols(W, w_t, _ZERO, np.uint64(W.shape[1]))
+
+
+@njit(inline="always")
+def _transpose_cols(W, w_t, lo, hi):
+    """``w_t[j, l] = W[l, j]`` for columns ``lo <= j < hi``, in tiles of 16 columns (both sides stay in L1)."""
+    C = np.uint64(W.shape[0])
+    for j0 in range(lo, hi, _TILE):
+        j1 = min(hi, j0 + _TILE)
+        for j in range(j0, j1):
+            for l in range(C):
+                w_t[j, l] = W[l, j]
 
 
 @njit(inline="always")
 def _untranspose_into(grad_t, G):
-    """``G[l, j] = grad_t[j, l]`` (overwrites ``G``)."""
+    """``G[l, j] = grad_t[j, l]`` (overwrites ``G``), in tiles of 16 columns."""
     C = np.uint64(G.shape[0])
     d = np.uint64(G.shape[1])
+    for j0 in range(_ZERO, d, _TILE):
+        j1 = min(d, j0 + _TILE)
+        for l in range(C):
+            for j in range(j0, j1):
+                G[l, j] = grad_t[j, l]
+
+
+# --------------------------------------------------------------------------- CSR rows
+@njit(inline="always")
+def _sparse_row_times(indptr, indices, data, i, M, S, r):
+    r"""``S[r] = sum_p data[p] M[indices[p]]`` over the stored entries p of sparse row ``i``.
+
+    With CSR rows and ``M = w_t`` these are the scores :math:`S_{rl} = a_i^\top w_l`; with CSC
+    columns and ``M = B`` a column of :math:`B^\top A`. Entries eight at a time: one
+    read-modify-write of ``S[r]`` per eight entries (the loop over ``M``'s columns is what LLVM
+    vectorises), summed as a fixed tree, so results are deterministic.
+    """
+    C = np.uint64(S.shape[1])
+    a = indptr[i]
+    b = indptr[i + _ONE]
+    b8 = a + (b - a) // _EIGHT * _EIGHT
     for l in range(C):
-        for j in range(d):
-            G[l, j] = grad_t[j, l]
+        S[r, l] = 0.0
+    for p in range(a, b8, _EIGHT):
+        v0 = _entry(data, p)
+        v1 = _entry(data, p + _ONE)
+        v2 = _entry(data, p + _TWO)
+        v3 = _entry(data, p + _THREE)
+        v4 = _entry(data, p + _FOUR)
+        v5 = _entry(data, p + np.uint64(5))
+        v6 = _entry(data, p + np.uint64(6))
+        v7 = _entry(data, p + np.uint64(7))
+        c0 = indices[p]
+        c1 = indices[p + _ONE]
+        c2 = indices[p + _TWO]
+        c3 = indices[p + _THREE]
+        c4 = indices[p + _FOUR]
+        c5 = indices[p + np.uint64(5)]
+        c6 = indices[p + np.uint64(6)]
+        c7 = indices[p + np.uint64(7)]
+        for l in range(C):
+            S[r, l] += (((v0 * M[c0, l] + v1 * M[c1, l]) + (v2 * M[c2, l] + v3 * M[c3, l]))
+                        + ((v4 * M[c4, l] + v5 * M[c5, l]) + (v6 * M[c6, l] + v7 * M[c7, l])))
+    for p in range(b8, b):
+        v = _entry(data, p)
+        col = indices[p]
+        for l in range(C):
+            S[r, l] += v * M[col, l]
+
+
+@njit(inline="always")
+def _csr_scatter(indptr, indices, data, i, S, r, grad_t):
+    """``grad_t[j] += a_ij * S[r]`` for the stored entries of CSR row ``i``."""
+    C = np.uint64(S.shape[1])
+    for p in range(indptr[i], indptr[i + _ONE]):
+        v = _entry(data, p)
+        col = indices[p]
+        for l in range(C):
+            grad_t[col, l] += v * S[r, l]
 
 
 # --------------------------------------------------------------------------- CSR passes
 @njit(**JIT)
-def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k, w_t, coef):
+def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k, w_t, S, P):
     r"""Value :math:`\frac1N \sum_{i\in R} s_i \sum_{l\ne k} \phi((w_k - w_l)^\top a_i)` of a CSR class block.
 
     Parameters
@@ -189,93 +392,312 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
         The class of the rows, ``0 <= k < C``.
     w_t : ndarray of float64, shape (d, C)
         Scratch (overwritten with the transpose of ``W``).
-    coef : ndarray of float64, shape (C,)
-        Scratch (per-row scores).
+    S, P : ndarray of float64, shapes (>= b, C) and (b, C)
+        Scratch of one block of ``b = P.shape[0] >= 1`` rows (:func:`pairwise_workspace`).
 
     Returns
     -------
     float
     """
-    m = _count(rows, indptr.shape[0] - 1)
+    m = np.uint64(_count(rows, indptr.shape[0] - 1))
     kk = np.uint64(k)
+    br = np.uint64(P.shape[0])
     _transpose_into(W, w_t)
     total = 0.0
-    for j in range(np.uint64(m)):
-        i = _row_at(rows, j)
-        _csr_scores(indptr, indices, data, i, w_t, coef)
-        total += _entry(weights, i) * _row_value(loss, coef, kk)
+    for b0 in range(_ZERO, m, br):
+        mb = min(br, m - b0)
+        for r in range(mb):
+            _sparse_row_times(indptr, indices, data, _row_at(rows, b0 + r), w_t, S, r)
+        _block_losses(loss, S, P, mb, kk, False)
+        total = _block_value(P, mb, kk, weights, rows, b0, total)
     return total / divisor
 
 
 @njit(**JIT)
-def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows, W, k, G, w_t, grad_t, coef):
-    r"""Value and gradient of :math:`L_k` (module docstring) on a CSR class block, in one pass.
+def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows, W, k, G, w_t, grad_t, S, P):
+    r"""Value and gradient of :math:`L_k` (module docstring) on a CSR class block.
 
     Arguments as in :func:`csr_pairwise_value`; ``G`` (float64, shape (C, d), C-contiguous) is
     overwritten with :math:`\nabla_W L_k`, and ``grad_t`` (shape (d, C)) is scratch. Returns the
     value.
     """
-    m = _count(rows, indptr.shape[0] - 1)
+    m = np.uint64(_count(rows, indptr.shape[0] - 1))
     kk = np.uint64(k)
-    C = np.uint64(W.shape[0])
+    br = np.uint64(P.shape[0])
     inv = 1.0 / divisor
     _transpose_into(W, w_t)
     grad_t[:, :] = 0.0
     total = 0.0
-    for j in range(np.uint64(m)):
-        i = _row_at(rows, j)
-        _csr_scores(indptr, indices, data, i, w_t, coef)
-        wi = _entry(weights, i)
-        v, nonzero = _row_value_coef(loss, coef, kk, inv * wi)
-        total += wi * v
-        if nonzero:
-            # The row was just read for its scores: the rank-one update hits the cache.
-            for p in range(indptr[i], indptr[i + _ONE]):
-                a = _entry(data, p)
-                col = indices[p]
-                for l in range(C):
-                    grad_t[col, l] += a * coef[l]
+    for b0 in range(_ZERO, m, br):
+        mb = min(br, m - b0)
+        for r in range(mb):
+            _sparse_row_times(indptr, indices, data, _row_at(rows, b0 + r), w_t, S, r)
+        _block_losses(loss, S, P, mb, kk, True)
+        total = _block_value_coef(P, S, mb, kk, weights, rows, b0, inv, total)
+        for r in range(mb):
+            if _any_nonzero(S, r):  # e.g. hinge rows past the margin add nothing
+                _csr_scatter(indptr, indices, data, _row_at(rows, b0 + r), S, r, grad_t)
     _untranspose_into(grad_t, G)
     return total / divisor
 
 
-# --------------------------------------------------------------------------- dense passes
+@njit(inline="always")
+def _csc_gradient(cindptr, cindices, cdata, B, G, acc, c, lo, hi):
+    """``G[:, j] = sum_i a_ij B[i]`` for the CSC columns ``lo..hi-1``, through row ``c`` of ``acc``."""
+    C = np.uint64(G.shape[0])
+    for j in range(lo, hi):
+        _sparse_row_times(cindptr, cindices, cdata, j, B, acc, c)
+        for l in range(C):
+            G[l, j] = acc[c, l]
+
+
 @njit(**JIT)
-def dense_pairwise_value(loss, X, weights, divisor, rows, W, k, coef):
+def _full_pass_chunks(indptr, n_classes):
+    """Row chunks of a full CSR pass: a function of the data only (see ``n_chunks_for``).
+
+    A stored entry costs about C/4 entries of a mat-vec (one 4-wide vector operation per four
+    classes), so the work handed to ``n_chunks_for`` is nnz C / 4.
+    """
+    n = indptr.shape[0] - 1
+    return n_chunks_for(n, np.int64(indptr[n]) * n_classes // 4, 1)
+
+
+@njit(inline="always")
+def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, lo, hi, grad):
+    """Steps 1-2 for rows ``lo..hi-1``, in blocks of ``P.shape[0]`` rows: scores into ``S[lo:hi]``,
+    losses into ``P`` and, with ``grad``, the coefficients :math:`b_i / N` into ``S[lo:hi]``.
+    Returns the rows' weighted loss sum."""
+    br = np.uint64(P.shape[0])
+    total = 0.0
+    for b0 in range(lo, hi, br):
+        b1 = min(hi, b0 + br)
+        for r in range(b0, b1):
+            _sparse_row_times(indptr, indices, data, r, w_t, S, r)
+        Sb = S[b0:b1]
+        _block_losses(loss, Sb, P, b1 - b0, kk, grad)
+        if grad:
+            total = _block_value_coef(P, Sb, b1 - b0, kk, weights, None, b0, inv, total)
+        else:
+            total = _block_value(P, b1 - b0, kk, weights, None, b0, total)
+    return total
+
+
+@njit(**JIT_PARALLEL)
+def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k, w_t, S, P, acc):
+    r"""Value of :math:`L_k` over every row of a CSR class block; bit-identical to :func:`csr_full_pairwise_value_grad`.
+
+    Arguments as in :func:`csr_full_pairwise_value_grad`. Large blocks run in parallel row chunks
+    (``_full_pass_chunks``), whose loss sums are added in chunk order.
+    """
+    n = indptr.shape[0] - 1
+    kk = np.uint64(k)
+    n_chunks = _full_pass_chunks(indptr, W.shape[0])
+    if n_chunks == 1:
+        _transpose_into(W, w_t)
+        total = _csr_rows_losses(loss, indptr, indices, data, weights, 1.0, kk, w_t, S, P[0], _ZERO, np.uint64(n),
+                                 False)
+        return total / divisor
+    C = W.shape[0]
+    d = W.shape[1]
+    for c in prange(n_chunks):
+        lo, hi = _chunk_span(c, n_chunks, d)
+        _transpose_cols(W, w_t, lo, hi)
+    for c in prange(n_chunks):
+        lo, hi = _chunk_span(c, n_chunks, n)
+        acc[c, C] = _csr_rows_losses(loss, indptr, indices, data, weights, 1.0, kk, w_t, S, P[c], lo, hi, False)
+    total = 0.0
+    for c in range(n_chunks):
+        total += acc[c, C]
+    return total / divisor
+
+
+@njit(**JIT_PARALLEL)
+def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices, cdata, weights, divisor, W, k, G,
+                                 w_t, S, P, acc):
+    r"""Value and gradient of :math:`L_k` over every row of a CSR class block, the gradient from its CSC copy.
+
+    Steps 1-2 (module docstring) for all rows, then :math:`\nabla_{:, j} = \sum_{i} a_{ij} b_i / N`
+    column by column from the CSC copy: each column gathers the coefficient rows of its entries
+    into a row of ``acc`` and is written once, instead of scattering every entry into ``grad_t``.
+    Large blocks run both steps in parallel chunks (rows, then columns; ``_full_pass_chunks``):
+    rows and columns are computed whole by one thread and the chunks' loss sums are added in chunk
+    order, so the results do not depend on the number of threads.
+
+    Parameters
+    ----------
+    loss, indptr, indices, data, weights, divisor, W, k, w_t
+        As in :func:`csr_pairwise_value` (all rows: no ``rows``).
+    cindptr, cindices, cdata
+        The same block in CSC (uint64, uint32 row positions, float64; ``cdata=None`` for binary
+        features).
+    G : ndarray of float64, shape (C, d), C-contiguous
+        Overwritten with :math:`\nabla_W L_k`.
+    S : ndarray of float64, shape (n_k, C)
+        Scratch: every row's scores, then coefficients.
+    P : ndarray of float64, shape (MAX_CHUNKS, b, C)
+        Scratch: the losses of a block of ``b`` rows, one block buffer per chunk.
+    acc : ndarray of float64, shape (MAX_CHUNKS, C + 1)
+        Scratch (per chunk: one gradient column and a loss sum).
+
+    Returns
+    -------
+    float
+    """
+    n = indptr.shape[0] - 1
+    d = cindptr.shape[0] - 1
+    C = W.shape[0]
+    kk = np.uint64(k)
+    inv = 1.0 / divisor
+    n_chunks = _full_pass_chunks(indptr, C)
+    if n_chunks == 1:
+        _transpose_into(W, w_t)
+        total = _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P[0], _ZERO, np.uint64(n),
+                                 True)
+        _csc_gradient(cindptr, cindices, cdata, S, G, acc, _ZERO, _ZERO, np.uint64(d))
+        return total / divisor
+    for c in prange(n_chunks):
+        lo, hi = _chunk_span(c, n_chunks, d)
+        _transpose_cols(W, w_t, lo, hi)
+    for c in prange(n_chunks):
+        lo, hi = _chunk_span(c, n_chunks, n)
+        acc[c, C] = _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P[c], lo, hi, True)
+    total = 0.0
+    for c in range(n_chunks):
+        total += acc[c, C]
+    for c in prange(n_chunks):
+        lo, hi = _chunk_span(c, n_chunks, d)
+        _csc_gradient(cindptr, cindices, cdata, S, G, acc, np.uint64(c), lo, hi)
+    return total / divisor
+
+
+# --------------------------------------------------------------------------- dense rows (per-row loop)
+@njit(inline="always")
+def _dense_dot4(X, i, W, l):
+    """``a_i^T w_l`` with four interleaved partial sums (vectorisable without fastmath)."""
+    d = np.uint64(X.shape[1])
+    d4 = d - d % _FOUR
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    for j in range(_ZERO, d4, _FOUR):
+        s0 += X[i, j] * W[l, j]
+        s1 += X[i, j + _ONE] * W[l, j + _ONE]
+        s2 += X[i, j + _TWO] * W[l, j + _TWO]
+        s3 += X[i, j + _THREE] * W[l, j + _THREE]
+    for j in range(d4, d):
+        s0 += X[i, j] * W[l, j]
+    return (s0 + s2) + (s1 + s3)
+
+
+@njit(inline="always")
+def _dense_scores(X, i, W, S, r):
+    """``S[r, l] = a_i^T w_l`` for every class l, from dense row ``i``."""
+    for l in range(np.uint64(S.shape[1])):
+        S[r, l] = _dense_dot4(X, i, W, l)
+
+
+@njit(**JIT)
+def dense_pairwise_value(loss, X, weights, divisor, rows, W, k, S, P):
     """Dense counterpart of :func:`csr_pairwise_value` (``X`` C-contiguous float64, shape (n_k, d)).
 
-    No ``w_t`` scratch: dense rows are multiplied with the rows of ``W`` directly.
+    The per-row loop, for row subsets (minibatches); full passes are faster through
+    :func:`dense_blas_pairwise_value`. No ``w_t`` scratch: dense rows are multiplied with the rows
+    of ``W`` directly.
     """
-    m = _count(rows, X.shape[0])
+    m = np.uint64(_count(rows, X.shape[0]))
     kk = np.uint64(k)
+    br = np.uint64(S.shape[0])
     total = 0.0
-    for j in range(np.uint64(m)):
-        i = _row_at(rows, j)
-        _dense_scores(X, i, W, coef)
-        total += _entry(weights, i) * _row_value(loss, coef, kk)
+    for b0 in range(_ZERO, m, br):
+        mb = min(br, m - b0)
+        for r in range(mb):
+            _dense_scores(X, _row_at(rows, b0 + r), W, S, r)
+        _block_losses(loss, S, P, mb, kk, False)
+        total = _block_value(P, mb, kk, weights, rows, b0, total)
     return total / divisor
 
 
 @njit(**JIT)
-def dense_pairwise_value_grad(loss, X, weights, divisor, rows, W, k, G, coef):
-    """Dense counterpart of :func:`csr_pairwise_value_grad`; accumulates into ``G`` directly."""
-    m = _count(rows, X.shape[0])
+def dense_pairwise_value_grad(loss, X, weights, divisor, rows, W, k, G, S, P):
+    """Dense counterpart of :func:`csr_pairwise_value_grad` (per-row loop); accumulates into ``G`` directly."""
+    m = np.uint64(_count(rows, X.shape[0]))
     kk = np.uint64(k)
+    br = np.uint64(S.shape[0])
     C = np.uint64(W.shape[0])
     d = np.uint64(X.shape[1])
     inv = 1.0 / divisor
     G[:, :] = 0.0
     total = 0.0
-    for j in range(np.uint64(m)):
-        i = _row_at(rows, j)
-        _dense_scores(X, i, W, coef)
-        wi = _entry(weights, i)
-        v, nonzero = _row_value_coef(loss, coef, kk, inv * wi)
-        total += wi * v
-        if nonzero:
+    for b0 in range(_ZERO, m, br):
+        mb = min(br, m - b0)
+        for r in range(mb):
+            _dense_scores(X, _row_at(rows, b0 + r), W, S, r)
+        _block_losses(loss, S, P, mb, kk, True)
+        total = _block_value_coef(P, S, mb, kk, weights, rows, b0, inv, total)
+        for r in range(mb):
+            i = _row_at(rows, b0 + r)
             for l in range(C):
-                c = coef[l]
+                c = S[r, l]
                 if c != 0.0:
                     for col in range(d):
                         G[l, col] += c * X[i, col]
     return total / divisor
+
+
+# --------------------------------------------------------------------------- dense full passes (BLAS)
+@njit(**JIT)
+def dense_blas_pairwise_value(loss, X, weights, divisor, W, k, S, P):
+    """Value of :math:`L_k` over every row of a dense class block, scores by BLAS.
+
+    Arguments as in :func:`dense_pairwise_value` without ``rows``; ``S`` and ``P`` of shape (b, C)
+    set the block: b rows per product, with b C d at most ``BLAS_BLOCK_WORK`` (module docstring).
+    """
+    n = np.uint64(X.shape[0])
+    kk = np.uint64(k)
+    br = np.uint64(S.shape[0])
+    Wt = W.T
+    total = 0.0
+    for b0 in range(_ZERO, n, br):
+        mb = min(br, n - b0)
+        np.dot(X[b0:b0 + mb], Wt, S[:mb])
+        _block_losses(loss, S, P, mb, kk, False)
+        total = _block_value(P, mb, kk, weights, None, b0, total)
+    return total / divisor
+
+
+@njit(**JIT)
+def dense_blas_pairwise_value_grad(loss, X, weights, divisor, W, k, G, T, S, P):
+    r"""Value and gradient of :math:`L_k` over every row of a dense class block, by BLAS products.
+
+    Per block of b rows: :math:`S = A_B W^\top` (GEMM), :func:`_block_losses`, and
+    :math:`\nabla \mathrel{+}= B_B^\top A_B` (GEMM into ``T``, shape (C, d), then added to ``G``).
+    Arguments as in :func:`dense_blas_pairwise_value`; ``G`` (shape (C, d), C-contiguous) is
+    overwritten. Returns the value.
+    """
+    n = np.uint64(X.shape[0])
+    kk = np.uint64(k)
+    br = np.uint64(S.shape[0])
+    C = np.uint64(W.shape[0])
+    d = np.uint64(X.shape[1])
+    inv = 1.0 / divisor
+    Wt = W.T
+    if n == 0:
+        G[:, :] = 0.0
+    total = 0.0
+    for b0 in range(_ZERO, n, br):
+        mb = min(br, n - b0)
+        Xb = X[b0:b0 + mb]
+        Sb = S[:mb]
+        np.dot(Xb, Wt, Sb)
+        _block_losses(loss, S, P, mb, kk, True)
+        total = _block_value_coef(P, S, mb, kk, weights, None, b0, inv, total)
+        if b0 == 0:
+            np.dot(Sb.T, Xb, G)
+        else:
+            np.dot(Sb.T, Xb, T)
+            for l in range(C):
+                for col in range(d):
+                    G[l, col] += T[l, col]
+    return total / divisor
+

@@ -38,7 +38,8 @@ import numpy as np
 
 from .._kernels._losses import LOSS_CODES
 from .._kernels._multiclass_np import (
-    csr_pairwise_value, csr_pairwise_value_grad, dense_pairwise_value, dense_pairwise_value_grad,
+    csr_full_pairwise_value, csr_full_pairwise_value_grad, csr_pairwise_value, csr_pairwise_value_grad,
+    dense_blas_pairwise_value, dense_blas_pairwise_value_grad, dense_pairwise_value, dense_pairwise_value_grad,
     pairwise_workspace,
 )
 from ._compose import less_equal
@@ -121,7 +122,8 @@ class ClassPairwiseRisk:
     ----------
     dataset : fastcon.Dataset
         Multi-class data (labels 0..C-1), CSR or dense. The rows of class ``class_id`` are copied
-        into a contiguous block once.
+        into a contiguous block once; a CSR block is also kept in CSC, from which full passes
+        gather the gradient column by column (so a sparse term holds its rows twice).
     class_id : int
         The class :math:`k` whose rows this term averages over.
     n_classes : int, optional
@@ -179,9 +181,16 @@ class ClassPairwiseRisk:
             binary = bool(np.all(block.data == 1.0))
             self._design = (block.indptr.astype(np.uint64), block.indices.astype(np.uint32),
                             None if binary else np.ascontiguousarray(block.data, dtype=np.float64))
+            # The block again in CSC: full passes gather each gradient column from it (see
+            # csr_full_pairwise_value_grad), which beats scattering every entry into a (d, C) array.
+            cols = block.tocsc()
+            cols.sort_indices()
+            self._columns = (cols.indptr.astype(np.uint64), cols.indices.astype(np.uint32),
+                             None if binary else np.ascontiguousarray(cols.data, dtype=np.float64))
         else:
             self._design = (np.ascontiguousarray(block, dtype=np.float64),)
-        self._w_t, self._grad_t, self._coef = pairwise_workspace(C, d)
+        # Kernel scratch, allocated once: CSR (w_t, grad_t, S, P, acc), dense (T, S, P); see pairwise_workspace.
+        self._work = pairwise_workspace(C, d, self.n_samples, dense=not dataset.is_sparse)
         self.rows_read = 0
 
     def __repr__(self):
@@ -237,17 +246,33 @@ class ClassPairwiseRisk:
 
     def _value(self, W, rows, divisor):
         if len(self._design) == 3:
+            w_t, _, S, P, acc = self._work
+            if rows is None:
+                return float(csr_full_pairwise_value(self._code, *self._design, self._weights, divisor, W,
+                                                     self.class_id, w_t, S, P, acc))
             return float(csr_pairwise_value(self._code, *self._design, self._weights, divisor, rows, W,
-                                            self.class_id, self._w_t, self._coef))
+                                            self.class_id, w_t, S, P[0]))
+        _, S, P = self._work
+        if rows is None:  # full pass: BLAS products on blocks of rows
+            return float(dense_blas_pairwise_value(self._code, self._design[0], self._weights, divisor, W,
+                                                   self.class_id, S, P))
         return float(dense_pairwise_value(self._code, self._design[0], self._weights, divisor, rows, W,
-                                          self.class_id, self._coef))
+                                          self.class_id, S, P))
 
     def _value_grad(self, W, rows, divisor, G):
         if len(self._design) == 3:
+            w_t, grad_t, S, P, acc = self._work
+            if rows is None:  # full pass: the gradient column by column from the CSC copy
+                return float(csr_full_pairwise_value_grad(self._code, *self._design, *self._columns, self._weights,
+                                                          divisor, W, self.class_id, G, w_t, S, P, acc))
             return float(csr_pairwise_value_grad(self._code, *self._design, self._weights, divisor, rows, W,
-                                                 self.class_id, G, self._w_t, self._grad_t, self._coef))
+                                                 self.class_id, G, w_t, grad_t, S, P[0]))
+        T, S, P = self._work
+        if rows is None:
+            return float(dense_blas_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, W,
+                                                        self.class_id, G, T, S, P))
         return float(dense_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, rows, W,
-                                               self.class_id, G, self._coef))
+                                               self.class_id, G, S, P))
 
 
 def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, loss="sigmoid") -> ConstrainedProblem:
