@@ -71,7 +71,7 @@ def class_blocks(draw):
     """A class block (dense, CSR or binary CSR; empty rows allowed), W, k, weights, row subset, block rows."""
     n = draw(st.integers(1, 30))
     d = draw(st.integers(1, 8))
-    C = draw(st.integers(2, 5))
+    C = draw(st.integers(2, 9))  # 4 and 8: vector blocks only; 5-7, 9: with a scalar remainder
     kind = draw(st.sampled_from(["dense", "csr", "binary"]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     mask = rng.random((n, d)) < draw(st.sampled_from([0.0, 0.3, 1.0]))

@@ -73,13 +73,20 @@ update):
   contiguous C-vector (``S[i] += a_ij * w_t[j]``), entries eight at a time so that one
   read-modify-write of ``S[i]`` serves eight of them (numba leaves LLVM's SLP vectoriser off, so
   accumulators over classes in registers would stay scalar; the loop over the C classes is what
-  vectorises). The gradient goes column by column through a CSC copy of the block: column
+  vectorises). That loop runs four classes at a time in explicit vector code
+  (`fastcon._kernels._simd`): LLVM's own vectorisation of a run-time width does 16 lanes and
+  leaves C mod 16 to scalar code, which for C = 20 cost as many instructions as the vector part.
+  The gradient goes column by column through a CSC copy of the block: column
   :math:`j` gathers the coefficient rows :math:`b_i` of its entries and is written once, where
   a scatter ``grad_t[j] += a_ij * b_i`` read and wrote a C-vector per entry. One synthetic
   class (5,000 x 10,000, 50 entries per row, C = 20, warm caches): scores 1.05 ms by groups of
   eight entries against 1.47 ms one entry at a time, gradient 1.9 ms by columns against 3.5 ms
   by scatter, the whole pass 2.8 ms against 6.4 ms before. All twenty classes of the bench, one
-  thread: 70-75 ms against 149-168 ms before (reference 180-230 ms: 2.6-2.9x).
+  thread: 70-75 ms against 149-168 ms before (reference 180-230 ms: 2.6-2.9x). The 4-wide
+  classes and the loss sums of four rows side by side (:func:`_block_value_coef`: a row's sum is
+  a chain of dependent additions) then took the twenty classes from 80.0 to 73.5 ms on two
+  threads and from 94.1 to 86.5 ms on one (same run, same bits; the machine was in a slow phase:
+  reference 279 ms).
 * **CSR, row subsets** (:func:`csr_pairwise_value_grad`): the same scores, and the scatter into
   ``grad_t`` (d x C), which needs no CSC copy of the subset.
 
@@ -100,6 +107,7 @@ from numba.extending import intrinsic
 
 from ._linalg import JIT, JIT_PARALLEL, MAX_CHUNKS, _chunk_span, _count, _entry, _row_at, n_chunks_for
 from ._losses import SIGMOID, margin_loss
+from ._simd import add_tree8_4
 
 __all__ = ["BLAS_BLOCK_WORK", "CSR_BLOCK_ROWS", "pairwise_workspace",
            "csr_pairwise_value", "csr_pairwise_value_grad", "csr_full_pairwise_value", "csr_full_pairwise_value_grad",
@@ -237,16 +245,55 @@ def _block_losses(loss, S, P, m, kk, grad):
 
 
 @njit(inline="always")
+def _row_sum(P, i, kk, C):
+    r""":math:`\sum_{l \ne k} P_{il}` in class order."""
+    row = 0.0
+    for l in range(kk):
+        row += P[i, l]
+    for l in range(kk + _ONE, C):
+        row += P[i, l]
+    return row
+
+
+@njit(inline="always")
 def _block_value(P, m, kk, weights, rows, b0, total):
-    r"""``total`` plus :math:`\sum_{i} s_i \sum_{l \ne k} \phi(m_{il})` over the block (row order)."""
+    r"""``total`` plus :math:`\sum_{i} s_i \sum_{l \ne k} \phi(m_{il})` over the block (row order).
+
+    Four rows at a time: each row's sum is a chain of dependent additions (no reordering without
+    fastmath), so four chains side by side keep the adder busy; every row keeps its class order.
+    """
     C = np.uint64(P.shape[1])
-    for i in range(m):
-        row = 0.0
-        for l in range(C):
-            if l != kk:
-                row += P[i, l]
-        total += _entry(weights, _row_at(rows, b0 + i)) * row
+    m4 = m - m % _FOUR
+    for i in range(_ZERO, m4, _FOUR):
+        r0 = 0.0
+        r1 = 0.0
+        r2 = 0.0
+        r3 = 0.0
+        for l in range(kk):
+            r0 += P[i, l]
+            r1 += P[i + _ONE, l]
+            r2 += P[i + _TWO, l]
+            r3 += P[i + _THREE, l]
+        for l in range(kk + _ONE, C):
+            r0 += P[i, l]
+            r1 += P[i + _ONE, l]
+            r2 += P[i + _TWO, l]
+            r3 += P[i + _THREE, l]
+        total += _entry(weights, _row_at(rows, b0 + i)) * r0
+        total += _entry(weights, _row_at(rows, b0 + i + _ONE)) * r1
+        total += _entry(weights, _row_at(rows, b0 + i + _TWO)) * r2
+        total += _entry(weights, _row_at(rows, b0 + i + _THREE)) * r3
+    for i in range(m4, m):
+        total += _entry(weights, _row_at(rows, b0 + i)) * _row_sum(P, i, kk, C)
     return total
+
+
+@njit(inline="always")
+def _coef_entry(P, S, i, l, c, row, slope):
+    """One class of one row in :func:`_block_value_coef`: returns the updated (row, slope)."""
+    q = S[i, l]
+    S[i, l] = c * q
+    return row + P[i, l], slope + q
 
 
 @njit(inline="always")
@@ -254,20 +301,52 @@ def _block_value_coef(P, S, m, kk, weights, rows, b0, inv, total):
     r""":func:`_block_value`, and ``S[i]`` (holding :math:`-\phi'`) overwritten with :math:`b_i / N`.
 
     :math:`b_{il}/N = c\,(-\phi'(m_{il}))` for :math:`l \ne k` and
-    :math:`b_{ik}/N = -c \sum_{l\ne k} (-\phi'(m_{il}))`, with :math:`c = s_i / N`.
+    :math:`b_{ik}/N = -c \sum_{l\ne k} (-\phi'(m_{il}))`, with :math:`c = s_i / N`. Four rows
+    at a time, as in :func:`_block_value` (the sums of a row are the same as one row at a time).
     """
     C = np.uint64(P.shape[1])
-    for i in range(m):
+    m4 = m - m % _FOUR
+    for i in range(_ZERO, m4, _FOUR):
+        i1 = i + _ONE
+        i2 = i + _TWO
+        i3 = i + _THREE
+        w0 = _entry(weights, _row_at(rows, b0 + i))
+        w1 = _entry(weights, _row_at(rows, b0 + i1))
+        w2 = _entry(weights, _row_at(rows, b0 + i2))
+        w3 = _entry(weights, _row_at(rows, b0 + i3))
+        c0 = inv * w0
+        c1 = inv * w1
+        c2 = inv * w2
+        c3 = inv * w3
+        r0 = r1 = r2 = r3 = 0.0
+        s0 = s1 = s2 = s3 = 0.0
+        for l in range(kk):
+            r0, s0 = _coef_entry(P, S, i, l, c0, r0, s0)
+            r1, s1 = _coef_entry(P, S, i1, l, c1, r1, s1)
+            r2, s2 = _coef_entry(P, S, i2, l, c2, r2, s2)
+            r3, s3 = _coef_entry(P, S, i3, l, c3, r3, s3)
+        for l in range(kk + _ONE, C):
+            r0, s0 = _coef_entry(P, S, i, l, c0, r0, s0)
+            r1, s1 = _coef_entry(P, S, i1, l, c1, r1, s1)
+            r2, s2 = _coef_entry(P, S, i2, l, c2, r2, s2)
+            r3, s3 = _coef_entry(P, S, i3, l, c3, r3, s3)
+        S[i, kk] = -c0 * s0
+        S[i1, kk] = -c1 * s1
+        S[i2, kk] = -c2 * s2
+        S[i3, kk] = -c3 * s3
+        total += w0 * r0
+        total += w1 * r1
+        total += w2 * r2
+        total += w3 * r3
+    for i in range(m4, m):
         wi = _entry(weights, _row_at(rows, b0 + i))
         c = inv * wi
         row = 0.0
         slope = 0.0
-        for l in range(C):
-            if l != kk:
-                row += P[i, l]
-                q = S[i, l]
-                slope += q
-                S[i, l] = c * q
+        for l in range(kk):
+            row, slope = _coef_entry(P, S, i, l, c, row, slope)
+        for l in range(kk + _ONE, C):
+            row, slope = _coef_entry(P, S, i, l, c, row, slope)
         S[i, kk] = -c * slope
         total += wi * row
     return total
@@ -321,10 +400,13 @@ def _sparse_row_times(indptr, indices, data, i, M, S, r):
 
     With CSR rows and ``M = w_t`` these are the scores :math:`S_{rl} = a_i^\top w_l`; with CSC
     columns and ``M = B`` a column of :math:`B^\top A`. Entries eight at a time: one
-    read-modify-write of ``S[r]`` per eight entries (the loop over ``M``'s columns is what LLVM
-    vectorises), summed as a fixed tree, so results are deterministic.
+    read-modify-write of ``S[r]`` per eight entries, summed as a fixed tree, so results are
+    deterministic; the classes four at a time in vector code (`fastcon._kernels._simd`), the last
+    ``C % 4`` by the same formula in scalar code. Only the first ``C = M.shape[1]`` entries of
+    ``S[r]`` are written (``S`` may be wider).
     """
-    C = np.uint64(S.shape[1])
+    C = np.uint64(M.shape[1])
+    C4 = C - C % _FOUR
     a = indptr[i]
     b = indptr[i + _ONE]
     b8 = a + (b - a) // _EIGHT * _EIGHT
@@ -347,7 +429,9 @@ def _sparse_row_times(indptr, indices, data, i, M, S, r):
         c5 = indices[p + np.uint64(5)]
         c6 = indices[p + np.uint64(6)]
         c7 = indices[p + np.uint64(7)]
-        for l in range(C):
+        for l in range(_ZERO, C4, _FOUR):
+            add_tree8_4(S, r, M, l, c0, c1, c2, c3, c4, c5, c6, c7, v0, v1, v2, v3, v4, v5, v6, v7)
+        for l in range(C4, C):
             S[r, l] += (((v0 * M[c0, l] + v1 * M[c1, l]) + (v2 * M[c2, l] + v3 * M[c3, l]))
                         + ((v4 * M[c4, l] + v5 * M[c5, l]) + (v6 * M[c6, l] + v7 * M[c7, l])))
     for p in range(b8, b):
