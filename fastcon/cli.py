@@ -92,15 +92,18 @@ def _print_dataset_table(rows, no_load):
 
 
 def _cmd_reproduce(args) -> int:
-    from .experiments import EXPERIMENTS, run_experiment
+    from .experiments import EXPERIMENTS, is_resumable, run_experiment
 
     if args.name not in EXPERIMENTS:
         print(f"fastcon reproduce: unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}",
               file=sys.stderr)
         return 2
+    if args.resume and not is_resumable(args.name):
+        print(f"fastcon reproduce: --resume: {args.name} does not checkpoint its runs", file=sys.stderr)
+        return 2
     out = Path(args.out or f"fastcon-results/{args.name}{'-quick' if args.quick else ''}")
     run_experiment(args.name, quick=args.quick, out_dir=out, data_home=args.data_home, seed=args.seed,
-                   jobs=args.jobs, verbose=not args.quiet)
+                   jobs=args.jobs, verbose=not args.quiet, resume=args.resume)
     return 0
 
 
@@ -133,6 +136,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of splits and stochastic oracles")
     p.add_argument("--jobs", type=int, default=1, help="parallel processes for the tuning grid")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the runs an interrupted invocation saved in OUT/checkpoints (ssg-roc, ssg-wasserstein)")
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser("demo", help="fairness-constrained classifier on synthetic data, end to end")

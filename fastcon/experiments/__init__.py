@@ -20,7 +20,7 @@ from ._figure import combine_figure, plot_figure
 from ._report import validate_results
 from ._tuning import select_config
 
-__all__ = ["EXPERIMENTS", "Experiment", "run_experiment", "combine_figure", "plot_figure", "select_config",
+__all__ = ["EXPERIMENTS", "Experiment", "run_experiment", "is_resumable", "combine_figure", "plot_figure", "select_config",
            "validate_results"]
 
 
@@ -55,7 +55,13 @@ EXPERIMENTS = {
 }
 
 
-def run_experiment(name, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, **overrides):
+def is_resumable(name) -> bool:
+    """Whether experiment ``name`` checkpoints its runs (``run_experiment(..., resume=True)``)."""
+    return bool(getattr(EXPERIMENTS[name].load(), "RESUMABLE", False))
+
+
+def run_experiment(name, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, resume=False,
+                   **overrides):
     """Run experiment ``name`` and write its outputs to ``out_dir``; returns the results.json dict.
 
     Parameters
@@ -75,11 +81,20 @@ def run_experiment(name, quick=False, out_dir=None, data_home=None, seed=0, jobs
         Processes for the tuning grid and the stationarity re-runs.
     verbose : bool
         Progress lines (stderr) and the summary table (stdout).
+    resume : bool
+        Reuse the per-run checkpoints that an interrupted run left in ``out_dir/checkpoints``
+        (same settings only; `fastcon.experiments._checkpoint`). The grid experiments ssg-roc and
+        ssg-wasserstein checkpoint every run; the others do not support it (ValueError).
     **overrides
         Entries of the experiment's configuration (``module.config(quick)``), e.g.
         ``datasets=("compas",)``, ``max_iter=60``: for tests and partial runs.
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"name: unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    if resume:
+        if not is_resumable(name):
+            resumable = sorted(k for k in EXPERIMENTS if is_resumable(k))
+            raise ValueError(f"resume: {name} does not checkpoint its runs; resumable: {', '.join(resumable)}")
+        overrides["resume"] = True
     return EXPERIMENTS[name].run(quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs,
                                  verbose=verbose, **overrides)

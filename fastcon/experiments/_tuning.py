@@ -4,7 +4,8 @@ One experiment module (`ssg_roc`, `ssg_wasserstein`) describes *what* is run: da
 problem is built, the hyperparameter grids, iteration budgets. This module runs it:
 
 1. build each dataset's problem once in the parent (ERM, :math:`\kappa`, radius, :math:`w_{ERM}`);
-2. run every grid point of every method (:func:`run_tasks`, optionally in ``jobs`` processes);
+2. run every grid point of every method (:func:`run_tasks`, optionally in ``jobs`` processes),
+   saving each finished run at once (`fastcon.experiments._checkpoint`, for ``resume``);
 3. pick one configuration per (dataset, method) with :func:`select_config` (the tuning rule below);
 4. re-run each winner with a near-stationarity tracker (:class:`StationarityTracker`), which
    measures :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` at about ``n_stationarity`` equally spaced
@@ -345,28 +346,38 @@ def _init_worker():
         pass
 
 
-def run_tasks(tasks, jobs=1, on_done=None):
+def run_tasks(tasks, jobs=1, on_done=None, checkpoints=None):
     """Execute ``tasks`` (in order when ``jobs`` is 1, else in a process pool); results in task order.
 
-    ``on_done(task, record)`` is called as each task finishes (progress lines).
+    ``on_done(task, record)`` is called as each task finishes (progress lines). With
+    ``checkpoints`` (a `fastcon.experiments._checkpoint.TaskCheckpoints`), every finished record is
+    saved at once, and records it loads (``resume``) replace their tasks' runs.
     """
     results = [None] * len(tasks)
-    if int(jobs) <= 1 or len(tasks) <= 1:
-        for i, task in enumerate(tasks):
-            results[i] = execute_task(task)
-            if on_done is not None:
-                on_done(task, results[i])
+    pending = []
+    for i, task in enumerate(tasks):
+        results[i] = None if checkpoints is None else checkpoints.load(task)
+        if results[i] is None:
+            pending.append(i)
+
+    def finish(i, record):
+        results[i] = record
+        if checkpoints is not None:
+            checkpoints.save(tasks[i], record)
+        if on_done is not None:
+            on_done(tasks[i], record)
+
+    if int(jobs) <= 1 or len(pending) <= 1:
+        for i in pending:
+            finish(i, execute_task(tasks[i]))
         return results
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=int(jobs), mp_context=mp.get_context("spawn"), initializer=_init_worker) as pool:
-        futures = {pool.submit(execute_task, task): i for i, task in enumerate(tasks)}
+        futures = {pool.submit(execute_task, tasks[i]): i for i in pending}
         for fut in as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            if on_done is not None:
-                on_done(tasks[i], results[i])
+            finish(futures[fut], fut.result())
     return results
 
 
@@ -380,12 +391,15 @@ def _fmt_params(params):
     return ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in params.items())
 
 
-def run_paper_experiment(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, **overrides):
+def run_paper_experiment(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
+                         resume=False, **overrides):
     """Run one experiment module end to end and write its outputs; returns the results.json dict.
 
     ``spec`` is the experiment module (`ssg_roc` or `ssg_wasserstein`); ``overrides`` replace entries
     of its configuration (``spec.config(quick)``), e.g. ``datasets=("compas",)``, ``max_iter=60``
-    (tests use them for a smaller-than-quick run).
+    (tests use them for a smaller-than-quick run). Every finished run is checkpointed in
+    ``out_dir/checkpoints`` until the outputs are written; ``resume=True`` reuses the checkpoints
+    of an interrupted run with the same settings (`fastcon.experiments._checkpoint`).
     """
     import numba
 
@@ -393,13 +407,14 @@ def run_paper_experiment(spec, *, quick=False, out_dir=None, data_home=None, see
     numba.set_num_threads(1)  # see "Threads" in the module docstring
     try:
         return _run(spec, quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs, verbose=verbose,
-                    **overrides)
+                    resume=resume, **overrides)
     finally:
         numba.set_num_threads(previous)
 
 
-def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, **overrides):
+def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, resume, **overrides):
     from . import _figure, _report
+    from ._checkpoint import TaskCheckpoints
 
     t_start = time.perf_counter()
     cfg = _report.apply_overrides(spec.config(quick), overrides)
@@ -429,17 +444,21 @@ def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, **overrides):
                 register_bundle(task, bundle)
                 tasks.append(task)
 
+    checkpoints = TaskCheckpoints(out / "checkpoints", resume=resume)
     n_total = len(tasks)
     done = [0]
 
-    def progress(task, rec):
+    def progress(task, rec):  # resumed runs count as done (all are loaded before the first run ends)
         done[0] += 1
-        _log(verbose, f"[{spec.NAME}] {done[0]}/{n_total} {rec['dataset']} {rec['method']} ({_fmt_params(rec['params'])}): "
+        _log(verbose, f"[{spec.NAME}] {done[0] + checkpoints.loaded}/{n_total} {rec['dataset']} {rec['method']} ({_fmt_params(rec['params'])}): "
                       f"f = {rec['objective']:.5g}, g = {rec['constraint']:.3g}, {rec['wall_time_s']:.1f} s")
 
     t_grid = time.perf_counter()
-    records = run_tasks(tasks, jobs, progress)
+    records = run_tasks(tasks, jobs, progress, checkpoints)
     grid_time = time.perf_counter() - t_grid
+    resumed = checkpoints.loaded
+    if resumed:
+        _log(verbose, f"[{spec.NAME}] resumed {resumed} of {n_total} grid runs from {checkpoints.folder}")
 
     # Selection, then the winners' re-runs with the stationarity tracker.
     selected, rerun_tasks = [], []
@@ -454,28 +473,30 @@ def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, **overrides):
                 rerun_tasks.append(dict(task, stationarity={"n_points": cfg["n_stationarity"],
                                                             "max_iter": cfg["stationarity_iter"],
                                                             "tol": cfg["stationarity_tol"]}))
-    n_total, done[0] = len(rerun_tasks), 0
+    n_total, done[0], loaded_before = len(rerun_tasks), 0, checkpoints.loaded
 
     def progress_stat(task, rec):
         done[0] += 1
         curve = rec["stationarity_curve"]["value"]
-        _log(verbose, f"[{spec.NAME}] stationarity {done[0]}/{n_total} {rec['dataset']} {rec['method']}: "
+        _log(verbose, f"[{spec.NAME}] stationarity {done[0] + checkpoints.loaded - loaded_before}/{n_total} {rec['dataset']} {rec['method']}: "
                       f"{len(curve)} points, final {curve[-1] if curve else float('nan'):.3g} "
                       f"({rec['stationarity_time_s']:.1f} s)")
 
     t_stat = time.perf_counter()
-    reruns = run_tasks(rerun_tasks, jobs, progress_stat) if rerun_tasks else []
+    reruns = run_tasks(rerun_tasks, jobs, progress_stat, checkpoints) if rerun_tasks else []
     stat_time = time.perf_counter() - t_stat
     curves = {(r["dataset"], r["method"]): r for r in reruns}
 
     doc = _report.build_results(spec, cfg, run_cfg, quick=quick, seed=seed, jobs=jobs, datasets_meta=datasets_meta,
                                 selected=selected, reruns=curves)
+    # With resumed runs the wall times cover this invocation only; each run's own time is in its record.
     doc["timing"] = {"grid_wall_time_s": grid_time, "stationarity_wall_time_s": stat_time,
-                     "total_wall_time_s": time.perf_counter() - t_start}
+                     "total_wall_time_s": time.perf_counter() - t_start, "resumed_runs": checkpoints.loaded}
     _report.write_outputs(doc, out, {(n, m): group[idx] for n, m, group, idx, _ in selected}, curves)
     _figure.plot_figure([out], out / spec.FIGURE, title=spec.TITLE)
     doc["timing"]["total_wall_time_s"] = time.perf_counter() - t_start
     _report.write_results_json(doc, out)
+    checkpoints.clear()
     table = _report.format_table(doc)
     if verbose:
         print(table, flush=True)

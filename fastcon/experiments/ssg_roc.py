@@ -52,6 +52,8 @@ PROBLEM = "roc_fairness"
 FIGURE = "figure1_roc.png"
 TITLE = "Paper 002, Figure 1 (ROC fairness)"
 PAPER = "Huang & Lin, Single-loop switching subgradient methods (paper 002), Figure 1 columns 1-3"
+#: The grid runs are checkpointed (`run_experiment(..., resume=True)`, ``--resume``).
+RESUMABLE = True
 DATASETS = ("a9a", "bank", "compas")
 
 _EPS = [5e-6, 1e-5, 2e-5]

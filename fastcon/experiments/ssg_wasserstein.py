@@ -63,6 +63,8 @@ PROBLEM = "wasserstein_fairness"
 FIGURE = "figure1_wasserstein.png"
 TITLE = "Paper 002, Figure 1 (Wasserstein fairness)"
 PAPER = "Huang & Lin, Single-loop switching subgradient methods (paper 002), Figure 1 columns 4-5"
+#: The grid runs are checkpointed (`run_experiment(..., resume=True)`, ``--resume``).
+RESUMABLE = True
 DATASETS = ("german", "compas")
 
 _EPS = [5e-6, 1e-5, 2e-5]
