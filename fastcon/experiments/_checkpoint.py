@@ -9,7 +9,8 @@ removed: a finished run starts afresh.
 The key is a hash of everything that determines a task's numbers: experiment module, dataset,
 build options, seed, method, grid point, run seed, run options and the stationarity settings (not
 the data folder, nor ``jobs``, which change no number). A changed configuration therefore never
-picks up a stale record. Records are stored as JSON; Python's ``json`` writes floats with
+picks up a stale record; a changed *code* version does not enter the key, so resume with the
+fastcon that started the run (or one whose numbers for these settings are unchanged). Records are stored as JSON; Python's ``json`` writes floats with
 ``repr``, so they load back bit-identical, NaN and infinities included.
 """
 from __future__ import annotations
