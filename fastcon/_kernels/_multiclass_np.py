@@ -87,6 +87,16 @@ update):
   a chain of dependent additions) then took the twenty classes from 80.0 to 73.5 ms on two
   threads and from 94.1 to 86.5 ms on one (same run, same bits; the machine was in a slow phase:
   reference 279 ms).
+  Two changes that did **not** pay, measured on an AVX-512 machine (AMD Zen 5, 1 MB L2 per core;
+  one class as above, old and new kernel alternated in one process, one thread): 8-lane vector
+  blocks (8 + 8 + 4 for C = 20, three vector operations per gathered row instead of five, same
+  bits; LLVM did emit 512-bit instructions) took 1.73 ms against 1.67 ms for the whole pass; and
+  column tiles of ``w_t`` small enough for L2 (per-row tile pointers into the sorted CSR rows,
+  2-8 tiles, row blocks of 256 rows to the whole block) took 0.58-0.99 ms for the scores against
+  0.61-0.63 ms untiled, because each row's entries split into shorter runs and more of them fall
+  outside the groups of eight. The scores and the CSC gradient are each bound by the latency of
+  the random row reads (0.63 ms for 250,000 rows of 160 bytes; 0.44 ms when ``w_t`` fits in L2),
+  not by arithmetic.
 * **CSR, row subsets** (:func:`csr_pairwise_value_grad`): the same scores, and the scatter into
   ``grad_t`` (d x C), which needs no CSC copy of the subset.
 
