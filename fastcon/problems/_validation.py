@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._kernels._checks import all_finite
+
 __all__ = ["check_x", "check_out", "check_rows"]
 
 
@@ -17,7 +19,7 @@ def check_x(x, n_features, field="x", finite_from=0):
         raise ValueError(f"{field}: expected shape ({n_features},), got {x.shape}")
     if x.dtype != np.float64 or not x.flags.c_contiguous:
         x = np.ascontiguousarray(x, dtype=np.float64)
-    if not np.all(np.isfinite(x[finite_from:])):
+    if not all_finite(x[finite_from:]):
         raise ValueError(f"{field}: contains NaN or inf")
     return x
 
