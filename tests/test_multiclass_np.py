@@ -617,3 +617,34 @@ def test_pendigits_kernel_matches_reference(data_home, rng):
         vb, gb = grad_of(term, x, rows)
         assert vb == pytest.approx(vb_ref, rel=1e-12)
         np.testing.assert_allclose(gb, gb_ref.ravel(), rtol=1e-10, atol=1e-13 * np.abs(gb_ref).max())
+
+
+@pytest.mark.parametrize("d, index_type", [(65_536, np.uint16), (65_537, np.uint32)])
+def test_sparse_term_index_width_at_the_uint16_boundary(rng, d, index_type):
+    """Column indices are stored as uint16 up to d = 65,536 (largest index 65,535), as uint32 beyond;
+    entries in the last columns are read correctly either way (full pass, rows, value-only)."""
+    C, n = 3, 45
+    X = sp.lil_matrix((n, d))
+    for i in range(n):
+        for j in rng.choice(d, size=6, replace=False):
+            X[i, j] = rng.standard_normal()
+        X[i, d - 1 - i % 2] = 1.0 + i  # the largest column indices
+    X = X.tocsr()
+    ds = Dataset(X, np.arange(n) % C, task="multiclass")
+    x = rng.standard_normal(C * d) * 0.05
+    W = x.reshape(C, d)
+    for k in range(C):
+        term = ClassPairwiseRisk(ds, k)
+        assert term._design[1].dtype == index_type
+        assert term._columns[1].dtype == np.uint16  # 15 rows per class
+        idx = term.class_rows
+        v_ref, g_ref = ref.class_loss_value_grad(X[idx], W, k)
+        v, g = grad_of(term, x)
+        assert v == pytest.approx(v_ref, rel=1e-12)
+        np.testing.assert_allclose(g, g_ref.ravel(), rtol=1e-12, atol=1e-14)
+        assert term.value(x) == v
+        rows = np.array([0, 3, 3, 14])
+        vb_ref, gb_ref = ref.class_loss_value_grad(X[idx], W, k, scale=1.0 / rows.size, rows=rows)
+        vb, gb = grad_of(term, x, rows)
+        assert vb == pytest.approx(vb_ref, rel=1e-12)
+        np.testing.assert_allclose(gb, gb_ref.ravel(), rtol=1e-12, atol=1e-14)

@@ -117,6 +117,7 @@ from numba.extending import intrinsic
 
 from ._linalg import JIT, JIT_PARALLEL, MAX_CHUNKS, _chunk_span, _count, _entry, _row_at, n_chunks_for
 from ._losses import SIGMOID, margin_loss
+from ._memory import huge_page_zeros
 from ._simd import add_tree8_4
 
 __all__ = ["BLAS_BLOCK_WORK", "CSR_BLOCK_ROWS", "pairwise_workspace",
@@ -154,15 +155,17 @@ def pairwise_workspace(n_classes, n_features, n_rows, dense=False):
         CSR: ``(w_t, grad_t, S, P, acc)`` of shapes (d, C), (d, C), (n_k, C), (MAX_CHUNKS, b, C)
         and (MAX_CHUNKS, C + 1) with ``b = min(n_k, CSR_BLOCK_ROWS)``: full passes keep every
         row's coefficients in ``S`` and one block of losses per chunk in ``P``; row subsets use
-        ``S[:b]`` and ``P[0]``. Dense: ``(T, S, P)`` of shapes (C, d), (b, C), (b, C) with
-        ``b = min(n_k, max(1, BLAS_BLOCK_WORK // (C d)))``.
+        ``S[:b]`` and ``P[0]``; ``w_t``, ``grad_t`` and ``S`` are on huge pages where the system
+        offers them (`fastcon._kernels._memory.huge_page_zeros`). Dense: ``(T, S, P)`` of shapes
+        (C, d), (b, C), (b, C) with ``b = min(n_k, max(1, BLAS_BLOCK_WORK // (C d)))``.
     """
     C, d, n = int(n_classes), int(n_features), max(1, int(n_rows))
     if dense:
         b = min(n, max(1, BLAS_BLOCK_WORK // max(1, C * d)))
         return np.zeros((C, d)), np.zeros((b, C)), np.zeros((b, C))
     b = min(n, CSR_BLOCK_ROWS)
-    return (np.zeros((d, C)), np.zeros((d, C)), np.zeros((n, C)), np.zeros((MAX_CHUNKS, b, C)),
+    # The tables read at random rows (w_t, grad_t, S) go on huge pages (`fastcon._kernels._memory`).
+    return (huge_page_zeros((d, C)), huge_page_zeros((d, C)), huge_page_zeros((n, C)), np.zeros((MAX_CHUNKS, b, C)),
             np.zeros((MAX_CHUNKS, C + 1)))
 
 
@@ -472,7 +475,7 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
     loss : int
         Loss code of `fastcon._kernels._losses` (``SIGMOID`` in the paper).
     indptr, indices, data
-        CSR arrays (uint64, uint32, float64) of the rows of class ``k``; ``data=None`` for binary
+        CSR arrays (uint64, uint16 or uint32, float64) of the rows of class ``k``; ``data=None`` for binary
         features.
     weights : ndarray of float64, shape (n_k,), or None
         Sample weights :math:`s_i` (None: all 1).
@@ -622,7 +625,7 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
     loss, indptr, indices, data, weights, divisor, W, k, w_t
         As in :func:`csr_pairwise_value` (all rows: no ``rows``).
     cindptr, cindices, cdata
-        The same block in CSC (uint64, uint32 row positions, float64; ``cdata=None`` for binary
+        The same block in CSC (uint64, uint16 or uint32 row positions, float64; ``cdata=None`` for binary
         features).
     G : ndarray of float64, shape (C, d), C-contiguous
         Overwritten with :math:`\nabla_W L_k`.
