@@ -96,7 +96,12 @@ update):
   0.61-0.63 ms untiled, because each row's entries split into shorter runs and more of them fall
   outside the groups of eight. The scores and the CSC gradient are each bound by the latency of
   the random row reads (0.63 ms for 250,000 rows of 160 bytes; 0.44 ms when ``w_t`` fits in L2),
-  not by arithmetic.
+  not by arithmetic. What did pay, on the whole bench pass (twenty distinct class blocks, which
+  do not stay in cache between terms: one warm block repeated twenty times took 20.3 ms against
+  24.8 ms for the twenty blocks): ``w_t``, ``grad_t`` and ``S`` on huge pages (TLB reach;
+  `fastcon._kernels._memory`), a compiled finiteness check of x, and uint16 indices where they
+  fit (`fastcon.problems._multiclass_np`), 28.2 ms before, 22.9-24.4 ms after, on two threads
+  (one thread 45-46 before, 39-40 ms after; reference 118-132 ms, 4.85-5.27x).
 * **CSR, row subsets** (:func:`csr_pairwise_value_grad`): the same scores, and the scatter into
   ``grad_t`` (d x C), which needs no CSC copy of the subset.
 
