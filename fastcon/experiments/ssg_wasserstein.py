@@ -106,7 +106,8 @@ def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
 
     ``problem`` is the exact problem (deterministic oracles); ``instance(run_seed)`` returns a fresh
     ``(solve problem, exact problem)`` pair with new domain objects (the transport projection keeps
-    warm-start duals); the stochastic oracle comes from the solvers (``oracle`` in the run config).
+    warm-start duals; the exact problem's starts from the previous duals, for the dense steps of the
+    near-stationarity solves); the stochastic oracle comes from the solvers (``oracle`` in the run config).
     """
     from ..problems import BlockTerm, ConstrainedProblem, erm_optimum, hinge_constraint
     from ..problems._wasserstein import wasserstein_fairness
@@ -122,15 +123,17 @@ def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
     x0 = H.initial_point(erm.w)
     parts = {"P": slice(0, m * m), "w": slice(m * m, m * m + d)}
 
-    def exact_problem():
-        return ConstrainedProblem(H, [constraint], H.domain(radius), x0=x0, parts=parts,
+    def exact_problem(start="zero"):
+        return ConstrainedProblem(H, [constraint], H.domain(radius, start=start), x0=x0, parts=parts,
                                   name=f"wasserstein_fairness({dataset})")
 
     def instance(run_seed):
         # Fresh domain objects per run: the transport projection keeps warm-start duals. The
-        # solvers' stochastic oracle uses the term's own `sample_rows` (B rows per group).
-        fresh = exact_problem()
-        return fresh, fresh
+        # solvers' stochastic oracle uses the term's own `sample_rows` (B rows per group). The
+        # recording problem (exact values, near stationarity) is the same problem with its own
+        # projection, warm-started from the previous duals: the stationarity subproblem takes
+        # dense steps, where that start needs a third fewer Newton steps (`transport_domain`).
+        return exact_problem(), exact_problem(start="previous")
 
     problem = exact_problem()
     rho = H.rho_ipp_heuristic()

@@ -26,6 +26,8 @@ import warnings
 
 import numpy as np
 
+from .._kernels._vector import axpy, proximal_step
+
 __all__ = ["near_stationarity", "kkt_residual", "constraint_violation", "preserved_counters"]
 
 
@@ -215,12 +217,14 @@ def _switching_prox(problem, x, rho_hat, mu, max_iter, tol, feas_tol, window, ou
         gz, _ = problem.g_and_subgradient(z, grad)
         if gz <= feas_tol:
             problem.f_and_subgradient(z, grad)
-            grad += rho_hat * (z - x)
-            avg_sum += (j + 1.0) * z
+            # Fused in-place updates: on the Wasserstein problem z has m^2 + d entries and each
+            # NumPy temporary of that size is a page-faulting allocation.
+            proximal_step(grad, z, x, rho_hat)
+            axpy(j + 1.0, z, avg_sum)
             z_last[:] = z
             weight_sum += j + 1.0
             bound_sum += (j + 1.0) * float(grad @ grad) / (mu * (j + 2.0))
-            z -= (2.0 / (mu * (j + 2.0))) * grad
+            axpy(-2.0 / (mu * (j + 2.0)), grad, z)
             j += 1
             if j == next_check:
                 # Doubling checkpoints (window, 2 window, 4 window, ...): O(d) memory, and the
@@ -239,7 +243,7 @@ def _switching_prox(problem, x, rho_hat, mu, max_iter, tol, feas_tol, window, ou
                 # g > 0 with a zero subgradient: z minimises the convex g, so {g <= 0} is empty.
                 status = "no_feasible_iterate" if j == 0 else status
                 break
-            z -= (gz / gsq) * grad
+            axpy(-gz / gsq, grad, z)
         problem.project_inplace(z)
     if j == 0:
         status, x_hat, gap_bound = "no_feasible_iterate", z, np.inf

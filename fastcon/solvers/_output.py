@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._kernels._vector import axpy
+
 __all__ = ["RandomIterate", "BestIterate", "WeightedAverage"]
 
 
@@ -81,7 +83,6 @@ class WeightedAverage:
 
     def __init__(self, dim):
         self._sum = np.zeros(dim)
-        self._scratch = np.empty(dim)
         self.total_weight = 0.0
         self.count = 0
         self.index = -1  # last offered t (the average has no single index)
@@ -90,8 +91,7 @@ class WeightedAverage:
         self.count += 1
         if not weight > 0.0:
             return
-        np.multiply(x, weight, out=self._scratch)
-        self._sum += self._scratch
+        axpy(float(weight), np.ascontiguousarray(x, dtype=np.float64), self._sum)  # one pass, same rounding as sum += w * x
         self.total_weight += weight
         self.index = t
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._progress import Progress
+from .._kernels._vector import conex_primal_step, linearized_values
 from .._results import History, SolveResult
 from ._output import WeightedAverage
 from ._schedules import Schedule, as_schedule
@@ -122,7 +123,7 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     ell, ell_prev, s, scratch = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
     # Row views created once, so the loop hands each constraint its output row without allocating.
     views = {id(G): [G[i] for i in range(m)] for G in (G_cur, G_nxt)}
-    f_grad, direction, x_prev = np.empty(d), np.empty(d), np.empty(d)
+    f_grad, x_prev = np.empty(d), np.empty(d)
 
     def constraints_at(x, values, grads):
         for i, (c, row) in enumerate(zip(cons, views[id(grads)])):
@@ -158,20 +159,14 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
                            max_violation=max(0.0, g_rec), multiplier_norm=float(np.sqrt(y @ y)),
                            data_passes_f=pf, data_passes_g=pg, **extra)
         # x_{t+1} = proj(x_t - eta_t (f' + sum_i y_{t+1,i} g_i'(x_t)))
-        np.dot(y, G_cur, out=direction)
-        direction += f_grad
-        direction *= eta[t]
-        np.copyto(x_prev, x)
-        x -= direction
+        conex_primal_step(x, x_prev, f_grad, G_cur, y, eta[t])  # fused: x_prev = x, then the step
         problem.project_inplace(x)
         constraints_at(x, g_nxt, G_nxt)
         ell_prev, ell = ell, ell_prev  # ell_prev <- l_t; ell is overwritten with l_{t+1}
         if extrapolation == "exact":
             ell[:] = g_nxt
         else:  # l_{t+1} = g(x_t) + g'(x_t)(x_{t+1} - x_t)
-            np.subtract(x, x_prev, out=direction)
-            np.dot(G_cur, direction, out=ell)
-            ell += g_cur
+            linearized_values(G_cur, x, x_prev, g_cur, ell)
         g_cur, g_nxt, G_cur, G_nxt = g_nxt, g_cur, G_nxt, G_cur
         if output == "average":
             avg_x.offer(t, x, gamma[t])

@@ -35,6 +35,7 @@ import numpy as np
 
 from .._progress import Progress
 from .._results import History, SolveResult
+from .._kernels._vector import axpy
 from ._output import BestIterate, RandomIterate, WeightedAverage
 from ._common import (
     check_choice, make_objective_oracle, PassMeter, RowSampler, start_point, stationarity_certificate, seeded_streams,
@@ -222,9 +223,8 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
                            tolerance=eps[t], data_passes_f=pf, data_passes_g=pg, **extra)
             if output == "best" and candidate:
                 rule.offer(t, x, f_t)
-        # x_{t+1} = proj_X(x_t - eta_t * zeta_t), in place (the direction buffer is scratch now).
-        direction *= eta[t]
-        x -= direction
+        # x_{t+1} = proj_X(x_t - eta_t * zeta_t), in place, one pass (bitwise as x -= eta_t * zeta_t).
+        axpy(-eta[t], direction, x)
         problem.project_inplace(x)
         if progress.active:
             progress.update(t, g=g_t)

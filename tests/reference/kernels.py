@@ -81,3 +81,24 @@ def project_balls(x, offsets, radii, center=None):
 
 def project_box(x, lo, hi):
     return np.clip(x, lo, hi)
+
+
+# --------------------------------------------------------------------------- fused vector updates
+def proximal_value(x, center, rho):
+    r""":math:`\frac{\rho}{2}\|x - c\|^2`."""
+    return 0.5 * rho * float(np.sum((x - center) ** 2))
+
+
+def proximal_add(x, center, rho, out):
+    """Value of the proximal term, and ``out + rho (x - c)`` (returned, ``out`` untouched)."""
+    return proximal_value(x, center, rho), out + rho * (x - center)
+
+
+def conex_primal_step(x, f_grad, G, y, eta):
+    r""":math:`x - \eta(f' + G^\top y)` (before projection)."""
+    return x - eta * (y @ G + f_grad)
+
+
+def linearized_values(G, x, x_prev, g):
+    r""":math:`g + G(x - x_{prev})`."""
+    return g + G @ (x - x_prev)
