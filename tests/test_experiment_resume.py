@@ -87,3 +87,22 @@ def test_resume_is_refused_where_runs_are_not_checkpointed(tmp_path, capsys):
         run_experiment("iqrc-mnpc", quick=True, out_dir=tmp_path, resume=True)
     assert main(["reproduce", "iqrc-mnpc", "--quick", "--resume", "--out", str(tmp_path)]) == 2
     assert "does not checkpoint" in capsys.readouterr().err
+
+
+def test_follow_up_tasks_overtake_the_waiting_ones(monkeypatch, tmp_path):
+    order = []
+    monkeypatch.setattr(_tuning, "execute_task", lambda task: order.append(task["dataset"]) or {"name": task["dataset"]})
+
+    def follow_up(task, record):  # every task but "c" gets one follow-up (a winner's re-run)
+        return [] if task["dataset"] in ("c", "a'", "b'") else [{"dataset": task["dataset"] + "'"}]
+
+    tasks = [{"dataset": n} for n in "abc"]
+    all_tasks, records = _tuning.run_tasks(tasks, 1, follow_up=follow_up)
+    assert order == ["a", "a'", "b", "b'", "c"]  # each follow-up runs before the tasks still waiting
+    assert [t["dataset"] for t in all_tasks] == [r["name"] for r in records] == ["a", "b", "c", "a'", "b'"]
+    # Loaded records trigger their follow-ups too (a resumed run re-creates the re-run tasks).
+    ck = TaskCheckpoints(tmp_path / "ck", resume=True)
+    ck.save({"dataset": "a"}, {"name": "a"})
+    order.clear()
+    _, records = _tuning.run_tasks(tasks, 1, checkpoints=ck, follow_up=follow_up)
+    assert order == ["a'", "b", "b'", "c"] and ck.loaded == 1

@@ -102,9 +102,10 @@ def test_tiny_wasserstein_and_combined_figure(tmp_path, data_home):
                          datasets=("german",), **TINY)
     _check_outputs(out, doc, "ssg-wasserstein", "figure1_wasserstein.png", ("german",))
     assert doc["datasets"]["german"]["m"] >= 2
-    # Same seed, same numbers.
+    # Same seed, same numbers, also in two processes (longest grid points first, each re-run started
+    # as soon as its method's grid is complete).
     again = run_experiment("ssg-wasserstein", quick=True, out_dir=tmp_path / "w2", data_home=data_home, verbose=False,
-                           datasets=("german",), **TINY)
+                           datasets=("german",), jobs=2, **TINY)
     assert _strip_times(json.loads((out / "results.json").read_text())) == \
         _strip_times(json.loads((tmp_path / "w2" / "results.json").read_text()))
     # A ROC folder next to it gives the combined figure, one column per (problem, dataset).

@@ -7,9 +7,11 @@ problem is built, the hyperparameter grids, iteration budgets. This module runs 
 2. run every grid point of every method (:func:`run_tasks`, optionally in ``jobs`` processes),
    saving each finished run at once (`fastcon.experiments._checkpoint`, for ``resume``);
 3. pick one configuration per (dataset, method) with :func:`select_config` (the tuning rule below);
-4. re-run each winner with a near-stationarity tracker (:class:`StationarityTracker`), which
-   measures :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` at about ``n_stationarity`` equally spaced
-   iterations with one fixed :math:`\hat\rho` per problem for all methods;
+4. re-run each winner, as soon as its method's grid is complete and in the same process pool, with
+   a near-stationarity tracker (:class:`StationarityTracker`), which measures
+   :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` at about ``n_stationarity`` equally spaced iterations
+   with one fixed :math:`\hat\rho` per problem for all methods (grid points run longest first when
+   the experiment module defines ``relative_cost(meta, method)``);
 5. hand everything to `fastcon.experiments._report` (results.json, CSVs, table) and
    `fastcon.experiments._figure` (the Figure 1 panels).
 
@@ -346,39 +348,72 @@ def _init_worker():
         pass
 
 
-def run_tasks(tasks, jobs=1, on_done=None, checkpoints=None):
-    """Execute ``tasks`` (in order when ``jobs`` is 1, else in a process pool); results in task order.
+def run_tasks(tasks, jobs=1, on_done=None, checkpoints=None, follow_up=None):
+    """Execute ``tasks`` (one at a time when ``jobs`` is 1, else in a process pool).
 
-    ``on_done(task, record)`` is called as each task finishes (progress lines). With
-    ``checkpoints`` (a `fastcon.experiments._checkpoint.TaskCheckpoints`), every finished record is
-    saved at once, and records it loads (``resume``) replace their tasks' runs.
+    Returns ``(all_tasks, records)``: ``tasks`` followed by the tasks ``follow_up`` added, and their
+    records in that order. ``on_done(task, record)`` is called as each task finishes (progress
+    lines). With ``checkpoints`` (a `fastcon.experiments._checkpoint.TaskCheckpoints`), every
+    finished record is saved at once, and records it loads (``resume``) replace their tasks' runs.
+
+    ``follow_up(task, record)``, called for every record (run or loaded), returns tasks to add; they
+    go to the **front** of the queue. The driver uses it to start a (dataset, method)'s
+    near-stationarity re-run as soon as that method's last grid point ends, instead of after the
+    whole grid: the re-runs are the longest single tasks (COMPAS static SSG: 881 s against a
+    36 s grid point), and started last they ran with one core idle. At most ``jobs`` tasks are in
+    the pool at a time so that an added task overtakes the waiting ones. Every task carries its
+    own seed and builds its own problem instance, so the order changes no number.
     """
-    results = [None] * len(tasks)
-    pending = []
-    for i, task in enumerate(tasks):
-        results[i] = None if checkpoints is None else checkpoints.load(task)
-        if results[i] is None:
-            pending.append(i)
+    from collections import deque
 
-    def finish(i, record):
+    all_tasks, results, queue = [], [], deque()
+
+    def completed(i, record, fresh):
         results[i] = record
-        if checkpoints is not None:
-            checkpoints.save(tasks[i], record)
-        if on_done is not None:
-            on_done(tasks[i], record)
+        if fresh and checkpoints is not None:
+            checkpoints.save(all_tasks[i], record)
+        if fresh and on_done is not None:
+            on_done(all_tasks[i], record)
+        if follow_up is not None:
+            add(follow_up(all_tasks[i], record) or [], front=True)
 
-    if int(jobs) <= 1 or len(pending) <= 1:
-        for i in pending:
-            finish(i, execute_task(tasks[i]))
-        return results
+    def add(new_tasks, front=False):
+        fresh = []
+        for task in new_tasks:
+            all_tasks.append(task)
+            results.append(None)
+            fresh.append(len(all_tasks) - 1)
+        waiting = []
+        for i in fresh:
+            record = None if checkpoints is None else checkpoints.load(all_tasks[i])
+            if record is None:
+                waiting.append(i)
+            else:
+                completed(i, record, fresh=False)
+        if front:
+            queue.extendleft(reversed(waiting))
+        else:
+            queue.extend(waiting)
+
+    add(tasks)
+    if int(jobs) <= 1:
+        while queue:
+            i = queue.popleft()
+            completed(i, execute_task(all_tasks[i]), fresh=True)
+        return all_tasks, results
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     with ProcessPoolExecutor(max_workers=int(jobs), mp_context=mp.get_context("spawn"), initializer=_init_worker) as pool:
-        futures = {pool.submit(execute_task, tasks[i]): i for i in pending}
-        for fut in as_completed(futures):
-            finish(futures[fut], fut.result())
-    return results
+        running = {}
+        while queue or running:
+            while queue and len(running) < int(jobs):
+                i = queue.popleft()
+                running[pool.submit(execute_task, all_tasks[i])] = i
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                completed(running.pop(fut), fut.result(), fresh=True)
+    return all_tasks, results
 
 
 # ------------------------------------------------------------------------------- the driver
@@ -445,53 +480,64 @@ def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, resume, **over
                 tasks.append(task)
 
     checkpoints = TaskCheckpoints(out / "checkpoints", resume=resume)
-    n_total = len(tasks)
-    done = [0]
+    n_grid = len(tasks)
+    n_rerun = len(cfg["datasets"]) * len(grids) if cfg["n_stationarity"] > 0 else 0
+    count = {"grid": 0, "rerun": 0}
 
-    def progress(task, rec):  # resumed runs count as done (all are loaded before the first run ends)
-        done[0] += 1
-        _log(verbose, f"[{spec.NAME}] {done[0] + checkpoints.loaded}/{n_total} {rec['dataset']} {rec['method']} ({_fmt_params(rec['params'])}): "
-                      f"f = {rec['objective']:.5g}, g = {rec['constraint']:.3g}, {rec['wall_time_s']:.1f} s")
+    def progress(task, rec):  # resumed runs count as done
+        if task.get("stationarity"):
+            count["rerun"] += 1
+            curve = rec["stationarity_curve"]["value"]
+            _log(verbose, f"[{spec.NAME}] stationarity {count['rerun']}/{n_rerun} {rec['dataset']} {rec['method']}: "
+                          f"{len(curve)} points, final {curve[-1] if curve else float('nan'):.3g} "
+                          f"({rec['stationarity_time_s']:.1f} s)")
+        else:
+            count["grid"] += 1
+            _log(verbose, f"[{spec.NAME}] {count['grid']}/{n_grid} {rec['dataset']} {rec['method']} ({_fmt_params(rec['params'])}): "
+                          f"f = {rec['objective']:.5g}, g = {rec['constraint']:.3g}, {rec['wall_time_s']:.1f} s")
 
-    t_grid = time.perf_counter()
-    records = run_tasks(tasks, jobs, progress, checkpoints)
-    grid_time = time.perf_counter() - t_grid
-    resumed = checkpoints.loaded
-    if resumed:
-        _log(verbose, f"[{spec.NAME}] resumed {resumed} of {n_total} grid runs from {checkpoints.folder}")
+    # Selection as soon as a method's grid is complete, then its winner's re-run with the
+    # stationarity tracker (`run_tasks`, ``follow_up``).
+    group_tasks, group_records, selection, curves = {}, {}, {}, {}
+    for task in tasks:
+        group_tasks.setdefault((task["dataset"], task["method"]), []).append(task)
 
-    # Selection, then the winners' re-runs with the stationarity tracker.
-    selected, rerun_tasks = [], []
-    for name in cfg["datasets"]:
-        for method in grids:
-            group = [r for r in records if r["dataset"] == name and r["method"] == method]
-            idx, reason = select_config(group, datasets_meta[name]["kappa"], cfg["feasibility_factor"])
-            selected.append((name, method, group, idx, reason))
-            if cfg["n_stationarity"] > 0:
-                task = next(t for t in tasks if t["dataset"] == name and t["method"] == method
-                            and t["grid_index"] == group[idx]["grid_index"])
-                rerun_tasks.append(dict(task, stationarity={"n_points": cfg["n_stationarity"],
-                                                            "max_iter": cfg["stationarity_iter"],
-                                                            "tol": cfg["stationarity_tol"]}))
-    n_total, done[0], loaded_before = len(rerun_tasks), 0, checkpoints.loaded
+    def follow_up(task, rec):
+        key = (task["dataset"], task["method"])
+        if task.get("stationarity"):
+            curves[key] = rec
+            return []
+        group_records.setdefault(key, []).append(rec)
+        group = group_records[key]
+        if len(group) < len(group_tasks[key]):
+            return []
+        group.sort(key=lambda r: r["grid_index"])  # ties go to the first in grid order
+        idx, reason = select_config(group, datasets_meta[key[0]]["kappa"], cfg["feasibility_factor"])
+        selection[key] = (group, idx, reason)
+        if cfg["n_stationarity"] <= 0:
+            return []
+        winner = next(t for t in group_tasks[key] if t["grid_index"] == group[idx]["grid_index"])
+        return [dict(winner, stationarity={"n_points": cfg["n_stationarity"], "max_iter": cfg["stationarity_iter"],
+                                           "tol": cfg["stationarity_tol"]})]
 
-    def progress_stat(task, rec):
-        done[0] += 1
-        curve = rec["stationarity_curve"]["value"]
-        _log(verbose, f"[{spec.NAME}] stationarity {done[0] + checkpoints.loaded - loaded_before}/{n_total} {rec['dataset']} {rec['method']}: "
-                      f"{len(curve)} points, final {curve[-1] if curve else float('nan'):.3g} "
-                      f"({rec['stationarity_time_s']:.1f} s)")
-
-    t_stat = time.perf_counter()
-    reruns = run_tasks(rerun_tasks, jobs, progress_stat, checkpoints) if rerun_tasks else []
-    stat_time = time.perf_counter() - t_stat
-    curves = {(r["dataset"], r["method"]): r for r in reruns}
+    # Longest tasks first (`spec.relative_cost`), so that the last to finish are short ones.
+    cost = getattr(spec, "relative_cost", None)
+    if cost is not None:
+        order = {name: i for i, name in enumerate(cfg["datasets"])}
+        tasks.sort(key=lambda t: (-cost(datasets_meta[t["dataset"]], t["method"]), order[t["dataset"]],
+                                  METHODS.index(t["method"]), t["grid_index"]))
+    t_run = time.perf_counter()
+    run_tasks(tasks, jobs, progress, checkpoints, follow_up)
+    run_time = time.perf_counter() - t_run
+    if checkpoints.loaded:
+        _log(verbose, f"[{spec.NAME}] resumed {checkpoints.loaded} of {n_grid + n_rerun} runs from {checkpoints.folder}")
+    selected = [(name, method) + selection[(name, method)] for name in cfg["datasets"] for method in grids]
 
     doc = _report.build_results(spec, cfg, run_cfg, quick=quick, seed=seed, jobs=jobs, datasets_meta=datasets_meta,
                                 selected=selected, reruns=curves)
     # With resumed runs the wall times cover this invocation only; each run's own time is in its record.
-    doc["timing"] = {"grid_wall_time_s": grid_time, "stationarity_wall_time_s": stat_time,
-                     "total_wall_time_s": time.perf_counter() - t_start, "resumed_runs": checkpoints.loaded}
+    doc["timing"] = {"runs_wall_time_s": run_time, "total_wall_time_s": time.perf_counter() - t_start,
+                     "resumed_runs": checkpoints.loaded}
     _report.write_outputs(doc, out, {(n, m): group[idx] for n, m, group, idx, _ in selected}, curves)
     _figure.plot_figure([out], out / spec.FIGURE, title=spec.TITLE)
     doc["timing"]["total_wall_time_s"] = time.perf_counter() - t_start

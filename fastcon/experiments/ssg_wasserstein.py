@@ -151,6 +151,19 @@ def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
     return {"problem": problem, "erm": erm, "meta": meta, "instance": instance}
 
 
+#: Seconds per COMPAS grid point (T = 15000, one worker of two busy; see `relative_cost`).
+_COMPAS_SECONDS = {"ssg_static": 36.0, "ssg_diminishing": 98.0, "conex": 155.0, "ipp_ssg": 130.0, "ipp_conex": 350.0}
+
+
+def relative_cost(meta, method) -> float:
+    """Expected run time of one grid point, up to a constant: the driver starts the longest first.
+
+    Scales with the plan size :math:`m^2` (every step projects the plan); the per-method factors
+    are measured COMPAS run times.
+    """
+    return float(meta["m"]) ** 2 * _COMPAS_SECONDS[method]
+
+
 def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, **overrides):
     """Run the experiment (see the module docstring); returns the results.json dict."""
     import sys
