@@ -151,8 +151,9 @@ def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
     return {"problem": problem, "erm": erm, "meta": meta, "instance": instance}
 
 
-#: Seconds per COMPAS grid point (T = 15000, one worker of two busy; see `relative_cost`).
-_COMPAS_SECONDS = {"ssg_static": 36.0, "ssg_diminishing": 98.0, "conex": 155.0, "ipp_ssg": 130.0, "ipp_conex": 350.0}
+#: Seconds per COMPAS grid point (T = 15000 extrapolated from 1500 iterations, two runs at a time on
+#: the 2-core machine; see `relative_cost`).
+_COMPAS_SECONDS = {"ssg_static": 50.0, "ssg_diminishing": 74.0, "conex": 79.0, "ipp_ssg": 46.0, "ipp_conex": 77.0}
 
 
 def relative_cost(meta, method) -> float:
