@@ -482,18 +482,16 @@ def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, resume, **over
     checkpoints = TaskCheckpoints(out / "checkpoints", resume=resume)
     n_grid = len(tasks)
     n_rerun = len(cfg["datasets"]) * len(grids) if cfg["n_stationarity"] > 0 else 0
-    count = {"grid": 0, "rerun": 0}
 
-    def progress(task, rec):  # resumed runs count as done
+    def progress(task, rec):  # resumed runs count as done (`follow_up` has seen them)
         if task.get("stationarity"):
-            count["rerun"] += 1
             curve = rec["stationarity_curve"]["value"]
-            _log(verbose, f"[{spec.NAME}] stationarity {count['rerun']}/{n_rerun} {rec['dataset']} {rec['method']}: "
+            _log(verbose, f"[{spec.NAME}] stationarity {len(curves) + 1}/{n_rerun} {rec['dataset']} {rec['method']}: "
                           f"{len(curve)} points, final {curve[-1] if curve else float('nan'):.3g} "
                           f"({rec['stationarity_time_s']:.1f} s)")
         else:
-            count["grid"] += 1
-            _log(verbose, f"[{spec.NAME}] {count['grid']}/{n_grid} {rec['dataset']} {rec['method']} ({_fmt_params(rec['params'])}): "
+            done = sum(len(group) for group in group_records.values()) + 1
+            _log(verbose, f"[{spec.NAME}] {done}/{n_grid} {rec['dataset']} {rec['method']} ({_fmt_params(rec['params'])}): "
                           f"f = {rec['objective']:.5g}, g = {rec['constraint']:.3g}, {rec['wall_time_s']:.1f} s")
 
     # Selection as soon as a method's grid is complete, then its winner's re-run with the
