@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fastcon._kernels import _vector as K
-from tests.reference import kernels as ref
+from reference import kernels as ref
 
 SIZES = [0, 1, 7, 64, 1001]
 
