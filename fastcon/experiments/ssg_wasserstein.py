@@ -130,10 +130,10 @@ def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
         # Fresh domain objects per run: the transport projection keeps warm-start duals. The
         # solvers' stochastic oracle uses the term's own `sample_rows` (B rows per group). The
         # recording problem (exact values, near stationarity) keeps the zero-dual start: the
-        # previous duals take a third fewer Newton steps on the subproblem's dense steps, but
-        # carried over ~30,000 projections of a re-run they drift along the shift (u + t, v - t)
-        # until the marginals cannot reach the tolerance (COMPAS IPP-ConEx: residual 1.51e-13
-        # against 1.45e-13, and the projection raised).
+        # previous duals take a third fewer Newton steps on the subproblem's dense steps, but in
+        # the COMPAS IPP-ConEx re-run one projection from them ended at residual 1.51e-13 against
+        # the tolerance 1.45e-13 and raised (cause not established: the duals' mean shift
+        # (u + t, v - t) did not drift over 20,000 dense-step projections at m = 60).
         return exact_problem(), exact_problem()
 
     problem = exact_problem()
