@@ -152,3 +152,23 @@ def test_expand_grid_paper_and_middle():
     assert expand_grid(grid, "middle") == [{"a": 2, "b": 20}]
     with pytest.raises(ValueError):
         expand_grid(grid, "nope")
+
+
+def test_stationarity_rerun_follows_its_grid_run(data_home):
+    """The tracker measures on its own problem: the re-run's trajectory is the grid run's, bit for bit."""
+    from fastcon.experiments import _tuning, ssg_wasserstein as S
+    from fastcon.experiments._report import apply_overrides
+
+    cfg = apply_overrides(S.config(True), TINY)
+    bundle = S.build("german", S.build_options(cfg), str(data_home), 0)
+    for method, params in [("ssg_static", {"tolerance": 1e-5, "step_size": 0.015}),
+                           ("ipp_conex", {"rho_hat_factor": 5e-4, "c1": 200.0, "c2": 0.01})]:
+        task = {"module": S.__name__, "dataset": "german", "build": S.build_options(cfg), "data_home": str(data_home),
+                "seed": 0, "erm": bundle["erm"], "method": method, "params": params, "grid_index": 0, "run_seed": 7,
+                "run": S.run_options(cfg), "stationarity": None}
+        _tuning.register_bundle(task, bundle)
+        grid = _tuning.execute_task(task)
+        rerun = _tuning.execute_task(dict(task, stationarity={"n_points": 3, "max_iter": 20, "tol": 1e-6}))
+        assert len(rerun["stationarity_curve"]["value"]) == 4
+        assert rerun["objective"] == grid["objective"] and rerun["constraint"] == grid["constraint"]
+        assert rerun["history"]["objective"] == grid["history"]["objective"]

@@ -28,14 +28,14 @@ def test_proximal_value_and_add_match_reference(n, rho):
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_axpy_and_proximal_step_are_bitwise_numpy(n):
+def test_axpy_and_the_in_place_proximal_gradient_are_bitwise_numpy(n):
     x, y, c = _vecs(n, 3, 10 + n)
     a = -0.37
     got = y.copy()
     K.axpy(a, x, got)
     np.testing.assert_array_equal(got, y + a * x)
     got = y.copy()
-    K.proximal_step(got, x, c, 1.7)
+    K.proximal_add(x, c, 1.7, got)  # as near_stationarity uses it: grad += rho (z - x)
     np.testing.assert_array_equal(got, y + 1.7 * (x - c))
 
 

@@ -19,7 +19,7 @@ from numba import njit
 
 from ._linalg import JIT
 
-__all__ = ["proximal_value", "proximal_add", "axpy", "proximal_step", "conex_primal_step", "linearized_values"]
+__all__ = ["proximal_value", "proximal_add", "axpy", "conex_primal_step", "linearized_values"]
 
 _JIT_SUM = dict(JIT, fastmath={"reassoc"})
 
@@ -50,13 +50,6 @@ def axpy(a, x, y):
     """``y += a * x`` in place (BLAS ``daxpy`` may contract to FMA; this never does)."""
     for i in range(np.uint64(x.size)):
         y[i] += a * x[i]
-
-
-@njit(**JIT)
-def proximal_step(grad, z, center, rho):
-    """``grad += rho * (z - center)`` in place: the gradient of :math:`\\frac{\\rho}{2}\\|z - c\\|^2` added."""
-    for i in range(np.uint64(z.size)):
-        grad[i] += rho * (z[i] - center[i])
 
 
 @njit(**JIT)

@@ -122,18 +122,16 @@ def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
     x0 = H.initial_point(erm.w)
     parts = {"P": slice(0, m * m), "w": slice(m * m, m * m + d)}
 
-    def exact_problem(start="zero"):
-        return ConstrainedProblem(H, [constraint], H.domain(radius, start=start), x0=x0, parts=parts,
+    def exact_problem():
+        return ConstrainedProblem(H, [constraint], H.domain(radius), x0=x0, parts=parts,
                                   name=f"wasserstein_fairness({dataset})")
 
     def instance(run_seed):
         # Fresh domain objects per run: the transport projection keeps warm-start duals. The
         # solvers' stochastic oracle uses the term's own `sample_rows` (B rows per group). The
-        # recording problem (exact values, near stationarity) keeps the zero-dual start: the
-        # previous duals take a third fewer Newton steps on the subproblem's dense steps, but in
-        # the COMPAS IPP-ConEx re-run one projection from them ended at residual 1.51e-13 against
-        # the tolerance 1.45e-13 and raised (cause not established: the duals' mean shift
-        # (u + t, v - t) did not drift over 20,000 dense-step projections at m = 60).
+        # recording problem (exact values, the near-stationarity solves) has its own projection,
+        # so the measurements cannot touch the solver's projection state: a re-run with the
+        # tracker follows its grid run's trajectory. Cost: one exact g per recorded iteration.
         return exact_problem(), exact_problem()
 
     problem = exact_problem()

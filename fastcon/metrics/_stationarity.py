@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from .._kernels._vector import axpy, proximal_step
+from .._kernels._vector import axpy, proximal_add
 
 __all__ = ["near_stationarity", "kkt_residual", "constraint_violation", "preserved_counters"]
 
@@ -219,7 +219,7 @@ def _switching_prox(problem, x, rho_hat, mu, max_iter, tol, feas_tol, window, ou
             problem.f_and_subgradient(z, grad)
             # Fused in-place updates: on the Wasserstein problem z has m^2 + d entries and each
             # NumPy temporary of that size is a page-faulting allocation.
-            proximal_step(grad, z, x, rho_hat)
+            proximal_add(z, x, rho_hat, grad)  # grad += rho_hat (z - x); the value is not needed
             axpy(j + 1.0, z, avg_sum)
             z_last[:] = z
             weight_sum += j + 1.0

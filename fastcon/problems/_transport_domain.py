@@ -17,10 +17,10 @@ On COMPAS (m = 692) this takes as many Newton steps as the previous duals on obj
 Dense steps are the other case: the proximal-subproblem solver of `near_stationarity` moves every
 entry of P by a little each step, and there the previous duals are the better start. At 300
 subproblem iterations from a COMPAS iterate: 15.1 Newton steps per projection from zero, 9.5 from
-the previous duals, 12.1 s against 8.6 s per measurement (``start="previous"``). Known issue:
-in a full COMPAS re-run (about 30,000 such projections) one projection from the previous duals
-stopped at marginal residual 1.51e-13 against the tolerance 1.45e-13 and raised; the experiments
-therefore keep ``"zero"``, which has not failed in any run.
+the previous duals, 12.1 s against 8.6 s per measurement (``start="previous"``). But in a full
+COMPAS re-run (about 30,000 such projections) one projection from the previous duals stopped at
+marginal residual 1.51e-13 against the tolerance 1.45e-13 and raised (cause not established), so
+the experiments keep the default ``"zero"``, which has not failed in any run.
 """
 from __future__ import annotations
 
@@ -116,11 +116,6 @@ class TransportPolytope(_Domain):
         return f"TransportPolytope(m={self.m}, n={self.n})"
 
 
-def transport_domain(m, radius, n_features, start="zero") -> Product:
-    r""":math:`\mathcal X = \mathcal P \times \{w : \|w\| \le r\}` for :math:`x = (\mathrm{vec}\,P, w)` (problem 14).
-
-    ``start`` is the plan projection's dual warm start (`TransportPolytope`): ``"zero"`` suits
-    solvers whose steps touch a minibatch block of P; ``"previous"`` suits dense steps such as
-    those of `fastcon.metrics.near_stationarity`.
-    """
-    return Product([(int(m) * int(m), TransportPolytope(m, start=start)), (int(n_features), Ball(radius))])
+def transport_domain(m, radius, n_features) -> Product:
+    r""":math:`\mathcal X = \mathcal P \times \{w : \|w\| \le r\}` for :math:`x = (\mathrm{vec}\,P, w)` (problem 14)."""
+    return Product([(int(m) * int(m), TransportPolytope(m)), (int(n_features), Ball(radius))])

@@ -128,10 +128,9 @@ class WassersteinFairness:
         w = self._check_w(w)
         return np.concatenate([self.uniform_plan().ravel(), w])
 
-    def domain(self, radius, start="zero"):
-        r""":math:`\mathcal P \times \{\|w\| \le r\}` (problem 14), see `transport_domain` (``start``:
-        the dual warm start of the plan's projection, `TransportPolytope`)."""
-        return transport_domain(self.m, radius, self.d, start=start)
+    def domain(self, radius):
+        r""":math:`\mathcal P \times \{\|w\| \le r\}` (problem 14), see `transport_domain`."""
+        return transport_domain(self.m, radius, self.d)
 
     def scores(self, w):
         """``(A_p w, A_u w)`` on the kept rows (reads no counter)."""
