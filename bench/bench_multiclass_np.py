@@ -132,15 +132,16 @@ def _point(C, d, seed):
     return W
 
 
-def _case(dataset, seed, sparse=False):
-    problem = multiclass_neyman_pearson(dataset, priority_class=0, radius=0.1)
+def _case(dataset, seed, sparse=False, layout="classes"):
+    problem = multiclass_neyman_pearson(dataset, priority_class=0, radius=0.1, layout=layout)
     C, d = int(dataset.y.max()) + 1, dataset.n_features
     W = _point(C, d, seed)
     order = [problem.objective.class_id] + [c.term.class_id for c in problem.constraints]
     blocks = [dataset.X[dataset.y == k] for k in order]
     if not sparse:
         blocks = [np.ascontiguousarray(b) for b in blocks]
-    return {"problem": problem, "W": W, "x": W.ravel().copy(), "order": order, "blocks": blocks,
+    x = (W if layout == "classes" else W.T).ravel().copy()
+    return {"problem": problem, "W": W, "x": x, "order": order, "blocks": blocks, "layout": layout,
             "grads": np.empty((C, C * d)), "levels": np.array([0.0] + [c.bound for c in problem.constraints])}
 
 
@@ -159,11 +160,23 @@ def usps(data_home):
 
 
 @pytest.fixture(scope="module")
-def synthetic_csr():
+def synthetic_dataset():
     rng = np.random.default_rng(2024)
     X = sp.random(N_SPARSE, D_SPARSE, density=NNZ_PER_ROW / D_SPARSE, format="csr", random_state=rng)
     y = rng.integers(0, C_SPARSE, size=N_SPARSE)
-    return _case(Dataset(X, y, name=f"synthetic_csr_{N_SPARSE}", task="multiclass"), seed=3, sparse=True)
+    return Dataset(X, y, name=f"synthetic_csr_{N_SPARSE}", task="multiclass")
+
+
+@pytest.fixture(scope="module")
+def synthetic_csr(synthetic_dataset):
+    """The sparse group's case in the CSR kernels' native layout, x = vec(W^T) (``layout="features"``)."""
+    return _case(synthetic_dataset, seed=3, sparse=True, layout="features")
+
+
+@pytest.fixture(scope="module")
+def synthetic_csr_classes(synthetic_dataset):
+    """The same problem and point in the default layout, x = vec(W) (the kernels transpose W on every call)."""
+    return _case(synthetic_dataset, seed=3, sparse=True, layout="classes")
 
 
 # ------------------------------------------------------------------------------ passes
@@ -188,7 +201,8 @@ def _check(case, sparse=False):
     fast = fused_pass(case)
     np.testing.assert_allclose(fast, values, rtol=1e-10, atol=1e-12)
     for i, g in enumerate(grads):
-        np.testing.assert_allclose(case["grads"][i], g.ravel(), rtol=1e-10, atol=1e-12)
+        expected = g if case["layout"] == "classes" else g.T  # gradients are laid out like x
+        np.testing.assert_allclose(case["grads"][i], expected.ravel(), rtol=1e-10, atol=1e-12)
 
 
 def _run_pair(benchmark, case, role, target, rounds, sparse=False):
@@ -215,19 +229,29 @@ def test_pendigits_pass_reference(benchmark, pendigits):
 
 
 @pytest.mark.benchmark(group=GROUP_SPARSE)
-def test_sparse_pass_fastcon(benchmark, synthetic_csr):
+def test_sparse_pass_fastcon(benchmark, synthetic_csr, synthetic_csr_classes):
     import numba
 
     _run_pair(benchmark, synthetic_csr, "fastcon", 5, rounds=3 if SMALL else 5, sparse=True)
     nnz = sum(b.nnz for b in synthetic_csr["blocks"])
+    rounds = 3 if SMALL else 5
     threads = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        with one_blas_thread():
-            serial = best_time(lambda: fused_pass(synthetic_csr), 3 if SMALL else 5)
-    finally:
-        numba.set_num_threads(threads)
-    benchmark.extra_info.update(nnz_per_row=nnz / N_SPARSE, numba_threads=threads, serial_ms=serial * 1e3)
+    with one_blas_thread():
+        _check(synthetic_csr_classes, sparse=True)
+        classes = best_time(lambda: fused_pass(synthetic_csr_classes), rounds)
+        # the two layouts give the same values and the same gradients, transposed
+        values = fused_pass(synthetic_csr)
+        assert np.array_equal(values, fused_pass(synthetic_csr_classes))
+        C, d = synthetic_csr["W"].shape
+        assert np.array_equal(synthetic_csr["grads"].reshape(C, d, C),
+                              synthetic_csr_classes["grads"].reshape(C, C, d).transpose(0, 2, 1))
+        try:
+            numba.set_num_threads(1)
+            serial = best_time(lambda: fused_pass(synthetic_csr), rounds)
+        finally:
+            numba.set_num_threads(threads)
+    benchmark.extra_info.update(layout="features", nnz_per_row=nnz / N_SPARSE, numba_threads=threads,
+                                serial_ms=serial * 1e3, classes_layout_ms=classes * 1e3)
 
 
 @pytest.mark.benchmark(group=GROUP_SPARSE)

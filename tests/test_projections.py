@@ -1,9 +1,11 @@
-"""Projections onto a ball, a product of balls and a box: membership, idempotence, optimality."""
+"""Projections onto a ball, a product of balls (contiguous or interleaved blocks) and a box: membership,
+idempotence, optimality."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fastcon._kernels import project_ball, project_balls, project_box
+from fastcon._kernels import project_ball, project_balls, project_box, project_column_balls
+from fastcon.problems import ColumnBalls, ProductOfBalls
 from reference import kernels as ref
 
 TOL = 1e-12
@@ -69,6 +71,48 @@ def test_product_of_balls(sizes, seed, centered):
             if size:
                 v[sl] = sample_ball(rng, size, r if np.isfinite(r) else 10.0, c[sl])
         assert np.dot(x - p, v - p) <= TOL * (1 + np.linalg.norm(x - p) * np.linalg.norm(v - p))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 7), st.integers(1, 6), st.integers(0, 2**32 - 1), st.sampled_from([0.01, 1.0, 100.0]))
+def test_column_balls_equal_product_of_balls_on_the_transpose(n_rows, m, seed, spread):
+    """Column k of the row-major (n, m) matrix, x[k::m], onto its ball: the reference, and the same bits as
+    project_balls on the transpose (the "features" layout of multi-class NP against "classes")."""
+    rng = np.random.default_rng(seed)
+    radii = rng.random(m) * 2
+    radii[rng.random(m) < 0.2] = np.inf
+    radii[rng.random(m) < 0.1] = 0.0
+    M = rng.standard_normal((n_rows, m)) * spread
+    M[rng.random((n_rows, m)) < 0.1] = -0.0
+    x = M.ravel()
+    p = projected(project_column_balls, x, radii, np.empty(m))
+    np.testing.assert_allclose(p, ref.project_column_balls(x, radii), rtol=1e-13, atol=1e-13)
+    transposed = projected(project_balls, np.ascontiguousarray(M.T).ravel(), np.arange(m + 1) * n_rows, radii)
+    assert np.array_equal(p.reshape(n_rows, m).T.ravel(), transposed)
+    assert np.array_equal(np.signbit(p.reshape(n_rows, m).T.ravel()), np.signbit(transposed))  # -0.0 as well
+    for k, r in enumerate(radii):
+        assert np.linalg.norm(p[k::m]) <= r * (1 + TOL) + TOL
+        if not np.isfinite(r):
+            assert np.array_equal(p[k::m], x[k::m])
+    np.testing.assert_allclose(projected(project_column_balls, p, radii, np.empty(m)), p, rtol=1e-14, atol=1e-14)
+    domain = ColumnBalls(radii)
+    assert np.array_equal(domain.project(x), p) and domain.n_columns == m
+    assert domain.diameter == ProductOfBalls(np.arange(m + 1) * n_rows, radii).diameter
+    assert [x[s].size for s in domain.columns(x.size)] == [n_rows] * m
+
+
+def test_column_balls_bad_arguments_raise():
+    with pytest.raises(ValueError, match="radii"):
+        project_column_balls(np.ones(6), np.array([1.0, 1.0, 1.0, 1.0]), np.empty(4))  # 4 does not divide 6
+    with pytest.raises(ValueError, match="radii"):
+        project_column_balls(np.ones(6), np.array([1.0, -1.0]), np.empty(2))
+    with pytest.raises(ValueError, match="radii"):
+        project_column_balls(np.ones(6), np.array([1.0, 1.0]), np.empty(3))
+    for radii in ([], [1.0, -0.5], [[1.0]]):
+        with pytest.raises(ValueError, match="radii"):
+            ColumnBalls(radii)
+    with pytest.raises(ValueError, match="multiple"):
+        ColumnBalls([1.0, 1.0]).columns(5)
 
 
 @settings(max_examples=80, deadline=None)

@@ -8,7 +8,7 @@ PUBLIC = {
     "fastcon.datasets": ["Dataset", "load_libsvm", "dump_libsvm", "load", "list_datasets",
                          "make_fair_classification", "make_multiclass"],
     "fastcon.problems": ["ConstrainedProblem", "hinge_risk", "erm_optimum", "roc_fairness", "wasserstein_fairness",
-                         "custom_term", "less_equal", "Ball", "ProductOfBalls", "Box", "Whole",
+                         "custom_term", "less_equal", "Ball", "ProductOfBalls", "ColumnBalls", "Box", "Whole",
                          "demographic_parity_gap", "scad_penalty", "multiclass_neyman_pearson", "neyman_pearson"],
     "fastcon.solvers": ["switching_subgradient", "conex", "proximal_point", "theory_parameters", "check_certificate",
                         "spider", "iqrc", "exact_penalty_trust_region"],

@@ -144,7 +144,7 @@ BLAS_BLOCK_WORK = 1 << 17
 CSR_BLOCK_ROWS = 128
 
 
-def pairwise_workspace(n_classes, n_features, n_rows, dense=False):
+def pairwise_workspace(n_classes, n_features, n_rows, dense=False, transposes=True):
     """Scratch of the kernels for a class block of ``n_rows`` rows, allocated once per block.
 
     Parameters
@@ -153,6 +153,9 @@ def pairwise_workspace(n_classes, n_features, n_rows, dense=False):
         :math:`C`, :math:`d` and the rows :math:`n_k` of the class block.
     dense : bool
         Dense layout (BLAS blocks) instead of CSR.
+    transposes : bool
+        CSR only: allocate ``w_t`` and ``grad_t``. Without (the weights arrive as :math:`W^\top`,
+        ``feature_major`` in the kernels) both are None.
 
     Returns
     -------
@@ -170,8 +173,8 @@ def pairwise_workspace(n_classes, n_features, n_rows, dense=False):
         return np.zeros((C, d)), np.zeros((b, C)), np.zeros((b, C))
     b = min(n, CSR_BLOCK_ROWS)
     # The tables read at random rows (w_t, grad_t, S) go on huge pages (`fastcon._kernels._memory`).
-    return (huge_page_zeros((d, C)), huge_page_zeros((d, C)), huge_page_zeros((n, C)), np.zeros((MAX_CHUNKS, b, C)),
-            np.zeros((MAX_CHUNKS, C + 1)))
+    w_t, grad_t = (huge_page_zeros((d, C)), huge_page_zeros((d, C))) if transposes else (None, None)
+    return w_t, grad_t, huge_page_zeros((n, C)), np.zeros((MAX_CHUNKS, b, C)), np.zeros((MAX_CHUNKS, C + 1))
 
 
 # --------------------------------------------------------------------------- vectorisable sigmoid
@@ -472,7 +475,7 @@ def _csr_scatter(indptr, indices, data, i, S, r, grad_t):
 
 # --------------------------------------------------------------------------- CSR passes
 @njit(**JIT)
-def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k, w_t, S, P):
+def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k, w_t, S, P, feature_major=False):
     r"""Value :math:`\frac1N \sum_{i\in R} s_i \sum_{l\ne k} \phi((w_k - w_l)^\top a_i)` of a CSR class block.
 
     Parameters
@@ -489,13 +492,17 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
     rows : ndarray of int64 or uint64, or None
         Row subset :math:`R` (positions in the class block, checked by the caller); None for all.
     W : ndarray of float64, shape (C, d), C-contiguous
-        One weight row per class.
+        One weight row per class (not read when ``feature_major``).
     k : int
         The class of the rows, ``0 <= k < C``.
     w_t : ndarray of float64, shape (d, C)
-        Scratch (overwritten with the transpose of ``W``).
+        Scratch, overwritten with the transpose of ``W``; with ``feature_major`` the weights
+        themselves, :math:`W^\top` (read only).
     S, P : ndarray of float64, shapes (>= b, C) and (b, C)
         Scratch of one block of ``b = P.shape[0] >= 1`` rows (:func:`pairwise_workspace`).
+    feature_major : bool
+        The weights arrive as ``w_t`` (the ``"features"`` layout of
+        `fastcon.problems.ClassPairwiseRisk`), so no transpose is made (module docstring).
 
     Returns
     -------
@@ -504,7 +511,8 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
     m = np.uint64(_count(rows, indptr.shape[0] - 1))
     kk = np.uint64(k)
     br = np.uint64(P.shape[0])
-    _transpose_into(W, w_t)
+    if not feature_major:
+        _transpose_into(W, w_t)
     total = 0.0
     for b0 in range(_ZERO, m, br):
         mb = min(br, m - b0)
@@ -516,18 +524,21 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
 
 
 @njit(**JIT)
-def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows, W, k, G, w_t, grad_t, S, P):
+def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows, W, k, G, w_t, grad_t, S, P,
+                            feature_major=False):
     r"""Value and gradient of :math:`L_k` (module docstring) on a CSR class block.
 
     Arguments as in :func:`csr_pairwise_value`; ``G`` (float64, shape (C, d), C-contiguous) is
-    overwritten with :math:`\nabla_W L_k`, and ``grad_t`` (shape (d, C)) is scratch. Returns the
-    value.
+    overwritten with :math:`\nabla_W L_k`, and ``grad_t`` (shape (d, C)) is scratch. With
+    ``feature_major`` the gradient is accumulated straight into ``grad_t``, which is then the
+    output :math:`(\nabla_W L_k)^\top` (``G`` is not written). Returns the value.
     """
     m = np.uint64(_count(rows, indptr.shape[0] - 1))
     kk = np.uint64(k)
     br = np.uint64(P.shape[0])
     inv = 1.0 / divisor
-    _transpose_into(W, w_t)
+    if not feature_major:
+        _transpose_into(W, w_t)
     grad_t[:, :] = 0.0
     total = 0.0
     for b0 in range(_ZERO, m, br):
@@ -539,18 +550,24 @@ def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows,
         for r in range(mb):
             if _any_nonzero(S, r):  # e.g. hinge rows past the margin add nothing
                 _csr_scatter(indptr, indices, data, _row_at(rows, b0 + r), S, r, grad_t)
-    _untranspose_into(grad_t, G)
+    if not feature_major:
+        _untranspose_into(grad_t, G)
     return total / divisor
 
 
 @njit(inline="always")
-def _csc_gradient(cindptr, cindices, cdata, B, G, acc, c, lo, hi):
-    """``G[:, j] = sum_i a_ij B[i]`` for the CSC columns ``lo..hi-1``, through row ``c`` of ``acc``."""
-    C = np.uint64(G.shape[0])
+def _csc_gradient(cindptr, cindices, cdata, B, G, acc, c, lo, hi, feature_major):
+    """``G[:, j] = sum_i a_ij B[i]`` for the CSC columns ``lo..hi-1``, through row ``c`` of ``acc``
+    (``G[j, :]`` when ``feature_major``: one contiguous row instead of C strided entries)."""
+    C = np.uint64(B.shape[1])
     for j in range(lo, hi):
         _sparse_row_times(cindptr, cindices, cdata, j, B, acc, c)
-        for l in range(C):
-            G[l, j] = acc[c, l]
+        if feature_major:
+            for l in range(C):
+                G[j, l] = acc[c, l]
+        else:
+            for l in range(C):
+                G[l, j] = acc[c, l]
 
 
 @njit(**JIT)
@@ -585,7 +602,7 @@ def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, l
 
 
 @njit(**JIT_PARALLEL)
-def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k, w_t, S, P, acc):
+def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k, w_t, S, P, acc, feature_major=False):
     r"""Value of :math:`L_k` over every row of a CSR class block; bit-identical to :func:`csr_full_pairwise_value_grad`.
 
     Arguments as in :func:`csr_full_pairwise_value_grad`. Large blocks run in parallel row chunks
@@ -593,17 +610,19 @@ def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k,
     """
     n = indptr.shape[0] - 1
     kk = np.uint64(k)
-    n_chunks = _full_pass_chunks(indptr, W.shape[0])
+    C = w_t.shape[1]
+    d = w_t.shape[0]
+    n_chunks = _full_pass_chunks(indptr, C)
     if n_chunks == 1:
-        _transpose_into(W, w_t)
+        if not feature_major:
+            _transpose_into(W, w_t)
         total = _csr_rows_losses(loss, indptr, indices, data, weights, 1.0, kk, w_t, S, P[0], _ZERO, np.uint64(n),
                                  False)
         return total / divisor
-    C = W.shape[0]
-    d = W.shape[1]
-    for c in prange(n_chunks):
-        lo, hi = _chunk_span(c, n_chunks, d)
-        _transpose_cols(W, w_t, lo, hi)
+    if not feature_major:
+        for c in prange(n_chunks):
+            lo, hi = _chunk_span(c, n_chunks, d)
+            _transpose_cols(W, w_t, lo, hi)
     for c in prange(n_chunks):
         lo, hi = _chunk_span(c, n_chunks, n)
         acc[c, C] = _csr_rows_losses(loss, indptr, indices, data, weights, 1.0, kk, w_t, S, P[c], lo, hi, False)
@@ -615,7 +634,7 @@ def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k,
 
 @njit(**JIT_PARALLEL)
 def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices, cdata, weights, divisor, W, k, G,
-                                 w_t, S, P, acc):
+                                 w_t, S, P, acc, feature_major=False):
     r"""Value and gradient of :math:`L_k` over every row of a CSR class block, the gradient from its CSC copy.
 
     Steps 1-2 (module docstring) for all rows, then :math:`\nabla_{:, j} = \sum_{i} a_{ij} b_i / N`
@@ -633,13 +652,16 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
         The same block in CSC (uint64, uint16 or uint32 row positions, float64; ``cdata=None`` for binary
         features).
     G : ndarray of float64, shape (C, d), C-contiguous
-        Overwritten with :math:`\nabla_W L_k`.
+        Overwritten with :math:`\nabla_W L_k`; with ``feature_major``, shape (d, C) and overwritten
+        with :math:`(\nabla_W L_k)^\top`.
     S : ndarray of float64, shape (n_k, C)
         Scratch: every row's scores, then coefficients.
     P : ndarray of float64, shape (MAX_CHUNKS, b, C)
         Scratch: the losses of a block of ``b`` rows, one block buffer per chunk.
     acc : ndarray of float64, shape (MAX_CHUNKS, C + 1)
         Scratch (per chunk: one gradient column and a loss sum).
+    feature_major : bool
+        As in :func:`csr_pairwise_value`: ``w_t`` holds the weights, and ``G`` is written transposed.
 
     Returns
     -------
@@ -647,19 +669,21 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
     """
     n = indptr.shape[0] - 1
     d = cindptr.shape[0] - 1
-    C = W.shape[0]
+    C = w_t.shape[1]
     kk = np.uint64(k)
     inv = 1.0 / divisor
     n_chunks = _full_pass_chunks(indptr, C)
     if n_chunks == 1:
-        _transpose_into(W, w_t)
+        if not feature_major:
+            _transpose_into(W, w_t)
         total = _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P[0], _ZERO, np.uint64(n),
                                  True)
-        _csc_gradient(cindptr, cindices, cdata, S, G, acc, _ZERO, _ZERO, np.uint64(d))
+        _csc_gradient(cindptr, cindices, cdata, S, G, acc, _ZERO, _ZERO, np.uint64(d), feature_major)
         return total / divisor
-    for c in prange(n_chunks):
-        lo, hi = _chunk_span(c, n_chunks, d)
-        _transpose_cols(W, w_t, lo, hi)
+    if not feature_major:
+        for c in prange(n_chunks):
+            lo, hi = _chunk_span(c, n_chunks, d)
+            _transpose_cols(W, w_t, lo, hi)
     for c in prange(n_chunks):
         lo, hi = _chunk_span(c, n_chunks, n)
         acc[c, C] = _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P[c], lo, hi, True)
@@ -668,7 +692,7 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
         total += acc[c, C]
     for c in prange(n_chunks):
         lo, hi = _chunk_span(c, n_chunks, d)
-        _csc_gradient(cindptr, cindices, cdata, S, G, acc, np.uint64(c), lo, hi)
+        _csc_gradient(cindptr, cindices, cdata, S, G, acc, np.uint64(c), lo, hi, feature_major)
     return total / divisor
 
 

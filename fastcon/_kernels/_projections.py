@@ -17,7 +17,7 @@ from numba.extending import overload
 
 from ._linalg import JIT
 
-__all__ = ["project_ball", "project_balls", "project_box"]
+__all__ = ["project_ball", "project_balls", "project_column_balls", "project_box"]
 
 
 def _bound_at(bound, j):  # pragma: no cover - replaced by the overload inside jitted code
@@ -103,6 +103,53 @@ def project_balls(x, offsets, radii, center=None):
             raise ValueError("radii: must be >= 0")
     for k in range(m):
         _project_block(x, offsets[k], offsets[k + 1], center, radii[k])
+
+
+@njit(**JIT)
+def project_column_balls(x, radii, norms):
+    r"""Project ``x`` in place onto a product of balls, one per column of ``x`` read as a row-major matrix.
+
+    With :math:`m` = ``radii.shape[0]`` columns, ``x`` is the (len(x)/m, m) matrix :math:`M`
+    stored row by row and column :math:`k` (``x[k::m]``) is projected onto the ball of radius
+    :math:`r_k` around 0: :math:`M_{:k} \leftarrow M_{:k} \min(1, r_k/\|M_{:k}\|)`. This is
+    :func:`project_balls` on the transpose: each column's squares are summed in row order and the
+    same scale is applied, so the results are the same bits as projecting ``M.T`` block by block.
+
+    Parameters
+    ----------
+    x : ndarray of float64, shape (n m,)
+        Modified in place.
+    radii : ndarray of float64, shape (m,)
+        :math:`r_k \ge 0`; ``inf`` leaves column :math:`k` free.
+    norms : ndarray of float64, shape (m,)
+        Scratch (overwritten with the columns' squared norms, then their scales).
+    """
+    m = radii.shape[0]
+    if m == 0 or x.shape[0] % m != 0 or norms.shape[0] != m:
+        raise ValueError("radii: expected one radius per column, the columns dividing len(x)")
+    for k in range(m):
+        if not radii[k] >= 0.0:
+            raise ValueError("radii: must be >= 0")
+    n = x.shape[0] // m
+    norms[:] = 0.0
+    for i in range(n):  # row by row: the squares of every column in row order, as project_balls sums them
+        for k in range(m):
+            t = x[i * m + k]
+            norms[k] += t * t
+    scaled = False
+    for k in range(m):
+        norm = np.sqrt(norms[k])
+        if radii[k] == np.inf or norm <= radii[k]:
+            norms[k] = -1.0  # left alone (a scale is never negative)
+        else:
+            norms[k] = radii[k] / norm
+            scaled = True
+    if scaled:
+        for i in range(n):
+            for k in range(m):
+                if norms[k] >= 0.0:
+                    # 0.0 + ...: the centre term of _project_block, which turns -0.0 into +0.0 as it does
+                    x[i * m + k] = 0.0 + x[i * m + k] * norms[k]
 
 
 @njit(**JIT)

@@ -267,7 +267,8 @@ def _dist_to_minus_normal_cone(domain, x, v):
     Whole: :math:`\|v\|`. Ball (center c, radius r): on the boundary
     :math:`-\mathcal N = \{-t(x - c): t \ge 0\}`, so the distance is :math:`\|v + t^*(x - c)\|` with
     :math:`t^* = \max(0, -v^\top(x - c)/\|x - c\|^2)`. Box: coordinate-wise (a coordinate at its lower
-    bound may keep :math:`v_j > 0`, at its upper bound :math:`v_j < 0`). Products: block-wise. Any
+    bound may keep :math:`v_j > 0`, at its upper bound :math:`v_j < 0`). Products (also
+    ``ProductOfBalls``, ``ColumnBalls``): block-wise. Any
     other domain: the projected-gradient residual :math:`\|x - P_{\mathcal X}(x - v)\|`, which is 0
     exactly when the distance is 0.
     """
@@ -289,6 +290,11 @@ def _dist_to_minus_normal_cone(domain, x, v):
         sq = 0.0
         for k in range(domain.radii.size):
             s = slice(domain.offsets[k], domain.offsets[k + 1])
+            sq += _ball_dist(x[s], domain.radii[k], v[s]) ** 2
+        return float(np.sqrt(sq))
+    if name == "ColumnBalls":  # the balls of ProductOfBalls on interleaved blocks x[k::m]
+        sq = 0.0
+        for k, s in enumerate(domain.columns(x.shape[0])):
             sq += _ball_dist(x[s], domain.radii[k], v[s]) ** 2
         return float(np.sqrt(sq))
     if name == "Product":

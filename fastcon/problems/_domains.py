@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._kernels._projections import project_ball, project_balls, project_box
+from .._kernels._projections import project_ball, project_balls, project_box, project_column_balls
 
-__all__ = ["Whole", "Ball", "ProductOfBalls", "Box", "Product"]
+__all__ = ["Whole", "Ball", "ProductOfBalls", "ColumnBalls", "Box", "Product"]
 
 
 class _Domain:
@@ -72,6 +72,46 @@ class ProductOfBalls(_Domain):
 
     def __repr__(self):
         return f"ProductOfBalls({self.radii.size} blocks)"
+
+
+class ColumnBalls(_Domain):
+    r"""One ball around 0 per column of :math:`x` read as a row-major matrix (interleaved blocks).
+
+    With :math:`m` radii, :math:`x` is the :math:`(n/m) \times m` matrix stored row by row and
+    its column :math:`k`, ``x[k::m]``, must lie in the ball of radius :math:`r_k`. This is
+    `ProductOfBalls` for a variable stored transposed: the multi-class model
+    :math:`W \in \mathbb R^{C \times d}` kept as :math:`\operatorname{vec}(W^\top)` (the
+    ``"features"`` layout of `fastcon.problems.multiclass_neyman_pearson`), where the weights of
+    class :math:`k` are every C-th entry. Projections equal those of `ProductOfBalls` on the
+    transposed vector bit for bit.
+
+    Parameters
+    ----------
+    radii : array-like of shape (m,)
+        :math:`r_k \ge 0` (``inf``: column k free).
+    """
+
+    def __init__(self, radii):
+        self.radii = np.ascontiguousarray(radii, dtype=np.float64)
+        if self.radii.ndim != 1 or self.radii.size == 0:
+            raise ValueError("radii: need a non-empty 1-D array, one radius per column")
+        if not np.all(self.radii >= 0):
+            raise ValueError("radii: must be non-negative")
+        self.n_columns = int(self.radii.size)
+        self.diameter = 2.0 * float(np.sqrt(np.sum(self.radii ** 2)))
+
+    def columns(self, dim):
+        """The index slice of every column in a vector of length ``dim``: ``[slice(k, dim, m) ...]``."""
+        if dim % self.n_columns:
+            raise ValueError(f"x: length {dim} is not a multiple of the {self.n_columns} columns")
+        return [slice(k, dim, self.n_columns) for k in range(self.n_columns)]
+
+    def project_inplace(self, x):
+        project_column_balls(x, self.radii, np.empty(self.n_columns))  # per call: domains hold no mutable state
+        return x
+
+    def __repr__(self):
+        return f"ColumnBalls({self.n_columns} columns)"
 
 
 class Box(_Domain):

@@ -43,12 +43,15 @@ from .._kernels._multiclass_np import (
     pairwise_workspace,
 )
 from ._compose import less_equal
-from ._domains import Ball, ProductOfBalls, Whole
+from ._domains import Ball, ColumnBalls, ProductOfBalls, Whole
 from ._margin_risk import margin_risk
 from ._problem import ConstrainedProblem
 from ._validation import check_out, check_rows, check_x
 
 __all__ = ["ClassPairwiseRisk", "multiclass_neyman_pearson", "neyman_pearson"]
+
+#: How ``x`` stores :math:`W` (see :class:`ClassPairwiseRisk`).
+LAYOUTS = ("classes", "features")
 
 #: :math:`\phi(0)` of each margin loss: the loss of the zero model on every margin.
 LOSS_AT_ZERO = {"hinge": 1.0, "logistic": float(np.log(2.0)), "sigmoid": 0.5, "squared_hinge": 1.0}
@@ -58,6 +61,12 @@ def _check_loss(loss):
     if loss not in LOSS_CODES:
         raise ValueError(f"loss: expected one of {sorted(LOSS_CODES)}, got {loss!r}")
     return loss
+
+
+def _check_layout(layout):
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: expected one of {list(LAYOUTS)}, got {layout!r}")
+    return layout
 
 
 def _n_classes(dataset, n_classes=None, require_all=True):
@@ -118,6 +127,20 @@ class ClassPairwiseRisk:
 
     the plain batch mean when unweighted (repeated indices count repeatedly).
 
+    **Layout of x.** ``"classes"`` (default): :math:`x = \operatorname{vec}(W)` row by row, the
+    weights of class :math:`c` are ``x[c*d:(c+1)*d]`` (as scikit-learn's ``coef_.ravel()``).
+    ``"features"``: :math:`x = \operatorname{vec}(W^\top)`, the C weights of feature :math:`j`
+    side by side, class :math:`c` at ``x[c::C]``; gradients are laid out like ``x``. The CSR
+    kernels read one C-vector of weights per stored entry and write one C-vector of gradient per
+    column, so ``"features"`` is their native layout: a ``"classes"`` term transposes
+    :math:`W` (and, for minibatches, the gradient) on every call. Measured on the synthetic CSR
+    benchmark (``bench/bench_multiclass_np.py``: 20 classes of 5,000 x 10,000, 50 entries per
+    row, all twenty terms' values and gradients, two threads): 38.3 ms in ``"classes"`` against
+    30.7 ms in ``"features"`` (same run; the SciPy reference 156 ms). On dense data the two
+    layouts cost the same (BLAS takes either; a ``"features"`` term transposes the small
+    :math:`C \times d` matrix). Values are the same bits in both layouts, gradients the same
+    bits permuted.
+
     Parameters
     ----------
     dataset : fastcon.Dataset
@@ -133,6 +156,8 @@ class ClassPairwiseRisk:
         :math:`\phi`; the paper uses the sigmoid loss :math:`1/(1+e^z)`.
     sample_weight : array-like of shape (dataset.n_samples,), "dataset" or None
         Weights :math:`s_i` of the dataset's rows; "dataset" (default) uses ``dataset.sample_weight``.
+    layout : {"classes", "features"}
+        How ``x`` stores :math:`W` (above).
 
     Attributes
     ----------
@@ -148,8 +173,10 @@ class ClassPairwiseRisk:
         Rows read since construction or :meth:`reset_counters` (a full pass adds :math:`n_k`).
     """
 
-    def __init__(self, dataset, class_id, n_classes=None, loss="sigmoid", sample_weight="dataset"):
+    def __init__(self, dataset, class_id, n_classes=None, loss="sigmoid", sample_weight="dataset", layout="classes"):
         self.loss = _check_loss(loss)
+        self.layout = _check_layout(layout)
+        self._feature_major = layout == "features"
         self._code = LOSS_CODES[loss]
         self.dataset = dataset
         self.n_classes = C = _n_classes(dataset, n_classes, require_all=False)
@@ -193,12 +220,18 @@ class ClassPairwiseRisk:
         else:
             self._design = (np.ascontiguousarray(block, dtype=np.float64),)
         # Kernel scratch, allocated once: CSR (w_t, grad_t, S, P, acc), dense (T, S, P); see pairwise_workspace.
-        self._work = pairwise_workspace(C, d, self.n_samples, dense=not dataset.is_sparse)
+        # A "features" CSR term reads x and writes out as they are: no w_t, grad_t.
+        self._work = pairwise_workspace(C, d, self.n_samples, dense=not dataset.is_sparse,
+                                        transposes=not self._feature_major)
+        # A "features" dense term runs the dense kernels on W and its gradient in (C, d) copies.
+        self._dense_copies = (np.empty((C, d)), np.empty((C, d))) if self._feature_major and not dataset.is_sparse \
+            else None
         self.rows_read = 0
 
     def __repr__(self):
+        layout = "" if self.layout == "classes" else f", layout={self.layout!r}"
         return (f"ClassPairwiseRisk(class_id={self.class_id}, n_classes={self.n_classes}, loss={self.loss!r}, "
-                f"dataset={getattr(self.dataset, 'name', '')!r}, n_samples={self.n_samples})")
+                f"dataset={getattr(self.dataset, 'name', '')!r}, n_samples={self.n_samples}{layout})")
 
     @property
     def formula(self) -> str:
@@ -213,31 +246,40 @@ class ClassPairwiseRisk:
     # ------------------------------------------------------------------ oracles
     def value(self, x) -> float:
         """:math:`L_k(x)` over all rows of class k."""
-        W = self._matrix(check_x(x, self.n_features))
+        x = check_x(x, self.n_features)
         self.rows_read += self.n_samples
-        return self._value(W, None, self._total)
+        return self._value(x, None, self._total)
 
     def value_and_subgradient(self, x, out) -> float:
-        r""":math:`L_k(x)`; writes :math:`\nabla L_k(x)` (flattened like ``x``) into ``out``."""
-        W = self._matrix(check_x(x, self.n_features))
-        G = self._matrix(check_out(out, self.n_features))
+        r""":math:`L_k(x)`; writes :math:`\nabla L_k(x)` (laid out like ``x``) into ``out``."""
+        x = check_x(x, self.n_features)
+        out = check_out(out, self.n_features)
         self.rows_read += self.n_samples
-        return self._value_grad(W, None, self._total, G)
+        return self._value_grad(x, None, self._total, out)
 
     def value_rows(self, x, rows) -> float:
         r"""Minibatch estimate :math:`\hat L_B(x)` on class-k positions ``rows`` (class docstring)."""
-        W = self._matrix(check_x(x, self.n_features))
+        x = check_x(x, self.n_features)
         rows = check_rows(rows, self.n_samples)
         self.rows_read += rows.shape[0]
-        return self._value(W, rows, self._subset_divisor(rows.shape[0]))
+        return self._value(x, rows, self._subset_divisor(rows.shape[0]))
 
     def value_and_subgradient_rows(self, x, rows, out) -> float:
         r""":math:`\hat L_B(x)`; writes its gradient into ``out``."""
-        W = self._matrix(check_x(x, self.n_features))
-        G = self._matrix(check_out(out, self.n_features))
+        x = check_x(x, self.n_features)
+        out = check_out(out, self.n_features)
         rows = check_rows(rows, self.n_samples)
         self.rows_read += rows.shape[0]
-        return self._value_grad(W, rows, self._subset_divisor(rows.shape[0]), G)
+        return self._value_grad(x, rows, self._subset_divisor(rows.shape[0]), out)
+
+    def weights(self, x):
+        """:math:`W` (C x d) of ``x`` in this term's layout: a view for ``"classes"``, a copy for ``"features"``."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (self.n_features,):
+            raise ValueError(f"x: expected shape ({self.n_features},), got {x.shape}")
+        if self._feature_major:
+            return np.ascontiguousarray(x.reshape(self.n_input_features, self.n_classes).T)
+        return x.reshape(self.n_classes, self.n_input_features)
 
     # ------------------------------------------------------------------ kernel dispatch
     def _subset_divisor(self, m):
@@ -245,37 +287,63 @@ class ClassPairwiseRisk:
         return m * self._total / self.n_samples
 
     def _matrix(self, x):
+        """``x`` as the kernels' 2-D array: W (C, d) for "classes", W^T (d, C) for "features" (views)."""
+        if self._feature_major:
+            return x.reshape(self.n_input_features, self.n_classes)
         return x.reshape(self.n_classes, self.n_input_features)
 
-    def _value(self, W, rows, divisor):
+    def _dense_weights(self, x):
+        """W (C, d) for the dense kernels: a view of ``x``, or (features) its transpose in a copy."""
+        if self._dense_copies is None:
+            return self._matrix(x)
+        W = self._dense_copies[0]
+        W[...] = self._matrix(x).T
+        return W
+
+    def _value(self, x, rows, divisor):
         if len(self._design) == 3:
             w_t, _, S, P, acc = self._work
+            W = self._matrix(x)
+            fm = self._feature_major
+            if fm:
+                w_t = W  # the kernels read x as it is (feature_major)
             if rows is None:
                 return float(csr_full_pairwise_value(self._code, *self._design, self._weights, divisor, W,
-                                                     self.class_id, w_t, S, P, acc))
+                                                     self.class_id, w_t, S, P, acc, fm))
             return float(csr_pairwise_value(self._code, *self._design, self._weights, divisor, rows, W,
-                                            self.class_id, w_t, S, P[0]))
+                                            self.class_id, w_t, S, P[0], fm))
         _, S, P = self._work
+        W = self._dense_weights(x)
         if rows is None:  # full pass: BLAS products on blocks of rows
             return float(dense_blas_pairwise_value(self._code, self._design[0], self._weights, divisor, W,
                                                    self.class_id, S, P))
         return float(dense_pairwise_value(self._code, self._design[0], self._weights, divisor, rows, W,
                                           self.class_id, S, P))
 
-    def _value_grad(self, W, rows, divisor, G):
+    def _value_grad(self, x, rows, divisor, out):
         if len(self._design) == 3:
             w_t, grad_t, S, P, acc = self._work
+            W, G = self._matrix(x), self._matrix(out)
+            fm = self._feature_major
+            if fm:
+                w_t, grad_t = W, G  # read x and write out as they are (feature_major)
             if rows is None:  # full pass: the gradient column by column from the CSC copy
                 return float(csr_full_pairwise_value_grad(self._code, *self._design, *self._columns, self._weights,
-                                                          divisor, W, self.class_id, G, w_t, S, P, acc))
+                                                          divisor, W, self.class_id, G, w_t, S, P, acc, fm))
             return float(csr_pairwise_value_grad(self._code, *self._design, self._weights, divisor, rows, W,
-                                                 self.class_id, G, w_t, grad_t, S, P[0]))
+                                                 self.class_id, G, w_t, grad_t, S, P[0], fm))
         T, S, P = self._work
+        W = self._dense_weights(x)
+        G = self._matrix(out) if self._dense_copies is None else self._dense_copies[1]
         if rows is None:
-            return float(dense_blas_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, W,
-                                                        self.class_id, G, T, S, P))
-        return float(dense_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, rows, W,
-                                               self.class_id, G, S, P))
+            value = dense_blas_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, W,
+                                                   self.class_id, G, T, S, P)
+        else:
+            value = dense_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, rows, W,
+                                              self.class_id, G, S, P)
+        if self._dense_copies is not None:
+            self._matrix(out)[...] = G.T
+        return float(value)
 
 
 def _index_type(extent):
@@ -283,7 +351,8 @@ def _index_type(extent):
     return np.uint16 if extent <= 1 << 16 else np.uint32
 
 
-def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, loss="sigmoid") -> ConstrainedProblem:
+def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, loss="sigmoid",
+                              layout="classes") -> ConstrainedProblem:
     r"""Multi-class Neyman-Pearson classification, paper 001 eq. (11) (module docstring).
 
     .. math::
@@ -307,16 +376,23 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
         :math:`\lambda > 0`, the radius of each class's ball (paper: 0.1); ``inf`` leaves W free.
     loss : {"sigmoid", "hinge", "logistic", "squared_hinge"}
         :math:`\phi`; the paper uses the sigmoid loss.
+    layout : {"classes", "features"}
+        How ``x`` stores :math:`W`: ``"classes"`` (default) :math:`\operatorname{vec}(W)` row by
+        row, ``"features"`` :math:`\operatorname{vec}(W^\top)`, the native layout of the CSR
+        kernels and about 20% faster on sparse data (:class:`ClassPairwiseRisk`). Solvers do
+        not depend on it; ``problem.objective.weights(x)`` returns :math:`W` in either.
 
     Returns
     -------
     ConstrainedProblem
         Objective :math:`L_p`; constraints ``less_equal(L_k, r_k)`` for :math:`k \ne p` in increasing
-        k (``problem.constraints[i].term.class_id`` is the class of constraint i); domain
-        `ProductOfBalls` with one ball of radius :math:`\lambda` per row :math:`w_c`; ``x0 = 0``;
-        parts ``"w0" .. "w{C-1}"`` (the row of each class in ``x``).
+        k (``problem.constraints[i].term.class_id`` is the class of constraint i); ``x0 = 0``;
+        parts ``"w0" .. "w{C-1}"`` (the weights of each class in ``x``: ``slice(c*d, (c+1)*d)``,
+        or ``slice(c, C*d, C)`` for ``"features"``); domain: one ball of radius :math:`\lambda`
+        per :math:`w_c`, `ProductOfBalls` (``"classes"``) or `ColumnBalls` (``"features"``).
     """
     loss = _check_loss(loss)
+    layout = _check_layout(layout)
     C = _n_classes(dataset)
     p = _class_index(priority_class, C, "priority_class")
     others = [k for k in range(C) if k != p]
@@ -338,10 +414,15 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
     if not radius > 0:
         raise ValueError(f"radius: must be positive, got {radius}")
     d = dataset.n_features
-    objective = ClassPairwiseRisk(dataset, p, C, loss)
-    constraints = [less_equal(ClassPairwiseRisk(dataset, k, C, loss), level) for k, level in zip(others, levels)]
-    domain = ProductOfBalls(np.arange(C + 1) * d, np.full(C, radius))
-    parts = {f"w{c}": slice(c * d, (c + 1) * d) for c in range(C)}
+    objective = ClassPairwiseRisk(dataset, p, C, loss, layout=layout)
+    constraints = [less_equal(ClassPairwiseRisk(dataset, k, C, loss, layout=layout), level)
+                   for k, level in zip(others, levels)]
+    if layout == "classes":
+        domain = ProductOfBalls(np.arange(C + 1) * d, np.full(C, radius))
+        parts = {f"w{c}": slice(c * d, (c + 1) * d) for c in range(C)}
+    else:
+        domain = ColumnBalls(np.full(C, radius))
+        parts = {f"w{c}": slice(c, C * d, C) for c in range(C)}
     return ConstrainedProblem(objective, constraints, domain, x0=np.zeros(C * d), parts=parts,
                               name=f"multiclass_neyman_pearson[{dataset.name}]")
 

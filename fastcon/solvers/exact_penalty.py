@@ -73,7 +73,7 @@ c_j(x)^\top s]_+`. Because the model is convex in :math:`s`, :math:`\mathrm{pred
 
 **Domain.** Box bounds (``Box``, box blocks of a ``Product``) are LP bounds on :math:`s`, so every
 iterate stays in the box (the trial point is clipped to remove LP round-off). Balls (``Ball``,
-``ProductOfBalls``, ball blocks) are **penalised, not projected**, as in paper 001: iterates may leave
+``ProductOfBalls``, ``ColumnBalls``, ball blocks) are **penalised, not projected**, as in paper 001: iterates may leave
 them. They enter :math:`c` as :math:`\|x_B - x_c\|^2 - r^2` (``ball_constraint="squared"``, digest's
 recommendation: smooth, also at the paper's start :math:`x = 0`) or :math:`\|x_B - x_c\| - r` with the
 subgradient 0 at the centre (``"norm"``). The reported violation uses the norm form,
@@ -94,7 +94,7 @@ from scipy.optimize import linprog
 
 from .._progress import Progress
 from .._results import History, SolveResult
-from ..problems import Ball, Box, Product, ProductOfBalls, Whole
+from ..problems import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole
 from ._common import check_choice, PassMeter, start_point
 
 __all__ = ["exact_penalty_trust_region"]
@@ -111,7 +111,7 @@ class _DomainModel:
 
     def __init__(self, domain, dim, ball_form):
         self.lower, self.upper = np.full(dim, -np.inf), np.full(dim, np.inf)
-        self.balls = []  # (start, stop, centre or None, radius)
+        self.balls = []  # (index slice into x, centre or None, radius)
         self.ball_form = ball_form
         self._add(domain, 0, dim)
         self.has_bounds = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
@@ -122,37 +122,41 @@ class _DomainModel:
         if isinstance(domain, Box):
             self.lower[start:stop], self.upper[start:stop] = domain.lo, domain.hi
         elif isinstance(domain, Ball):
-            self.balls.append((start, stop, domain.center, domain.radius))
+            self.balls.append((slice(start, stop), domain.center, domain.radius))
         elif isinstance(domain, ProductOfBalls):
             for k, r in enumerate(domain.radii):
-                self.balls.append((start + int(domain.offsets[k]), start + int(domain.offsets[k + 1]), None, float(r)))
+                self.balls.append((slice(start + int(domain.offsets[k]), start + int(domain.offsets[k + 1])), None,
+                                   float(r)))
+        elif isinstance(domain, ColumnBalls):  # every m-th coordinate of the block
+            for k, r in enumerate(domain.radii):
+                self.balls.append((slice(start + k, stop, domain.n_columns), None, float(r)))
         elif isinstance(domain, Product):
             for k, (_, block) in enumerate(domain.blocks):
                 self._add(block, start + int(domain.offsets[k]), start + int(domain.offsets[k + 1]))
         else:
             raise ValueError(f"problem: exact_penalty_trust_region supports the domains Whole, Box, Ball, "
-                             f"ProductOfBalls and Product of these; got {domain!r}")
+                             f"ProductOfBalls, ColumnBalls and Product of these; got {domain!r}")
 
     def ball_values(self, x, values, rows):
         """Write the penalised ball constraints at ``x`` into ``values`` and their gradients into ``rows``."""
-        for j, (start, stop, centre, r) in enumerate(self.balls):
-            diff = x[start:stop] if centre is None else x[start:stop] - centre
+        for j, (block, centre, r) in enumerate(self.balls):
+            diff = x[block] if centre is None else x[block] - centre
             row = rows[j]
             row[:] = 0.0
             if self.ball_form == "squared":
                 values[j] = float(diff @ diff) - r * r
-                np.multiply(diff, 2.0, out=row[start:stop])
+                np.multiply(diff, 2.0, out=row[block])
             else:
                 norm = math.sqrt(float(diff @ diff))
                 values[j] = norm - r
                 if norm > 0.0:
-                    np.divide(diff, norm, out=row[start:stop])
+                    np.divide(diff, norm, out=row[block])
 
     def ball_violation(self, x) -> float:
         """:math:`\\max(0, \\max_B \\|x_B - x_c\\| - r)` (the norm form, whatever ``ball_form``)."""
         worst = 0.0
-        for start, stop, centre, r in self.balls:
-            diff = x[start:stop] if centre is None else x[start:stop] - centre
+        for block, centre, r in self.balls:
+            diff = x[block] if centre is None else x[block] - centre
             worst = max(worst, math.sqrt(float(diff @ diff)) - r)
         return worst
 
@@ -284,7 +288,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     Parameters
     ----------
     problem : ConstrainedProblem
-        Domain ``Whole``, ``Box``, ``Ball``, ``ProductOfBalls`` or a ``Product`` of these.
+        Domain ``Whole``, ``Box``, ``Ball``, ``ProductOfBalls``, ``ColumnBalls`` or a ``Product`` of these.
     x0 : array-like, optional
         Start (projected onto the domain); default ``problem.x0``.
     penalty : float, optional

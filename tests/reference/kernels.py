@@ -83,6 +83,16 @@ def project_box(x, lo, hi):
     return np.clip(x, lo, hi)
 
 
+def project_column_balls(x, radii):
+    """Each column ``x[k::m]`` of ``x`` read as a row-major (n, m) matrix onto the ball of radius ``radii[k]``."""
+    m = len(radii)
+    M = x.reshape(-1, m).copy()
+    for k, r in enumerate(radii):
+        if np.isfinite(r):
+            M[:, k] = project_ball(M[:, k], r, np.zeros(M.shape[0]))
+    return M.ravel()
+
+
 # --------------------------------------------------------------------------- fused vector updates
 def proximal_value(x, center, rho):
     r""":math:`\frac{\rho}{2}\|x - c\|^2`."""
