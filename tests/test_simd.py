@@ -1,9 +1,9 @@
-"""The explicit 4-wide vector kernel of `fastcon._kernels._simd` against the scalar tree it replaces."""
+"""The explicit 4-wide vector kernels of `fastcon._kernels._simd` against the scalar code they replace."""
 import numpy as np
 import pytest
 from numba import njit
 
-from fastcon._kernels._simd import add_tree8_4
+from fastcon._kernels._simd import add_scaled_4, add_tree8_4
 
 
 @njit
@@ -68,3 +68,27 @@ def test_add_tree8_4_rejects_non_contiguous_arrays():
     M = np.zeros((8, 8))
     with pytest.raises(TypingError):
         _vector_rows(np.zeros((4, 8))[:, ::2], M, np.zeros((4, 8), np.uint32), np.zeros((4, 8)))
+
+
+@njit
+def _scaled_rows(S, M, cols, vals, width):
+    """Row r of S += vals[r] * M[cols[r]] over the first ``width`` (a multiple of 4) columns, 4 at a time."""
+    for r in range(S.shape[0]):
+        for l in range(0, width, 4):
+            add_scaled_4(S, np.uint64(r), M, np.uint64(l), cols[r], vals[r])
+
+
+@pytest.mark.parametrize("width", [4, 8, 20])
+@pytest.mark.parametrize("index_type", [np.uint16, np.uint64, np.int64])
+def test_add_scaled_4_is_bit_identical_to_the_scalar_loop(width, index_type):
+    rng = np.random.default_rng(width + 1)
+    M = rng.standard_normal((53, width + 1)) * np.exp(rng.uniform(-20, 20, (53, width + 1)))
+    S = rng.standard_normal((37, width + 2))
+    cols = rng.integers(0, 53, size=37).astype(index_type)
+    vals = rng.standard_normal(37) * np.exp(rng.uniform(-5, 5, 37))
+    expected = S.copy()
+    for r in range(37):
+        for l in range(width):  # the scalar loop of the kernels' tail entries, one product and one sum each
+            expected[r, l] = expected[r, l] + vals[r] * M[cols[r], l]
+    _scaled_rows(S, M, cols, vals, width)
+    np.testing.assert_array_equal(S, expected)  # the columns past `width` are untouched as well

@@ -3,8 +3,8 @@ r"""Explicit 4-wide vector operations for loops whose width is only known at run
 Numba compiles without LLVM's SLP vectoriser, so a loop ``for l in range(C)`` over a run-time
 width is vectorised by the loop vectoriser alone: a main body of 16 lanes (4 x 4) and a scalar
 remainder. With :math:`C = 20` classes that remainder is 4 scalar lanes, which cost as many
-instructions as the 16 vector lanes. :func:`add_tree8_4` does one 4-lane block in LLVM vector
-IR instead (``<4 x double>``; LLVM splits it into two 2-lane operations on SSE2-only or NEON
+instructions as the 16 vector lanes. :func:`add_tree8_4` (eight entries of a sparse row) and
+:func:`add_scaled_4` (one entry) do one 4-lane block in LLVM vector IR instead (``<4 x double>``; LLVM splits it into two 2-lane operations on SSE2-only or NEON
 targets), so callers loop over ``C // 4`` blocks and only ``C % 4`` lanes stay scalar.
 
 Arithmetic is the scalar code's, lane by lane: the same products and the same fixed summation
@@ -16,7 +16,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["add_tree8_4"]
+__all__ = ["add_tree8_4", "add_scaled_4"]
 
 _V4 = ir.VectorType(ir.DoubleType(), 4)
 
@@ -69,6 +69,30 @@ def add_tree8_4(typingctx, S, r, M, l, c0, c1, c2, c3, c4, c5, c6, c7, v0, v1, v
         tree = builder.fadd(builder.fadd(t01, t23), builder.fadd(t45, t67))
         target = _block_pointer(context, builder, S_val, S_ty, r_val, r_ty, l_val, l_ty)
         builder.store(builder.fadd(builder.load(target, align=8), tree), target, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def add_scaled_4(typingctx, S, r, M, l, c, v):
+    r"""``S[r, l:l+4] += v * M[c, l:l+4]`` (one entry of a sparse row; same bits as the scalar loop).
+
+    ``S`` and ``M`` are C-contiguous 2-D float64 arrays; the caller guarantees ``l + 4 <=`` the
+    width of both (no bounds checks).
+    """
+    if not all(isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C" and a.dtype == types.float64
+               for a in (S, M)):
+        return None
+    sig = types.void(S, r, M, l, c, v)
+
+    def codegen(context, builder, signature, args):
+        S_ty, r_ty, M_ty, l_ty, c_ty, v_ty = signature.args
+        S_val, r_val, M_val, l_val, c_val, v_val = args
+        m = builder.load(_block_pointer(context, builder, M_val, M_ty, c_val, c_ty, l_val, l_ty), align=8)
+        term = builder.fmul(_broadcast(builder, context.cast(builder, v_val, v_ty, types.float64)), m)
+        target = _block_pointer(context, builder, S_val, S_ty, r_val, r_ty, l_val, l_ty)
+        builder.store(builder.fadd(builder.load(target, align=8), term), target, align=8)
         return context.get_dummy_value()
 
     return sig, codegen
