@@ -113,10 +113,10 @@ def test_mnpc_workspace_on_huge_pages_gives_the_same_bits_as_plain_arrays():
     out = []
     for w_t, grad_t, S, P, acc in (huge, plain):
         G, G2 = np.zeros((C, d)), np.zeros((C, d))
-        v = csr_full_pairwise_value_grad(SIGMOID, *csr, *csc, None, float(n), W, 2, G, w_t, S, P, acc)
+        v = csr_full_pairwise_value_grad(SIGMOID, *csr, *csc, None, float(n), W, 2, G, w_t, S, P, acc, False)
         rows = np.arange(0, n, 3, dtype=np.int64)
         v2 = csr_pairwise_value_grad(SIGMOID, *csr, None, float(rows.size), rows, W, 2, G2, w_t, grad_t,
-                                     S[:P.shape[1]], P[0])
+                                     S[:P.shape[1]], P[0], False)
         out.append((v, G, v2, G2))
     assert out[0][0] == out[1][0] and out[0][2] == out[1][2]
     np.testing.assert_array_equal(out[0][1], out[1][1])

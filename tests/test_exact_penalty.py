@@ -354,6 +354,20 @@ def test_reproducible_and_independent_of_the_seed():
         exact_penalty_trust_region(small_multiclass_problem(), max_iter=1, seed="abc")
 
 
+def test_features_layout_runs_like_classes_layout():
+    """x = vec(W^T) with ColumnBalls: the balls are penalised per class as with ProductOfBalls, and the run
+    follows the same path (the LP sees the variables permuted, so x agrees to LP round-off)."""
+    data = make_multiclass(n_samples=120, n_features=3, n_classes=3, seed=2)
+    runs = [exact_penalty_trust_region(multiclass_neyman_pearson(data, layout=layout), max_iter=15, seed=0)
+            for layout in ("classes", "features")]
+    by_classes, by_features = runs
+    assert by_features.info["penalized_balls"] == by_classes.info["penalized_balls"] == 3
+    assert by_features.n_iter == by_classes.n_iter and by_features.status == by_classes.status
+    np.testing.assert_allclose(by_features.x.reshape(3, 3).T, by_classes.x.reshape(3, 3), rtol=1e-12, atol=1e-14)
+    for key in ("objective", "max_violation"):
+        np.testing.assert_allclose(by_features.history[key], by_classes.history[key], rtol=1e-12, atol=1e-14)
+
+
 def test_lp_failures_are_rejected_steps_not_errors(monkeypatch):
     class Failed:
         status, x = 4, None

@@ -434,3 +434,16 @@ def test_online_bad_input(kwargs, match):
         online_stochastic_subgradient(finite_sum_problem()[0], **kwargs)
     with pytest.raises(ValueError, match="mu"):
         iqrc_step_size(0.0)
+
+
+def test_multiclass_layouts_give_the_same_run():
+    """Multi-class NP in the "features" layout (x = vec(W^T), ColumnBalls): IQRC takes the same steps."""
+    from fastcon.datasets import make_multiclass
+    from fastcon.problems import multiclass_neyman_pearson
+
+    data = make_multiclass(n_samples=120, n_features=3, n_classes=3, seed=2)
+    runs = [iqrc(problem, problem.x0, rho_hat=1.0, tolerance=1e-3, outer_iter=3, inner_iter=200, seed=0)
+            for problem in (multiclass_neyman_pearson(data, layout=layout) for layout in ("classes", "features"))]
+    np.testing.assert_allclose(runs[1].x.reshape(3, 3).T, runs[0].x.reshape(3, 3), rtol=1e-12, atol=1e-15)
+    assert runs[1].objective == pytest.approx(runs[0].objective, rel=1e-12)
+    assert runs[0].objective < 1.0  # below the zero model's loss (C - 1)/2

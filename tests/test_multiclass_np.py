@@ -11,9 +11,10 @@ from fastcon import Dataset
 from fastcon._kernels import _multiclass_np as kern
 from fastcon._kernels._losses import LOSS_CODES, sigmoid
 from fastcon.datasets import load, make_multiclass, make_neyman_pearson
+from fastcon.metrics._stationarity import _dist_to_minus_normal_cone
 from fastcon.problems import (
-    Ball, ClassPairwiseRisk, ConstrainedProblem, MarginRisk, ProductOfBalls, Whole, multiclass_neyman_pearson,
-    neyman_pearson,
+    Ball, ClassPairwiseRisk, ColumnBalls, ConstrainedProblem, MarginRisk, ProductOfBalls, Whole,
+    multiclass_neyman_pearson, neyman_pearson,
 )
 from fastcon.problems._multiclass_np import LOSS_AT_ZERO
 from reference import kernels as ref_kernels
@@ -109,7 +110,9 @@ def roundoff_magnitudes(X, W, k, loss, weights, rows):
 
 
 def run_kernels(kind, X, W, k, loss, weights, divisor, rows, block):
-    """``[(value, value_only, G), ...]`` of every kernel that handles the call (stale scratch)."""
+    """``[(value, value_only, G), ...]`` of every kernel that handles the call (stale scratch); the CSR
+    kernels also with ``feature_major`` (weights read as W^T, gradient written transposed; G given back
+    as (C, d))."""
     C, d = W.shape
     n = X.shape[0]
     code = LOSS_CODES[loss]
@@ -127,14 +130,24 @@ def run_kernels(kind, X, W, k, loss, weights, divisor, rows, block):
             out.append((v, kern.dense_blas_pairwise_value(code, *args, weights, divisor, W, k, S, P), G.copy()))
         return out
     w_t, grad_t, S, P = stale((d, C), (d, C), (block, C), (block, C))
-    v = kern.csr_pairwise_value_grad(code, *args, weights, divisor, rows, W, k, G, w_t, grad_t, S, P)
-    out.append((v, kern.csr_pairwise_value(code, *args, weights, divisor, rows, W, k, w_t, S, P), G.copy()))
+    v = kern.csr_pairwise_value_grad(code, *args, weights, divisor, rows, W, k, G, w_t, grad_t, S, P, False)
+    out.append((v, kern.csr_pairwise_value(code, *args, weights, divisor, rows, W, k, w_t, S, P, False), G.copy()))
+    Wt = np.ascontiguousarray(W.T)
+    G_t, S, P = stale((d, C), (block, C), (block, C))
+    v = kern.csr_pairwise_value_grad(code, *args, weights, divisor, rows, Wt, k, G_t, Wt, G_t, S, P, True)
+    out.append((v, kern.csr_pairwise_value(code, *args, weights, divisor, rows, Wt, k, Wt, S, P, True), G_t.T.copy()))
     if rows is None:  # the full pass: every row at once, the gradient from the CSC copy
         w_t, S, P, acc = stale((d, C), (n, C), (kern.MAX_CHUNKS, block, C), (kern.MAX_CHUNKS, C + 1))
         G[:] = np.nan
         v = kern.csr_full_pairwise_value_grad(code, *args, *column_args(kind, X), weights, divisor, W, k, G,
-                                              w_t, S, P, acc)
-        out.append((v, kern.csr_full_pairwise_value(code, *args, weights, divisor, W, k, w_t, S, P, acc), G.copy()))
+                                              w_t, S, P, acc, False)
+        out.append((v, kern.csr_full_pairwise_value(code, *args, weights, divisor, W, k, w_t, S, P, acc, False),
+                    G.copy()))
+        G_t[:] = np.nan
+        v = kern.csr_full_pairwise_value_grad(code, *args, *column_args(kind, X), weights, divisor, Wt, k, G_t,
+                                              Wt, S, P, acc, True)
+        out.append((v, kern.csr_full_pairwise_value(code, *args, weights, divisor, Wt, k, Wt, S, P, acc, True),
+                    G_t.T.copy()))
     return out
 
 
@@ -145,10 +158,15 @@ def test_kernels_match_reference(block, loss):
     m = X.shape[0] if rows is None else rows.shape[0]
     v_ref, g_ref = ref.class_loss_value_grad(X, W, k, loss, weights, 1.0 / m, rows)
     v_mag, g_mag = roundoff_magnitudes(X, W, k, loss, weights, rows)
-    for v, v_only, G in run_kernels(kind, X, W, k, loss, weights, float(m), rows, b):
+    results = run_kernels(kind, X, W, k, loss, weights, float(m), rows, b)
+    for v, v_only, G in results:
         assert_close(v, v_ref, v_mag / m)
         assert_close(G, g_ref, g_mag / m)
         assert v_only == v  # the value-only pass sums in the same order: bit-identical
+    if kind != "dense":  # each CSR kernel gives the same bits with the weights given transposed (feature_major)
+        pairs = [(0, 1)] + ([(2, 3)] if rows is None else [])
+        for a, b in pairs:
+            assert results[a][0] == results[b][0] and np.array_equal(results[a][2], results[b][2])
 
 
 @pytest.mark.parametrize("kind", ["dense", "csr", "binary"])
@@ -165,8 +183,9 @@ def test_kernel_rows_none_equals_all_rows(rng, kind):
     else:
         w_t, grad_t = np.empty((6, 3)), np.empty((6, 3))
         args = kernel_args(kind, X)
-        v_all = kern.csr_pairwise_value_grad(code, *args, None, 40.0, None, W, 1, G_all, w_t, grad_t, S, P)
-        v_rows = kern.csr_pairwise_value_grad(code, *args, None, 40.0, np.arange(40), W, 1, G_rows, w_t, grad_t, S, P)
+        v_all = kern.csr_pairwise_value_grad(code, *args, None, 40.0, None, W, 1, G_all, w_t, grad_t, S, P, False)
+        v_rows = kern.csr_pairwise_value_grad(code, *args, None, 40.0, np.arange(40), W, 1, G_rows, w_t, grad_t, S, P,
+                                             False)
     assert v_all == v_rows and np.array_equal(G_all, G_rows)
 
 
@@ -207,18 +226,24 @@ def test_csr_full_pass_parallel_chunks_match_and_ignore_thread_count(rng, loss):
     total = float(weights.sum())
     code = LOSS_CODES[loss]
     results = []
+    Wt = np.ascontiguousarray(W.T)
     before = numba.get_num_threads()
     try:
         for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
             numba.set_num_threads(threads)
             w_t, S, P, acc = stale((d, C), (n, C), (kern.MAX_CHUNKS, 50, C), (kern.MAX_CHUNKS, C + 1))
             G = np.full((C, d), np.nan)
-            v = kern.csr_full_pairwise_value_grad(code, *args, *cols, weights, total, W, k, G, w_t, S, P, acc)
-            assert kern.csr_full_pairwise_value(code, *args, weights, total, W, k, w_t, S, P, acc) == v
+            v = kern.csr_full_pairwise_value_grad(code, *args, *cols, weights, total, W, k, G, w_t, S, P, acc, False)
+            assert kern.csr_full_pairwise_value(code, *args, weights, total, W, k, w_t, S, P, acc, False) == v
             results.append((v, G))
+            G_t = np.full((d, C), np.nan)  # feature_major: W^T read as it is, the gradient written transposed
+            v = kern.csr_full_pairwise_value_grad(code, *args, *cols, weights, total, Wt, k, G_t, Wt, S, P, acc, True)
+            assert kern.csr_full_pairwise_value(code, *args, weights, total, Wt, k, Wt, S, P, acc, True) == v
+            results.append((v, G_t.T))
     finally:
         numba.set_num_threads(before)
-    assert results[0][0] == results[-1][0] and np.array_equal(results[0][1], results[-1][1])
+    for v, G in results[1:]:
+        assert v == results[0][0] and np.array_equal(G, results[0][1])
     v_ref, g_ref = ref.class_loss_value_grad(X, W, k, loss, weights, 1.0 / total)
     v_mag, g_mag = roundoff_magnitudes(X, W, k, loss, weights, None)
     assert_close(results[0][0], v_ref, v_mag / total)
@@ -524,6 +549,7 @@ def test_problem_bad_inputs(rng):
         (dict(dataset=ds, radius=-1.0), "radius"),
         (dict(dataset=ds, radius=np.nan), "radius"),
         (dict(dataset=ds, loss="zero_one"), "loss"),
+        (dict(dataset=ds, layout="rows"), "layout"),
     ]
     for kwargs, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -648,3 +674,95 @@ def test_sparse_term_index_width_at_the_uint16_boundary(rng, d, index_type):
         vb, gb = grad_of(term, x, rows)
         assert vb == pytest.approx(vb_ref, rel=1e-12)
         np.testing.assert_allclose(gb, gb_ref.ravel(), rtol=1e-12, atol=1e-14)
+
+
+# --------------------------------------------------------------------------- the "features" layout
+def _terms(problem):
+    return [problem.objective] + [c.term for c in problem.constraints]
+
+
+@pytest.mark.parametrize("kind", ["dense", "csr", "binary"])
+@pytest.mark.parametrize("loss", ["sigmoid", "hinge"])
+def test_features_layout_gives_the_same_bits_as_classes(rng, kind, loss):
+    """x = vec(W^T) instead of vec(W): every oracle returns the same value and the same gradient, transposed,
+    bit for bit (weighted; full passes, minibatches, value-only); the domain projects the same."""
+    C, d = 4, 6
+    X = np.where(rng.random((90, d)) < 0.5, 1.0 if kind == "binary" else rng.standard_normal((90, d)), 0.0)
+    y = np.arange(90) % C
+    ds = Dataset(X if kind == "dense" else sp.csr_matrix(X), y, sample_weight=rng.random(90) + 0.5, task="multiclass")
+    by_classes = multiclass_neyman_pearson(ds, loss=loss, radius=0.5)
+    by_features = multiclass_neyman_pearson(ds, loss=loss, radius=0.5, layout="features")
+    W = rng.standard_normal((C, d))
+    xc, xf = W.ravel(), np.ascontiguousarray(W.T).ravel()
+    rows = rng.integers(0, 20, size=9)
+    for tc, tf in zip(_terms(by_classes), _terms(by_features)):
+        assert tf.layout == "features" and "layout='features'" in repr(tf) and "layout" not in repr(tc)
+        vc, gc = grad_of(tc, xc)
+        vf, gf = grad_of(tf, xf)
+        assert vc == vf and np.array_equal(gc.reshape(C, d), gf.reshape(d, C).T)
+        assert tc.value(xc) == tf.value(xf) == vc
+        vc, gc = grad_of(tc, xc, rows)
+        vf, gf = grad_of(tf, xf, rows)
+        assert vc == vf and np.array_equal(gc.reshape(C, d), gf.reshape(d, C).T)
+        assert tc.value_rows(xc, rows) == tf.value_rows(xf, rows) == vc
+        assert np.array_equal(tf.weights(xf), W) and np.array_equal(tc.weights(xc), W)
+    assert isinstance(by_features.domain, ColumnBalls)
+    Z = rng.standard_normal((C, d))
+    assert np.array_equal(by_classes.project(Z.ravel()).reshape(C, d),
+                          by_features.project(np.ascontiguousarray(Z.T).ravel()).reshape(d, C).T)
+    assert by_features.parts["w2"] == slice(2, C * d, C) and np.array_equal(xf[by_features.parts["w2"]], W[2])
+    assert by_features.domain.diameter == by_classes.domain.diameter
+    with pytest.raises(ValueError, match="shape"):
+        _terms(by_features)[0].weights(np.zeros(3))
+
+
+def test_features_layout_on_parallel_chunks_and_its_normal_cone(rng):
+    """A class block big enough for parallel chunks (CSR): the same bits in both layouts; and the KKT
+    residual's normal cone of ColumnBalls is that of ProductOfBalls on the transposed point."""
+    n, d, C = 6000, 400, 4
+    A = sp.random(n, d, density=0.25, format="csr", random_state=np.random.default_rng(3))
+    ds = Dataset(A, np.arange(n) % 2, task="multiclass")  # classes 2, 3 empty: allowed for single terms
+    tc = ClassPairwiseRisk(ds, 1, n_classes=C)
+    tf = ClassPairwiseRisk(ds, 1, n_classes=C, layout="features")
+    assert kern._full_pass_chunks(tf._design[0], C) > 1
+    W = rng.standard_normal((C, d)) * 0.1
+    vc, gc = grad_of(tc, W.ravel())
+    vf, gf = grad_of(tf, np.ascontiguousarray(W.T).ravel())
+    assert vc == vf and np.array_equal(gc.reshape(C, d), gf.reshape(d, C).T)
+    radii = np.array([0.5, np.inf, 1.0, 2.0])
+    W[0] *= 0.5 / np.linalg.norm(W[0])   # on its sphere
+    W[2] *= 0.3 / np.linalg.norm(W[2])   # inside
+    V = rng.standard_normal((C, d))
+    V[0] = -3.0 * W[0] + 0.1 * V[0]
+    expected = _dist_to_minus_normal_cone(ProductOfBalls(np.arange(C + 1) * d, radii), W.ravel(), V.ravel())
+    got = _dist_to_minus_normal_cone(ColumnBalls(radii), np.ascontiguousarray(W.T).ravel(),
+                                     np.ascontiguousarray(V.T).ravel())
+    assert got == pytest.approx(expected, rel=1e-14)
+
+
+@pytest.mark.parametrize("layout", ["classes", "features"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_full_csr_passes_find_nan_in_every_chunk(rng, layout, bad):
+    """The full CSR kernels check the point chunk by chunk inside their parallel region (no serial scan):
+    a NaN or inf anywhere (first, last, each chunk's share, a feature no row uses) raises ValueError, the
+    counters stay put, and a finite point whose value overflows keeps its NaN value."""
+    n, d, C = 6000, 400, 4
+    A = sp.random(n, d, density=0.25, format="csr", random_state=np.random.default_rng(4))
+    A = sp.hstack([A, sp.csr_matrix((n, 1))], format="csr")  # feature d is in no row
+    ds = Dataset(A, np.arange(n) % 2, task="multiclass")
+    term = ClassPairwiseRisk(ds, 0, n_classes=C, layout=layout)
+    dim = term.n_features
+    n_chunks = kern._full_pass_chunks(term._design[0], C)
+    assert n_chunks > 1
+    positions = {0, dim - 1, dim // 2, d if layout == "classes" else d * C}  # the last: feature d of class 0
+    positions |= {(c * (d + 1)) // n_chunks * C for c in range(n_chunks)}    # each chunk's first table row
+    out = np.empty(dim)
+    for pos in sorted(positions):
+        x = np.zeros(dim)
+        x[pos] = bad
+        for call in (lambda: term.value(x), lambda: term.value_and_subgradient(x, out)):
+            with pytest.raises(ValueError, match="NaN or inf"):
+                call()
+    assert term.rows_read == 0
+    huge = np.full(dim, 1e308)          # finite, but the scores overflow: inf - inf margins
+    assert np.isnan(term.value(huge)) and term.rows_read == term.n_samples

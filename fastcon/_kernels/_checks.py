@@ -14,17 +14,24 @@ from numba import njit
 
 from ._linalg import JIT
 
-__all__ = ["all_finite"]
+__all__ = ["all_finite", "finite_span"]
 
 _EXPONENT = np.uint64(0x7FF0000000000000)
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
+@njit(inline="always")
+def finite_span(x, lo, hi):
+    """True iff no entry of ``x[lo:hi]`` (contiguous 1-D float64) is NaN or infinite; for kernels
+    that check their part of a point inside a parallel region."""
+    bits = x.view(np.uint64)
+    smallest = _ALL_ONES
+    for i in range(lo, hi):
+        smallest = min(smallest, (bits[i] & _EXPONENT) ^ _EXPONENT)
+    return smallest != 0
+
+
 @njit(**JIT)
 def all_finite(x):
     """True iff no entry of the contiguous 1-D float64 array ``x`` is NaN or infinite (True when empty)."""
-    bits = x.view(np.uint64)
-    smallest = _ALL_ONES
-    for i in range(bits.shape[0]):
-        smallest = min(smallest, (bits[i] & _EXPONENT) ^ _EXPONENT)
-    return smallest != 0
+    return finite_span(x, 0, x.shape[0])
