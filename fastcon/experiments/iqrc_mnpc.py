@@ -34,13 +34,14 @@ the LIBSVM file, digest §4.2's resolution.
   ``iqrc_outer`` is the sequence :math:`x_t` (Figure 1's red curve), ``iqrc_inner`` the inner
   iterates :math:`z_k` of all subproblems, recorded every ``record_every`` inner iterations
   (the blue curve; evaluations excluded from the time). The paper does not report the number
-  :math:`T` of outer iterations; ``outer_iter`` is chosen per dataset from the measured cost of
-  an inner iteration (one core of a busy machine: about 1.9 ms on pendigits, 0.6 ms on segment
-  and 11.7 ms on usps, i.e. 38 s, 11.5 s and 235 s per outer iteration) so that the whole run
-  (IQRC plus the baseline for the same time) takes about 13 minutes: 3 on pendigits (the
-  objective is below 1e-4 after the first), 8 on segment and 1 on usps (measured: pendigits +
-  segment 285 s, usps 475 s). ``outer_iter={"pendigits": 3, "segment": 8, "usps": 2}`` adds
-  about 8 minutes.
+  :math:`T` of outer iterations; ``outer_iter`` was chosen per dataset from the measured cost of
+  an inner iteration when the kernels were slower (one core of a busy machine: about 1.9 ms on
+  pendigits, 0.6 ms on segment and 11.7 ms on usps) so that the whole run (IQRC plus the
+  baseline for the same time) took about 13 minutes: 3 on pendigits (the objective is below 1e-4
+  after the first), 8 on segment and 1 on usps. With today's kernels the full run takes about
+  2 minutes (measured on a quiet 2-core machine: IQRC 23.0 s on pendigits, 18.3 s on segment,
+  33.9 s on usps, i.e. 0.38, 0.11 and 1.7 ms per inner iteration; 130 s in all), so
+  ``outer_iter={"pendigits": 3, "segment": 8, "usps": 4}`` costs about 3.5 minutes more (IQRC and the baseline 34 s each per usps outer iteration).
 * ``exact_penalty``: `fastcon.solvers.exact_penalty.exact_penalty_trust_region` (the reconstructed
   Cartis-Gould-Toint baseline, digest §3.6) with the paper's values: steering
   :math:`\xi = 0.1` (pendigits, segment) / 0.02 (usps), :math:`\tau = 100`,
