@@ -1,11 +1,13 @@
 """Projections onto a ball, a product of balls (contiguous or interleaved blocks) and a box: membership,
 idempotence, optimality."""
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from fastcon._kernels import project_ball, project_balls, project_box, project_column_balls
-from fastcon.problems import ColumnBalls, ProductOfBalls
+from fastcon.problems import Ball, ColumnBalls, ProductOfBalls
 from reference import kernels as ref
 
 TOL = 1e-12
@@ -157,3 +159,91 @@ def test_bad_arguments_raise():
         project_balls(x, np.array([0, 3], dtype=np.int64), np.array([-1.0]))
     with pytest.raises(ValueError, match="lo, hi"):
         project_box(x, 1.0, 0.0)
+
+
+# --------------------------------------------------------------------------- overflow and underflow (issue 14)
+def _exact_projection(x, radius, center=None):
+    """c + (x - c) r / ||x - c|| with math.hypot (no overflow) on a finite x - c."""
+    c = np.zeros_like(x) if center is None else center
+    t = x - c
+    norm = math.hypot(*t)
+    return x.copy() if norm <= radius else c + t * (radius / norm)
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e200, 1e300])
+@pytest.mark.parametrize("centered", [False, True])
+def test_ball_projection_of_huge_points(scale, centered):
+    rng = np.random.default_rng(int(np.log10(scale)))
+    d = 7
+    center = rng.standard_normal(d) * scale / 4 if centered else None
+    c = np.zeros(d) if center is None else center
+    x = c + rng.standard_normal(d) * scale / 4  # ||x - c||^2 overflows from 1e155 on
+    for radius in (1.0, scale, np.linalg.norm((x - c) / scale) * scale * 0.5):
+        p = projected(project_ball, x, radius, center)
+        expected = _exact_projection(x, radius, center)
+        np.testing.assert_allclose(p, expected, rtol=1e-14, atol=1e-14 * max(radius, np.abs(c).max()))
+        assert math.hypot(*(p - c)) <= radius * (1 + 1e-14) + 1e-14 * np.abs(c).max()
+        np.testing.assert_allclose(projected(project_ball, p, radius, center), p, rtol=1e-15)
+    # ||x|| itself beyond the float range (about 2.4e308) and x - c overflowing
+    big = np.full(6, 1e308)
+    np.testing.assert_allclose(projected(project_ball, big, 2.0), np.full(6, 2.0 / np.sqrt(6)), rtol=1e-15)
+    p = projected(project_ball, np.array([1e308, 0.0]), 1e308, np.array([-1e308, 0.0]))
+    np.testing.assert_allclose(p, [0.0, 0.0], atol=1e293)
+
+
+def test_ball_projection_of_tiny_points_and_non_finite_input():
+    # the squares underflow: 3e-170^2 is below the smallest double
+    np.testing.assert_allclose(projected(project_ball, np.array([3e-170, 4e-170]), 1e-170), [6e-171, 8e-171],
+                               rtol=1e-15)
+    assert np.array_equal(projected(project_ball, np.array([1e-200, -1e-200]), 0.0), [0.0, 0.0])
+    np.testing.assert_allclose(projected(project_ball, np.array([1e-200, -1e-200]), 1e-300),
+                               np.array([1, -1]) * 1e-300 / np.sqrt(2), rtol=1e-15, atol=0)
+    tiny_inside = np.array([1e-200, 0.0])
+    assert np.array_equal(projected(project_ball, tiny_inside, 1.0), tiny_inside)
+    # NaN and inf still poison the result (the solvers' finiteness checks then stop the run)
+    assert np.all(np.isnan(projected(project_ball, np.array([1e300, np.nan]), 1.0)))
+    assert np.isnan(projected(project_ball, np.array([1e300, np.inf]), 1.0)[1])
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e200, 1e300])
+def test_product_and_column_balls_of_huge_points(scale):
+    rng = np.random.default_rng(3)
+    n, m = 5, 3
+    M = rng.standard_normal((n, m)) * scale
+    M[:, 1] *= 1e-300 / scale  # one column of normal size next to huge ones
+    radii = np.array([1.0, 0.5, np.inf])
+    x = M.ravel()
+    p = projected(project_column_balls, x, radii, np.empty(m))
+    transposed = projected(project_balls, np.ascontiguousarray(M.T).ravel(), np.arange(m + 1) * n, radii)
+    assert np.array_equal(p.reshape(n, m).T.ravel(), transposed)  # still the same bits
+    for k, r in enumerate(radii):
+        col = M[:, k]
+        np.testing.assert_allclose(p[k::m], _exact_projection(col, r) if np.isfinite(r) else col, rtol=1e-14)
+    domain = ProductOfBalls(np.array([0, 2, 5]), np.array([scale, scale]))
+    assert domain.diameter == pytest.approx(2 * np.sqrt(2) * scale, rel=1e-15)
+    assert ColumnBalls(np.array([scale, scale])).diameter == pytest.approx(2 * np.sqrt(2) * scale, rel=1e-15)
+
+
+def test_ball_domain_contains_and_projects_huge_points():
+    ball = Ball(1.0)
+    x = np.array([1e200, 1e200])
+    np.testing.assert_allclose(ball.project(x), [np.sqrt(0.5)] * 2, rtol=1e-15)  # was [0, 0]
+    assert not ball.contains(x)  # ||P(x) - x|| and ||x|| were both inf, so inf <= inf said "inside"
+    assert ball.contains(ball.project(x))
+    assert Ball(1e300, center=np.full(2, 1e300)).contains(np.full(2, 1e300) + 5e299)
+
+
+@pytest.mark.parametrize("solver", ["conex", "spider"])
+def test_huge_step_ends_on_the_sphere_not_at_the_centre(solver):
+    """A 1e200 step overflowed ||x||^2: the projection returned 0, and the run ended at x = 0."""
+    from fastcon.datasets import make_fair_classification
+    from fastcon.problems import ConstrainedProblem, demographic_parity_gap, hinge_risk, less_equal
+    from fastcon.solvers import conex, spider
+
+    D = make_fair_classification(200, 5, seed=0)
+    p, u = D.subset(D.groups == 1), D.subset(D.groups == 0)
+    prob = ConstrainedProblem(hinge_risk(D), [less_equal(demographic_parity_gap(p, u), 0.05)], Ball(1.0),
+                              x0=np.zeros(5))
+    res = conex(prob, max_iter=20, primal_step=1e200, dual_step=1.0) if solver == "conex" else \
+        spider(prob, max_iter=20, step_size=1e200, seed=0)
+    assert np.linalg.norm(res.x) == pytest.approx(1.0, rel=1e-12)

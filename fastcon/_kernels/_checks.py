@@ -10,8 +10,8 @@ reduction vectorises (integer reductions may be reordered; a floating-point test
 evaluation) it took 12.6 µs against 24.0 µs for NumPy's ``isfinite`` + ``all``.
 """
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from ._linalg import JIT
 
 __all__ = ["all_finite", "finite_span"]

@@ -1,6 +1,6 @@
 r"""Compiled datafits: the terms a jitted solver loop can evaluate without returning to Python.
 
-The decision of ARCHITECTURE.md §3 ("solver loops whose iterations are tiny run compiled"), taken
+The decision "solver loops whose iterations are tiny run compiled" (docs/design.md, Solvers), taken
 once for the whole package: a term that supports compiled loops returns a **datafit bundle**, a
 plain tuple of a kind code and arrays (:func:`datafit_bundle` documents the layout), and jitted
 loops evaluate it with the functions below, which dispatch on the kind code. One bundle type for
@@ -14,21 +14,21 @@ code. Every datafit of this module is a function of the scores :math:`z = Aw` of
 ``GROUP_GAP``
     Rows ``[0, n_split)`` form group p and ``[n_split, n)`` group u; the statistic is the signed
     gap :math:`d(w) = \overline{\sigma(a^\top w)}_p - \overline{\sigma(a^\top w)}_u` and the value
-    :math:`|d(w)|` (demographic parity, paper 004 eq. 47).
+    :math:`|d(w)|` (demographic parity, [LX25] eq. 47).
 ``ROC_GAP``
     Two groups as above and a threshold grid: :math:`\max_j |\overline{\sigma(a^\top w - \theta_j)}_p
-    - \overline{\sigma(a^\top w - \theta_j)}_u|` (paper 002 eq. 11, paper 004 eq. 4). Not a mean of
+    - \overline{\sigma(a^\top w - \theta_j)}_u|` ([HL23] eq. 11, [LX25] eq. 4). Not a mean of
     per-row terms, so it has no statistic (objective use only).
 
 A minibatch is a list of row indices; for the two-group kinds the group means are taken over the
 batch rows of each group (the caller samples stratified, so both groups are present). Statistics
-are *linear* in the per-row terms, which is what the SPIDER recursion of paper 004 tracks
+are *linear* in the per-row terms, which is what the SPIDER recursion of [LX25] tracks
 (``u += d(x_k, B) - d(x_{k-1}, B)``); :func:`statistic_two_point` reads each batch row once for
 both points.
 """
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from ._linalg import JIT, _csr_axpy, _csr_dot, _csr_span_dot2
 from ._losses import margin_loss
 from ._threshold_sweep import grid_blocks, sigmoid_sweep
@@ -248,7 +248,7 @@ def statistic_grad(b, rows, n_rows, sign, grad_scale, grad, bufs):
 
 @njit(inline="always")
 def scad(t):
-    r"""Paper 004's SCAD-type :math:`\varphi(t)` with the continuous ``-1`` (digest 004 §1.6) and a derivative.
+    r"""[LX25]'s SCAD-type :math:`\varphi(t)` with the continuous ``-1`` (the paper prints ``+1``) and a derivative.
 
     :math:`2|t|` on :math:`|t| \le 1`, :math:`-t^2 + 4|t| - 1` on :math:`1 < |t| \le 2`, 3 beyond;
     derivative :math:`2\,\mathrm{sign}(t)` (0 at 0), :math:`(4 - 2|t|)\mathrm{sign}(t)`, 0.

@@ -10,11 +10,26 @@ compiled solver loops can call them. Each returns nothing; ``x`` afterwards hold
 
 Points already inside are left bit-for-bit unchanged (the ball tests ``norm <= radius`` before
 scaling), so projecting twice gives the same array as projecting once.
+
+Overflow and underflow. The norm is :math:`\sqrt{\sum_j t_j^2}` with :math:`t = x - c`, which
+overflows once :math:`|t_j|` passes about 1.3e154 (so ``[1e200, 1e200]`` had an infinite norm and
+was sent to the centre) and loses all digits once the squares underflow. The plain sum is kept
+whenever it is a finite normal number, so ordinary inputs take exactly the old arithmetic; only
+otherwise does the block take a second, scaled pass (`_project_scaled`): with :math:`M` the
+largest :math:`|x_j|, |c_j|` and :math:`s = 2^{-e}` (:math:`M = m 2^e`, :math:`m \in [1/2, 1)`,
+clamped to :math:`2^{\pm 1022}`), :math:`u_j = x_j s - c_j s` is at most 4 in magnitude and
+exact (a power-of-two scale), :math:`\|t\| = \|u\| / s`, and
+:math:`P(x)_j = c_j + u_j \, r / \|u\|`. Scaling :math:`x` and :math:`c` separately, rather
+than :math:`x - c`, also covers a difference that overflows (``x = 1e308``, ``c = -1e308``). A
+point with an infinite coordinate still gives NaN, as with the plain formula.
 """
+import math
+
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import overload
 
+from ._jit import njit
 from ._linalg import JIT
 
 __all__ = ["project_ball", "project_balls", "project_column_balls", "project_box"]
@@ -43,6 +58,44 @@ def _center_at_overload(center, j):
     return lambda center, j: center[j]
 
 
+#: Smallest positive normal double: a sum of squares below it has lost digits to underflow.
+_MIN_NORMAL = 2.2250738585072014e-308
+_MAX_FINITE = 1.7976931348623157e308
+
+
+@njit(**JIT)
+def _project_scaled(x, lo, hi, step, center, radius):
+    """Project ``x[lo:hi:step]`` onto its ball when the plain sum of squares over- or underflowed."""
+    top = 0.0
+    for j in range(lo, hi, step):
+        a = abs(x[j])
+        b = abs(_center_at(center, j))
+        # NaN compares false and is skipped here; it reaches the sum below and makes every entry NaN.
+        if a > top:
+            top = a
+        if b > top:
+            top = b
+    if top == 0.0:
+        return  # x == c == 0
+    if top == np.inf:
+        for j in range(lo, hi, step):  # the plain formula: ratio r / inf = 0, inf * 0 = NaN
+            c = _center_at(center, j)
+            x[j] = c + (x[j] - c) * 0.0
+        return
+    scale = math.ldexp(1.0, min(max(-math.frexp(top)[1], -1022), 1022))
+    sq = 0.0
+    for j in range(lo, hi, step):
+        u = x[j] * scale - _center_at(center, j) * scale
+        sq += u * u
+    norm = np.sqrt(sq)  # ||x - c|| * scale
+    if norm <= radius * scale:  # radius * scale is exact, or overflows only when x is far inside
+        return
+    ratio = radius / norm
+    for j in range(lo, hi, step):
+        c = _center_at(center, j)
+        x[j] = c + (x[j] * scale - c * scale) * ratio
+
+
 @njit(**JIT)
 def _project_block(x, lo, hi, center, radius):
     if radius == np.inf:
@@ -51,6 +104,9 @@ def _project_block(x, lo, hi, center, radius):
     for j in range(lo, hi):
         t = x[j] - _center_at(center, j)
         sq += t * t
+    if not (_MIN_NORMAL <= sq <= _MAX_FINITE):  # overflow, underflow, x == c or NaN
+        _project_scaled(x, lo, hi, 1, center, radius)
+        return
     norm = np.sqrt(sq)
     if norm <= radius:
         return
@@ -138,9 +194,15 @@ def project_column_balls(x, radii, norms):
             norms[k] += t * t
     scaled = False
     for k in range(m):
-        norm = np.sqrt(norms[k])
-        if radii[k] == np.inf or norm <= radii[k]:
+        sq = norms[k]
+        norm = np.sqrt(sq)
+        if radii[k] == np.inf:
             norms[k] = -1.0  # left alone (a scale is never negative)
+        elif not (_MIN_NORMAL <= sq <= _MAX_FINITE):
+            _project_scaled(x, k, n * m, m, None, radii[k])  # the same steps as project_balls' scaled pass
+            norms[k] = -1.0
+        elif norm <= radii[k]:
+            norms[k] = -1.0
         else:
             norms[k] = radii[k] / norm
             scaled = True

@@ -1,4 +1,4 @@
-r"""The compiled 3S-Econ iteration loop (paper 004, Algorithm 1) and its seeded row samplers.
+r"""The compiled 3S-Econ iteration loop (Liu & Xu [LX25] Algorithm 1) and its seeded row samplers.
 
 One call runs iterations ``k0 .. k1-1`` of
 
@@ -11,11 +11,11 @@ One call runs iterations ``k0 .. k1-1`` of
 
 with :math:`t` the constraint datafit's statistic (`_datafit`), :math:`\hat g_k = u_k - c`
 (MARGIN: the mean loss minus its level) or :math:`|u_k| - c` (GROUP_GAP: SPIDER tracks the signed
-gap and the absolute value is taken after, digest 004 §6.4 item 10), :math:`\zeta_f` a minibatch
+gap and the absolute value is taken after, fastcon's reading of [LX25]), :math:`\zeta_f` a minibatch
 subgradient of the objective datafit plus the full penalty gradient, and :math:`\zeta_g` a
 subgradient of the constraint on :math:`B_k` (on refresh iterations a fresh batch of :math:`S_2`
 rows, or all rows when :math:`S_2 = N_g`). Everything stays in one jitted function so a small
-stochastic iteration costs microseconds, not Python calls (ARCHITECTURE.md §3).
+stochastic iteration costs microseconds, not Python calls (docs/design.md, Solvers).
 
 Random numbers come from a splitmix64 stream held in a ``uint64[1]`` array, and batches are drawn
 without replacement by a partial Fisher-Yates shuffle of a persistent permutation (uniform subsets
@@ -23,10 +23,11 @@ at O(batch) cost). Both are plain jitted functions, so a NumPy reference can rep
 stream by calling them.
 """
 import numpy as np
-from numba import njit
 
 from ._datafit import datafit_value_grad, penalty_value_grad, statistic, statistic_grad, statistic_two_point
+from ._jit import njit
 from ._linalg import JIT
+from ._projections import project_ball
 
 __all__ = ["spider_loop", "rng_state", "next_uniform", "draw_rows", "COUNTERS"]
 
@@ -186,8 +187,11 @@ def spider_loop(x, x_prev, est, k0, k1, q, alpha0, decay, beta, nu, radius,
             x_prev[i] = x[i]
             x[i] -= alpha * grad[i]
             norm2 += x[i] * x[i]
-        if radius > 0.0 and norm2 > radius * radius:
-            s = radius / np.sqrt(norm2)
-            for i in range(d):
-                x[i] *= s
+        if radius > 0.0 and (norm2 > radius * radius or norm2 == np.inf):
+            if norm2 < np.inf:
+                s = radius / np.sqrt(norm2)
+                for i in range(d):
+                    x[i] *= s
+            else:
+                project_ball(x, radius, None)  # ||x||^2 overflowed (s would be 0): scale before squaring
     return 0

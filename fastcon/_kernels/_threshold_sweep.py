@@ -1,9 +1,9 @@
 r"""Threshold sweeps: group means of :math:`\sigma(s_i - \theta_j)` over a grid, and hard ROC gaps.
 
-The smoothed ROC-fairness objective of paper 002 (eq. 11) needs, for every threshold
+The smoothed ROC-fairness objective of Huang & Lin [HL23] (eq. 11) needs, for every threshold
 :math:`\theta_j` of a grid and every score :math:`s_i`, the logistic sigmoid
 :math:`\sigma(s_i - \theta_j) = 1 / (1 + e^{\theta_j - s_i})`: 400 thresholds times ~32k scores on
-a9a is 13M sigmoids per evaluation, and the exponentials dominate (ARCHITECTURE.md §6).
+a9a is 13M sigmoids per evaluation, and the exponentials dominate.
 
 One exponential per sample
 --------------------------
@@ -58,8 +58,9 @@ search, :math:`O(n \log n + m \log n)` (:func:`hard_roc_gap_grid`), and the exac
 real thresholds is attained at a score (:func:`hard_roc_gap_exact`).
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from ._jit import njit
 from ._linalg import JIT, JIT_PARALLEL, _chunk_span, n_chunks_for
 
 __all__ = [
@@ -255,7 +256,7 @@ def hard_roc_gap_grid(s_p, s_u, thresholds):
 
 
 def hard_roc_gap_exact(s_p, s_u):
-    r"""Hard ROC gap over all thresholds :math:`\theta \in \mathbb R` (Vogel et al.; paper 002 §3.2).
+    r"""Hard ROC gap over all thresholds :math:`\theta \in \mathbb R` (Vogel et al.; [HL23] §6.1).
 
     :math:`\theta \mapsto P_g(s \ge \theta)` is a left-continuous step function that only changes at
     the scores, so the supremum is attained at one of the scores (below all scores, and above them,

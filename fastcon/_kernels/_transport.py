@@ -1,4 +1,4 @@
-r"""Euclidean projection onto the transportation polytope (paper 002 §3.3–3.4, eqs. 13–14).
+r"""Euclidean projection onto the transportation polytope (Huang & Lin [HL23] §6.2, eqs. 13–14).
 
 .. math::
 
@@ -42,8 +42,8 @@ Sinkhorn scaling and "alternate then clip" schemes do not compute this projectio
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from ._linalg import JIT
 
 __all__ = ["TransportProjection", "project_transport", "transport_solve", "transport_workspace", "transport_cost_block",
@@ -415,7 +415,7 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
     C : array-like (m, n)
     alpha, beta : float, optional
         Row and column sums; default :math:`1/m` and :math:`1/n` (a coupling of two uniform
-        distributions, paper 002 eq. 13). Must satisfy :math:`\alpha m = \beta n`.
+        distributions, [HL23] eq. 13). Must satisfy :math:`\alpha m = \beta n`.
     u, v : arrays (m,), (n,), optional
         Warm-start duals (e.g. those of the previous projection); copied. Without them the solver
         starts from one exact block-ascent sweep from zero.
@@ -461,7 +461,7 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
 def transport_cost_block(P, rows, cols, sp, su, scale, with_grad, gP, rho_r, rho_c):
     r"""Cost :math:`\sum_{a,b} P_{I_a J_b}|s^p_a - s^u_b|` of a block of the plan, and its pieces.
 
-    The transport cost :math:`H(P, w) = \sum_{ij} P_{ij}|w^\top a^p_i - w^\top a^u_j|` (paper 002
+    The transport cost :math:`H(P, w) = \sum_{ij} P_{ij}|w^\top a^p_i - w^\top a^u_j|` ([HL23]
     eq. 13) restricted to rows ``rows`` and columns ``cols`` of ``P`` (all of them for a full
     pass); ``sp[a]``, ``su[b]`` are the scores of those rows and columns. Writes the sign-weighted
     sums :math:`\rho_r = (P \odot \mathrm{sign}\,D)\mathbf 1` and

@@ -15,8 +15,8 @@ Rounding: ``out[i] += rho * (x[i] - c[i])`` is evaluated exactly as NumPy's
 sum of squares, whose order is fixed for a given machine).
 """
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from ._linalg import JIT
 
 __all__ = ["proximal_value", "proximal_add", "axpy", "conex_primal_step", "linearized_values"]

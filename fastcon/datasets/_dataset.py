@@ -11,23 +11,172 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Dataset"]
+__all__ = ["Dataset", "check_sparse_structure"]
 
 
-def _as_design(X):
+# Axis names of the compressed layouts: (major, minor), the major axis being the one indptr runs over.
+_AXES = {"csr": ("row", "column"), "csc": ("column", "row"), "bsr": ("block row", "block column")}
+
+
+def _index_array(a, field, dtype_kinds="iu"):
+    """``a`` as a 1-D ndarray of an integer dtype, else ValueError naming ``field``."""
+    if not isinstance(a, np.ndarray) or a.ndim != 1:
+        raise ValueError(f"{field}: expected a 1-D integer array, got {type(a).__name__} "
+                         f"of shape {getattr(a, 'shape', '?')}")
+    if a.dtype.kind not in dtype_kinds:
+        raise ValueError(f"{field}: index dtype must be integer, got {a.dtype}")
+    # The kernel compiles once per dtype; rarer widths share the int64 version.
+    return a if a.dtype in (np.int32, np.int64) else a.astype(np.int64)
+
+
+def _check_values(data, field, ndim=1):
+    if not isinstance(data, np.ndarray) or data.ndim != ndim:
+        raise ValueError(f"{field}: expected a {ndim}-D array of values, got {type(data).__name__} "
+                         f"of shape {getattr(data, 'shape', '?')}")
+    if data.dtype.kind not in "biuf":
+        raise ValueError(f"{field}: values must be real numbers, got dtype {data.dtype}")
+
+
+def check_sparse_structure(X, field="X"):
+    r"""Check the arrays of a SciPy sparse matrix before anything reads through them.
+
+    SciPy does not bounds-check ``csr_matrix((data, indices, indptr), shape)`` (nor arrays assigned
+    to the attributes later), and its own routines then read and write out of bounds. This check
+    runs first, as one compiled O(nnz) scan (`fastcon._kernels._csr_checks`).
+
+    * CSR, CSC, BSR: ``shape`` two non-negative integers (BSR: multiples of the block size),
+      ``indptr`` and ``indices`` 1-D integer arrays, ``len(indptr)`` = major dimension + 1,
+      ``indptr[0] == 0``, ``indptr`` non-decreasing, ``indptr[-1] <= len(indices)`` and
+      ``<= len(data)``, every index of ``indices[:indptr[-1]]`` in :math:`[0, n_{minor})`.
+      Entries past ``indptr[-1]`` are not part of the matrix (SciPy's ``prune`` drops them);
+      they are allowed and ignored.
+    * COO: ``row``, ``col``, ``data`` 1-D of one length, indices within the shape.
+    * Other formats (DIA, LIL, DOK) are built through SciPy's checked API; they are checked after
+      conversion to CSR by :func:`_as_csr`.
+
+    Parameters
+    ----------
+    X : scipy sparse matrix or array
+    field : str
+        Name used in messages (``"X.indices: column index -1 at row 3 is out of range [0, 5)"``).
+
+    Returns
+    -------
+    nnz : int or None
+        Number of stored entries that belong to the matrix (``indptr[-1]`` or ``len(data)``),
+        None for the formats checked after conversion.
+
+    Raises
+    ------
+    ValueError
+        On the first fault, naming the array (``X.indptr``, ``X.indices``, ``X.data``, ``X.row``,
+        ``X.col``, ``X.shape``), the row (or column, block row, entry) and the value.
+    """
+    from .._kernels._csr_checks import (
+        INDEX_OUT_OF_RANGE, INDPTR_DECREASES, INDPTR_PAST_END, INDPTR_START, compressed_structure_error,
+        first_out_of_range,
+    )
+
+    shape = X.shape
+    if len(shape) != 2 or not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
+        raise ValueError(f"{field}.shape: expected two non-negative integers, got {shape}")
+    n_rows, n_cols = int(shape[0]), int(shape[1])
+    fmt = X.format
+    if fmt in _AXES:
+        major, minor = _AXES[fmt]
+        indptr = _index_array(X.indptr, f"{field}.indptr")
+        indices = _index_array(X.indices, f"{field}.indices")
+        if fmt == "bsr":
+            _check_values(X.data, f"{field}.data", ndim=3)
+            R, C = X.data.shape[1:]
+            if R < 1 or C < 1 or n_rows % R or n_cols % C:
+                raise ValueError(f"{field}.data: blocks of {R} x {C} do not tile the shape {shape}")
+            n_major, n_minor = n_rows // R, n_cols // C
+        else:
+            _check_values(X.data, f"{field}.data")
+            n_major, n_minor = (n_rows, n_cols) if fmt == "csr" else (n_cols, n_rows)
+        if indptr.shape[0] != n_major + 1:
+            raise ValueError(f"{field}.indptr: has {indptr.shape[0]} entries, expected n_{major.replace(' ', '_')}s"
+                             f" + 1 = {n_major + 1}")
+        code, at, pos = compressed_structure_error(indptr, indices, n_minor)
+        if code == INDPTR_START:
+            raise ValueError(f"{field}.indptr: must start at 0, got {X.indptr[0]}")
+        if code == INDPTR_DECREASES:
+            raise ValueError(f"{field}.indptr: decreases at {major} {at} ({X.indptr[at]} > {X.indptr[at + 1]})")
+        if code == INDPTR_PAST_END:
+            raise ValueError(f"{field}.indptr: ends at {X.indptr[-1]}, past the {indices.shape[0]} entries of "
+                             f"{field}.indices")
+        if code == INDEX_OUT_OF_RANGE:
+            raise ValueError(f"{field}.indices: {minor} index {X.indices[pos]} at {major} {at} is out of range "
+                             f"[0, {n_minor})")
+        nnz = int(indptr[-1])
+        if X.data.shape[0] < nnz:
+            raise ValueError(f"{field}.data: has {X.data.shape[0]} entries but {field}.indptr ends at {nnz}")
+        return nnz
+    if fmt == "coo":
+        row = _index_array(X.row, f"{field}.row")
+        col = _index_array(X.col, f"{field}.col")
+        _check_values(X.data, f"{field}.data")
+        nnz = X.data.shape[0]
+        for name, idx in (("row", row), ("col", col)):
+            if idx.shape[0] != nnz:
+                raise ValueError(f"{field}.{name}: has {idx.shape[0]} entries but {field}.data has {nnz}")
+        for name, axis, idx, bound in (("row", "row", row, n_rows), ("col", "column", col, n_cols)):
+            p = first_out_of_range(idx, 0, nnz, bound)
+            if p >= 0:
+                value = getattr(X, name)[p]
+                raise ValueError(f"{field}.{name}: {axis} index {value} at entry {p} is out of range [0, {bound})")
+        return nnz
+    return None
+
+
+def _shares_memory(a, sources):
+    return any(isinstance(s, np.ndarray) and np.may_share_memory(a, s) for s in sources)
+
+
+def _as_csr(X, copy=True, field="X"):
+    """Canonical CSR float64 (sorted, no duplicates, finite) from any SciPy sparse input, checked first.
+
+    With ``copy`` the result shares no memory with ``X``; without, arrays already in the right
+    dtype and order are reused.
+    """
+    nnz = check_sparse_structure(X, field)
+    fmt = X.format
+    sources = [getattr(X, name, None) for name in ("data", "indices", "indptr")]
+    if fmt == "csr":
+        # Rebuilt from the checked arrays: drops the unused tails and any canonical-format flag cached
+        # on X before its arrays were changed (SciPy would trust it).
+        M = sp.csr_matrix((X.data[:nnz], X.indices[:nnz], X.indptr), shape=X.shape, copy=False)
+    elif fmt == "csc":
+        M = sp.csc_matrix((X.data[:nnz], X.indices[:nnz], X.indptr), shape=X.shape, copy=False).tocsr()
+    elif fmt == "bsr":
+        M = sp.bsr_matrix((X.data[:nnz], X.indices[:nnz], X.indptr), shape=X.shape, copy=False).tocsr()
+    else:  # COO (checked above); DIA, LIL, DOK through SciPy's own conversion, checked after it
+        M = sp.csr_matrix(X)
+        if fmt != "coo":
+            check_sparse_structure(M, field)
+    if M.data.dtype != np.float64:
+        M.data = M.data.astype(np.float64)
+    if not M.has_canonical_format:
+        M = M.copy()  # sum_duplicates sorts in place: never reorder arrays the caller still holds
+        M.sum_duplicates()
+    if copy:
+        for name in ("data", "indices", "indptr"):
+            if _shares_memory(getattr(M, name), sources):
+                setattr(M, name, getattr(M, name).copy())
+    if M.nnz and not np.all(np.isfinite(M.data)):
+        bad = int(np.flatnonzero(~np.isfinite(M.data))[0])
+        row = int(np.searchsorted(M.indptr, bad, side="right") - 1)
+        raise ValueError(f"{field}: non-finite value (NaN or inf) in row {row}")
+    return M
+
+
+def _as_design(X, copy=True):
     """Return X as canonical CSR float64 (sorted, no explicit duplicates) or dense C float64."""
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
-        if X.indptr[-1] and not np.all(np.isfinite(X.data)):
-            bad = int(np.flatnonzero(~np.isfinite(X.data))[0])
-            row = int(np.searchsorted(X.indptr, bad, side="right") - 1)
-            raise ValueError(f"X: non-finite value (NaN or inf) in row {row}")
-        return X
+        return _as_csr(X, copy)
     try:
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        X = np.array(X, dtype=np.float64, order="C", copy=True if copy else None)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"X: cannot be read as a float64 matrix ({exc})") from None
     if X.ndim != 2:
@@ -38,7 +187,8 @@ def _as_design(X):
     return X
 
 
-def _as_labels(y, n, task):
+def _as_labels(y, n, task, copy=True):
+    """(labels, task, label_values): binary labels as float64 -1/+1, multi-class ids as int64."""
     try:
         y = np.asarray(y)
     except Exception as exc:  # pragma: no cover - numpy accepts nearly everything
@@ -52,21 +202,27 @@ def _as_labels(y, n, task):
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError(f"y: non-finite label at row {int(np.flatnonzero(~np.isfinite(y))[0])}")
     values = np.unique(y)
+    signs = y.dtype.kind != "b" and bool(np.all(np.isin(values, (-1, 1))))
+    # {0, 1} and bool are scikit-learn's binary encodings; {1} alone stays the {-1, +1} reading.
+    bits = not signs and (y.dtype.kind == "b" or bool(np.all(np.isin(values, (0, 1)))))
     if task is None:
-        task = "binary" if np.all(np.isin(values, (-1, 1))) else "multiclass"
+        task = "binary" if signs or bits else "multiclass"
     if task == "binary":
-        if not np.all(np.isin(values, (-1, 1))):
-            raise ValueError(
-                f"y: binary labels must be -1 or +1, found {values[~np.isin(values, (-1, 1))][:5].tolist()}"
-            )
-        return np.ascontiguousarray(y, dtype=np.float64), task
+        if signs:
+            label_values = np.array([-1, 1], dtype=np.result_type(y.dtype, np.int8))
+            return np.array(y, dtype=np.float64, copy=True if copy else None), task, label_values
+        if bits:
+            label_values = np.array([0, 1], dtype=y.dtype)
+            return np.where(y.astype(bool), 1.0, -1.0), task, label_values
+        bad = values[~np.isin(values, (-1, 1))][:5].tolist()
+        raise ValueError(f"y: binary labels must be -1/+1, 0/1 or bool, found {bad}")
     if task == "multiclass":
         if np.any(values != np.round(values)) or (values.size and values.min() < 0):
             raise ValueError(
                 "y: multi-class labels must be non-negative integer class ids 0..C-1, "
                 f"found {values[:5].tolist()}"
             )
-        return np.ascontiguousarray(y, dtype=np.int64), task
+        return np.array(y, dtype=np.int64, copy=True if copy else None), task, None
     raise ValueError(f"task: expected 'binary', 'multiclass' or None, got {task!r}")
 
 
@@ -76,9 +232,14 @@ class Dataset:
     Parameters
     ----------
     X : scipy.sparse matrix or array-like of shape (n_samples, n_features)
-        Stored as CSR float64 with sorted indices, or as C-contiguous dense float64.
+        Stored as CSR float64 with sorted indices, or as C-contiguous dense float64. CSC, COO, BSR,
+        DIA, LIL and DOK inputs are converted. The arrays of a sparse input are checked before
+        SciPy reads through them (see :func:`check_sparse_structure`): a negative or too large
+        index, an ``indptr`` that does not start at 0, decreases or runs past ``indices`` raises.
     y : array-like of shape (n_samples,)
-        Binary labels in {-1, +1} (stored float64) or multi-class ids 0..C-1 (stored int64).
+        Binary labels, stored float64 in {-1, +1}: given as -1/+1, or as 0/1 or bool (the
+        scikit-learn encodings), 0/False mapping to -1 and 1/True to +1. Or multi-class ids
+        0..C-1 (stored int64).
     groups : array-like of int, optional
         Sensitive-group id of each row, 0..G-1; every group must be non-empty.
     group_names : sequence of str, optional
@@ -90,7 +251,23 @@ class Dataset:
     feature_names : sequence of str, optional
         Column names (length n_features).
     task : {"binary", "multiclass", None}
-        Label convention; inferred when None ({-1, +1} means binary).
+        Label convention; inferred when None: labels within {-1, +1}, within {0, 1}, or of dtype
+        bool are binary, anything else multi-class (pass ``task="multiclass"`` for two classes
+        numbered 0 and 1).
+    copy : bool, default True
+        Copy every array the Dataset keeps (X's arrays, y, groups, sample_weight), so that later
+        writes to the caller's arrays cannot change results (a NaN written into ``X`` afterwards
+        would otherwise be read by every oracle without the NaN check ever seeing it). With False
+        the caller hands the arrays over: those already in the stored dtype and layout are kept
+        without a copy, and must not be modified afterwards. Conversions copy in either case.
+
+    Attributes
+    ----------
+    label_values : ndarray or None
+        Binary: the original values standing for -1 and +1, in that order (``[-1, 1]``,
+        ``[0, 1]`` or ``[False, True]`` in y's input dtype), so
+        ``label_values[(y > 0).astype(int)]`` gives back the labels as given. Multi-class: None
+        unless a loader sets the original value of each class id (`fastcon.datasets.load_libsvm`).
 
     Raises
     ------
@@ -99,13 +276,13 @@ class Dataset:
     """
 
     def __init__(self, X, y, groups=None, group_names=None, sample_weight=None, name="",
-                 feature_names=None, task=None):
-        self.X = _as_design(X)
+                 feature_names=None, task=None, copy=True):
+        self.X = _as_design(X, copy)
         n, d = self.X.shape
-        self.y, self.task = _as_labels(y, n, task)
+        self.y, self.task, self.label_values = _as_labels(y, n, task, copy)
         self.name = str(name)
-        self.groups, self.group_names = self._validate_groups(groups, group_names, n)
-        self.sample_weight = self._validate_weights(sample_weight, n)
+        self.groups, self.group_names = self._validate_groups(groups, group_names, n, copy)
+        self.sample_weight = self._validate_weights(sample_weight, n, copy)
         if feature_names is not None:
             feature_names = [str(f) for f in feature_names]
             if len(feature_names) != d:
@@ -113,7 +290,7 @@ class Dataset:
         self.feature_names = feature_names
 
     @staticmethod
-    def _validate_groups(groups, group_names, n):
+    def _validate_groups(groups, group_names, n, copy=True):
         if groups is None:
             if group_names is not None:
                 raise ValueError("group_names: given without groups")
@@ -125,7 +302,7 @@ class Dataset:
             groups.dtype.kind == "f" and np.all(np.isfinite(groups)) and np.all(groups == np.round(groups))
         ):
             raise ValueError(f"groups: group ids must be integers 0..G-1, got dtype {groups.dtype}")
-        groups = np.ascontiguousarray(groups, dtype=np.int64)
+        groups = np.array(groups, dtype=np.int64, copy=True if copy else None)
         if n and groups.min() < 0:
             raise ValueError(f"groups: negative group id {int(groups.min())}")
         n_groups = len(group_names) if group_names is not None else (int(groups.max()) + 1 if n else 0)
@@ -140,10 +317,10 @@ class Dataset:
         return groups, names
 
     @staticmethod
-    def _validate_weights(w, n):
+    def _validate_weights(w, n, copy=True):
         if w is None:
             return None
-        w = np.ascontiguousarray(w, dtype=np.float64)
+        w = np.array(w, dtype=np.float64, copy=True if copy else None)
         if w.shape != (n,):
             raise ValueError(f"sample_weight: expected shape ({n},), got {w.shape}")
         if not np.all(np.isfinite(w)) or np.any(w < 0):
@@ -184,8 +361,8 @@ class Dataset:
     def csr_arrays(self):
         """(indptr uint64, indices uint32, data float64): the unsigned-index layout the kernels use.
 
-        Unsigned indices spare numba the negative-index wraparound test on every access
-        (ARCHITECTURE.md §6); the conversion is paid once per dataset, not per call.
+        Unsigned indices spare numba the negative-index wraparound test on every access;
+        the conversion is paid once per dataset, not per call.
         """
         if not self.is_sparse:
             raise ValueError("csr_arrays: X is dense")
@@ -224,11 +401,15 @@ class Dataset:
                 group_names = [self.group_names[g] for g in present]
         elif groups is not None:
             groups, group_names = None, None
-        return Dataset(
+        # Fancy indexing already made new arrays: no second copy.
+        out = Dataset(
             self.X[rows], self.y[rows], groups=groups, group_names=group_names,
             sample_weight=None if self.sample_weight is None else self.sample_weight[rows],
             name=self.name if name is None else name, feature_names=self.feature_names, task=self.task,
+            copy=False,
         )
+        out.label_values = self.label_values
+        return out
 
     def split(self, fractions=(2 / 3, 1 / 3), seed=0, stratify=False):
         """Random disjoint split into len(fractions) datasets.
@@ -262,12 +443,15 @@ class Dataset:
         """``{group_name: Dataset}`` with the rows of each group (raises if there are no groups)."""
         if self.groups is None:
             raise ValueError("groups: this dataset has no sensitive groups")
-        return {
-            name: Dataset(self.X[self.groups == g], self.y[self.groups == g],
-                          sample_weight=None if self.sample_weight is None else self.sample_weight[self.groups == g],
-                          name=f"{self.name}[{name}]", feature_names=self.feature_names, task=self.task)
-            for g, name in enumerate(self.group_names)
-        }
+        parts = {}
+        for g, name in enumerate(self.group_names):
+            rows = self.groups == g
+            parts[name] = Dataset(self.X[rows], self.y[rows],
+                                  sample_weight=None if self.sample_weight is None else self.sample_weight[rows],
+                                  name=f"{self.name}[{name}]", feature_names=self.feature_names, task=self.task,
+                                  copy=False)
+            parts[name].label_values = self.label_values
+        return parts
 
 
 def _cut(idx, fractions):

@@ -33,7 +33,7 @@ import zlib
 import numpy as np
 import scipy.sparse as sp
 
-from ._dataset import Dataset
+from ._dataset import Dataset, check_sparse_structure
 from ._libsvm import parse as _parse
 
 __all__ = ["load_libsvm", "read_libsvm", "dump_libsvm"]
@@ -208,7 +208,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
         name = os.path.basename(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else ""
     values = np.unique(y_raw)
     if classes is None and np.all(np.isin(values, (-1.0, 1.0))):
-        ds = Dataset(X, y_raw, name=name, task="binary")
+        ds = Dataset(X, y_raw, name=name, task="binary", copy=False)
         ds.label_values = np.array([-1.0, 1.0])
         return ds
     if np.any(values != np.round(values)):
@@ -226,7 +226,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
         label_values = values
     order = np.argsort(label_values, kind="stable")
     y = order[np.searchsorted(label_values[order], y_raw)]
-    ds = Dataset(X, y.astype(np.int64), name=name, task="multiclass")
+    ds = Dataset(X, y.astype(np.int64), name=name, task="multiclass", copy=False)
     ds.label_values = label_values
     return ds
 
@@ -274,6 +274,8 @@ def dump_libsvm(dataset_or_X, path, y=None, *, zero_based=False, comment=None):
         if isinstance(y, (str, os.PathLike)):
             raise TypeError("dump_libsvm(X, path, y): the path comes before the labels")
         X = dataset_or_X
+        if sp.issparse(X):
+            check_sparse_structure(X)  # before SciPy's conversions read through the index arrays
     X = sp.csr_matrix(X, dtype=np.float64)
     if not X.has_sorted_indices or not X.has_canonical_format:
         X = X.copy()

@@ -37,7 +37,7 @@ def load_a9a(files, subset):
     groups = X[:, 71].toarray().ravel().astype(np.int64)
     names = [f"f{j}" for j in range(1, 124)]
     return Dataset(X, y, groups=groups, group_names=["male", "female"], name=f"a9a[{subset}]",
-                   feature_names=names, task="binary")
+                   feature_names=names, task="binary", copy=False)
 
 
 def load_pendigits(files, subset):

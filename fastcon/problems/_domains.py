@@ -11,6 +11,23 @@ from .._kernels._projections import project_ball, project_balls, project_box, pr
 
 __all__ = ["Whole", "Ball", "ProductOfBalls", "ColumnBalls", "Box", "Product"]
 
+_MIN_NORMAL = np.finfo(np.float64).tiny
+
+
+def _norm(v) -> float:
+    r"""Euclidean norm of ``v`` without overflow or underflow: :math:`M\sqrt{\sum_j (v_j/M)^2}`,
+    :math:`M = \max_j |v_j|`, when the plain sum of squares is not a finite normal number (so
+    ``[1e200, 1e200]`` has norm 1.41e200, not inf). Infinite entries give inf, NaN gives NaN."""
+    v = np.asarray(v, dtype=np.float64).ravel()
+    with np.errstate(over="ignore", under="ignore"):  # detected below, and then avoided by scaling
+        sq = float(v @ v)
+    if _MIN_NORMAL <= sq < np.inf or v.size == 0:
+        return float(np.sqrt(sq))
+    top = float(np.max(np.abs(v)))
+    if top == 0.0 or not np.isfinite(top):
+        return top if not np.isnan(sq) else float("nan")
+    return top * float(np.sqrt(np.sum((v / top) ** 2)))
+
 
 class _Domain:
     def project(self, x):
@@ -20,7 +37,7 @@ class _Domain:
 
     def contains(self, x, tol=1e-12) -> bool:
         x = np.asarray(x, dtype=np.float64)
-        return bool(np.linalg.norm(self.project(x) - x) <= tol * max(1.0, np.linalg.norm(x)))
+        return bool(_norm(self.project(x) - x) <= tol * max(1.0, _norm(x)))
 
 
 class Whole(_Domain):
@@ -36,7 +53,12 @@ class Whole(_Domain):
 
 
 class Ball(_Domain):
-    r"""Euclidean ball :math:`\{x : \|x - c\| \le r\}`; :math:`P(x) = c + (x - c)\min(1, r/\|x - c\|)`."""
+    r"""Euclidean ball :math:`\{x : \|x - c\| \le r\}`; :math:`P(x) = c + (x - c)\min(1, r/\|x - c\|)`.
+
+    The norm is scaled before squaring when :math:`\|x - c\|^2` over- or underflows (see
+    `fastcon._kernels._projections`), so ``[1e200, 1e200]`` projects onto the unit ball as
+    ``[0.707..., 0.707...]`` rather than the centre.
+    """
 
     def __init__(self, radius, center=None):
         radius = float(radius)
@@ -64,7 +86,7 @@ class ProductOfBalls(_Domain):
             raise ValueError("radii: need one radius per block (len(offsets) - 1)")
         if np.any(np.diff(self.offsets) < 0) or np.any(self.radii < 0):
             raise ValueError("offsets: must be non-decreasing and radii non-negative")
-        self.diameter = 2.0 * float(np.sqrt(np.sum(self.radii ** 2)))
+        self.diameter = 2.0 * _norm(self.radii)
 
     def project_inplace(self, x):
         project_balls(x, self.offsets, self.radii)
@@ -98,7 +120,7 @@ class ColumnBalls(_Domain):
         if not np.all(self.radii >= 0):
             raise ValueError("radii: must be non-negative")
         self.n_columns = int(self.radii.size)
-        self.diameter = 2.0 * float(np.sqrt(np.sum(self.radii ** 2)))
+        self.diameter = 2.0 * _norm(self.radii)
 
     def columns(self, dim):
         """The index slice of every column in a vector of length ``dim``: ``[slice(k, dim, m) ...]``."""
@@ -122,7 +144,7 @@ class Box(_Domain):
         self.hi = hi if np.ndim(hi) == 0 else np.ascontiguousarray(hi, dtype=np.float64)
         if np.any(np.asarray(self.lo) > np.asarray(self.hi)):
             raise ValueError("lo: must not exceed hi")
-        self.diameter = float(np.linalg.norm(np.asarray(self.hi) - np.asarray(self.lo))) if np.ndim(lo) else np.inf
+        self.diameter = _norm(np.asarray(self.hi) - np.asarray(self.lo)) if np.ndim(lo) else np.inf
 
     def project_inplace(self, x):
         project_box(x, float(self.lo) if np.ndim(self.lo) == 0 else self.lo,
@@ -144,7 +166,7 @@ class Product(_Domain):
     def __init__(self, blocks):
         self.blocks = [(int(size), domain) for size, domain in blocks]
         self.offsets = np.concatenate([[0], np.cumsum([s for s, _ in self.blocks])]).astype(np.int64)
-        self.diameter = float(np.sqrt(sum(d.diameter ** 2 for _, d in self.blocks)))
+        self.diameter = _norm([d.diameter for _, d in self.blocks])
 
     def project_inplace(self, x):
         for k, (_, domain) in enumerate(self.blocks):

@@ -1,0 +1,132 @@
+"""``njit`` for fastcon's kernels: numba's decorator with the on-disk cache kept out of the package.
+
+Why
+    With ``cache=True`` numba chooses where a function's compiled code is stored when the function
+    is *decorated* (`numba.core.caching.CacheImpl` asks its locators in order): the folder
+    ``numba.config.CACHE_DIR`` (``$NUMBA_CACHE_DIR``) when it is set, else ``__pycache__`` beside
+    the source file when that is writable, else a user-wide folder. For an installed fastcon the
+    second choice is ``site-packages/fastcon/_kernels/__pycache__``: files pip never recorded,
+    which survive ``pip uninstall`` and leave a ``site-packages/fastcon`` folder that Python then
+    imports as an empty namespace package, shadowing a later (editable) install of fastcon.
+
+What
+    `njit` decorates each ``cache=True`` kernel with ``numba.config.CACHE_DIR`` set to
+    `cache_root` and restores the previous value right after, so fastcon's kernels are cached
+
+    * in ``$NUMBA_CACHE_DIR`` when the user set it (numba's own rule, unchanged);
+    * else in ``$XDG_CACHE_HOME/fastcon/numba`` (``~/.cache/fastcon/numba`` by default);
+
+    while functions the user jits keep numba's usual location. numba puts each source folder in
+    its own sub-folder of the root and names files by Python version, so an installed and an
+    editable copy of fastcon, or two Pythons, never share entries. When the folder cannot be
+    written, kernels are compiled without a cache (a warning says so once per process): numba
+    would otherwise fall back to the package folder.
+
+    Filling an empty cache takes minutes (every kernel specialisation is compiled once); the first
+    compilation of a fastcon kernel into an empty cache prints one line to stderr saying so.
+"""
+import glob
+import os
+import sys
+import tempfile
+import warnings
+
+import numba
+from numba.core import caching, config, event
+
+__all__ = ["njit", "cache_root", "kernel_cache_dir", "cache_is_cold"]
+
+_KERNEL_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_linalg.py")
+_state = {"root": None, "checked": False, "cold": None}
+_cached_kernels = set()  # id() of every dispatcher decorated here with the cache on
+
+
+def cache_root() -> str:
+    """The folder numba caches fastcon's kernels under.
+
+    ``$NUMBA_CACHE_DIR`` (or ``numba.config.CACHE_DIR``, e.g. from ``.numba_config.yaml``) when
+    set, else ``$XDG_CACHE_HOME/fastcon/numba``, else ``~/.cache/fastcon/numba``.
+    """
+    user = os.environ.get("NUMBA_CACHE_DIR") or config.CACHE_DIR
+    if user:
+        return os.path.abspath(os.path.expanduser(user))
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG specification ignores relative values.
+    base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "fastcon", "numba")
+
+
+def kernel_cache_dir() -> str:
+    """The folder holding the cache files of fastcon's kernels: numba adds one sub-folder per
+    source folder (named after it plus a hash of its path) under `cache_root`."""
+    return os.path.join(cache_root(), caching._CacheLocator.get_suitable_cache_subpath(_KERNEL_FILE))
+
+
+def cache_is_cold() -> bool:
+    """True when `kernel_cache_dir` holds no compiled kernel for this Python version."""
+    tag = "py%d%d%s" % (sys.version_info[0], sys.version_info[1], getattr(sys, "abiflags", ""))
+    return not glob.glob(os.path.join(glob.escape(kernel_cache_dir()), f"*.{tag}.nbi"))
+
+
+def _writable_root():
+    """`cache_root` if it can be created and written, else None (warned about once)."""
+    if not _state["checked"]:
+        _state["checked"] = True
+        root = cache_root()
+        try:
+            os.makedirs(root, exist_ok=True)
+            tempfile.TemporaryFile(dir=root).close()
+        except OSError as exc:
+            warnings.warn(f"fastcon: numba cache folder {root} is not writable ({exc.strerror or exc}); "
+                          "kernels are compiled again in every process. Set NUMBA_CACHE_DIR to a "
+                          "writable folder to cache them.", RuntimeWarning, stacklevel=3)
+        else:
+            _state["root"] = root
+            _state["cold"] = cache_is_cold()
+    return _state["root"]
+
+
+def njit(*args, **options):
+    """`numba.njit`, with ``cache=True`` kernels cached under `cache_root` (see the module notes).
+
+    Used exactly like `numba.njit` (``@njit``, ``@njit(**options)``, ``@njit(signature, ...)``).
+    Without ``cache=True`` it is `numba.njit` itself.
+    """
+    if not options.get("cache"):
+        return numba.njit(*args, **options)
+    root = _writable_root()
+    if root is None:
+        return numba.njit(*args, **dict(options, cache=False))
+    func = args[0] if len(args) == 1 and callable(args[0]) and not isinstance(args[0], str) else None
+    decorator = numba.njit(**options) if func is not None else numba.njit(*args, **options)
+
+    def decorate(py_func):
+        saved = config.CACHE_DIR
+        config.CACHE_DIR = root  # read by numba's locator while the dispatcher is built
+        try:
+            dispatcher = decorator(py_func)
+        finally:
+            config.CACHE_DIR = saved
+        _cached_kernels.add(id(dispatcher))
+        return dispatcher
+
+    return decorate(func) if func is not None else decorate
+
+
+class _ColdCacheNotice(event.Listener):
+    """Prints one line when the first fastcon kernel is compiled into an empty cache.
+
+    numba fires ``numba:compile`` only on a cache miss, so a warm cache prints nothing.
+    """
+
+    def on_start(self, ev):
+        if _state["cold"] and id(ev.data["dispatcher"]) in _cached_kernels:
+            _state["cold"] = False  # once per process
+            print(f"fastcon: compiling numba kernels into {kernel_cache_dir()} (first use only, a few minutes)",
+                  file=sys.stderr, flush=True)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", _ColdCacheNotice())
