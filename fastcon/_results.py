@@ -2,7 +2,7 @@
 
 A solver creates one `History` and one `Counters`, records into them as it runs, and hands them to
 `SolveResult`. Keeping this in one place means every solver's output plots, serialises and compares
-the same way (ARCHITECTURE.md §4 and §7).
+the same way.
 """
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ __all__ = ["SolveResult", "History", "Counters", "STATUSES"]
 STATUSES = (
     "converged",            # a stopping rule of the algorithm was met
     "max_iter",             # the iteration budget ran out; x obeys the algorithm's output rule
-    "no_feasible_iterate",  # the output rule selects among (nearly) feasible iterates and there were none
-    "stalled_infeasible",   # progress stopped while the constraint is still violated
-    "infeasible_start",     # the algorithm needs a feasible start and was not given one
+    "no_feasible_iterate",  # no iterate met the solver's feasibility tolerance (the message gives the best
+                            # violation; fastcon.solvers.check_feasibility can certify infeasibility)
+    "stalled_infeasible",   # progress stopped at an infeasible point after an earlier iterate was feasible
     "callback_stop",        # the user's callback asked to stop
     "time_limit",           # the wall-clock budget ran out
-    "data_pass_limit",      # the data-pass budget ran out (paper 004's DP(g) cap)
+    "data_pass_limit",      # the data-pass budget ran out (the DP(g) cap of [LX25] §4.3)
 )
 
 
@@ -42,7 +42,10 @@ class History:
     """
 
     def __init__(self, record_every: int = 1):
-        if int(record_every) < 1:
+        # Solvers check their arguments with fastcon.solvers._validation (a layer above); this guard
+        # keeps direct users from a silently truncated 2.5 or a bool.
+        if (isinstance(record_every, (bool, np.bool_)) or not isinstance(record_every, (int, np.integer))
+                or record_every < 1):
             raise ValueError(f"record_every: must be a positive integer, got {record_every!r}")
         self.record_every = int(record_every)
         self._columns: dict[str, list] = {}

@@ -69,7 +69,7 @@ def test_multiple_constraints_against_slsqp():
 
 
 def conex_reference(x0, f_grad, g_val, g_grad, eta, tau, theta, T):
-    """Plain loop of digest 002 §2.5 (one constraint, linearized extrapolation, multiplicative steps)."""
+    """Plain ConEx loop ([BDL22]; one constraint, linearized extrapolation, multiplicative steps)."""
     x, y = x0.copy(), 0.0
     ell_prev = ell = g_val(x)
     xs, ys = [], []

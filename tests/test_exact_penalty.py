@@ -1,4 +1,4 @@
-"""Exact-penalty trust-region baseline (digest 001 §3.6) on tiny problems with hand-computed answers."""
+"""Exact-penalty trust-region baseline of [MLY20] §5 (fastcon's reconstruction) on tiny hand-computed problems."""
 import itertools
 
 import numpy as np
@@ -205,7 +205,7 @@ def absolute_value(shift=0.0):
 
 @pytest.mark.parametrize("objective, constraint, status", [
     (absolute_value(), linear([1.0], -10.0), "converged"),              # min |x|: feasible kink at 0
-    (linear([0.0]), absolute_value(1.0), "stalled_infeasible"),         # |x| + 1 <= 0: never feasible
+    (linear([0.0]), absolute_value(1.0), "no_feasible_iterate"),        # |x| + 1 <= 0: never feasible
 ])
 def test_kink_collapses_the_radius(objective, constraint, status):
     # At a kink the subgradient model keeps promising a unit decrease (psi = 1) while every step
@@ -264,15 +264,17 @@ def test_infeasible_problem_stops_at_an_infeasible_critical_point(mode):
     # x >= 1 and x <= 0: the violation (1 - x)_+ + x_+ is 1 on all of [0, 1], so chi = 0 there.
     problem = ConstrainedProblem(squared_distance([0.0]), [linear([-1.0], 1.0), linear([1.0])])
     res = exact_penalty_trust_region(problem, np.array([0.5]), penalty_update=mode)
-    assert res.status == "stalled_infeasible" and res.info["stop_reason"] == "infeasible_critical"
+    # never feasible: the common status; how it stopped stays in stop_reason
+    assert res.status == "no_feasible_iterate" and res.info["stop_reason"] == "infeasible_critical"
     assert res.max_violation == pytest.approx(1.0) and res.x[0] == pytest.approx(0.0, abs=1e-12)
     assert res.n_iter == 2 and not res.success
+    assert res.info["best_violation"] == pytest.approx(0.5) and "check_feasibility" in res.message  # at x_0 = 0.5
 
 
-def test_penalty_cap_stops_as_stalled_infeasible():
+def test_penalty_cap_stops_without_a_feasible_iterate():
     res = exact_penalty_trust_region(box_problem(), np.zeros(1), penalty=0.5, max_penalty=1.0,
                                      penalty_update="classic")
-    assert res.status == "stalled_infeasible" and res.info["stop_reason"] == "max_penalty"
+    assert res.status == "no_feasible_iterate" and res.info["stop_reason"] == "max_penalty"
     assert res.x[0] == -2.0 and res.max_violation == pytest.approx(3.0)
     np.testing.assert_array_equal(res.history["penalty"], 0.5)
 
@@ -350,7 +352,7 @@ def test_reproducible_and_independent_of_the_seed():
     assert h["objective"][-1] < h["objective"][0]  # the zero model's loss (C - 1) / 2 = 1 is improved
     # every iteration reads the objective once (plus once at the start)
     np.testing.assert_array_equal(h["data_passes_f"], h["iteration"] + 2)
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):
         exact_penalty_trust_region(small_multiclass_problem(), max_iter=1, seed="abc")
 
 
@@ -382,7 +384,7 @@ def test_lp_failures_are_rejected_steps_not_errors(monkeypatch):
 
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("kwargs, field", [
-    (dict(penalty=0.0), "penalty"), (dict(penalty="big"), "penalty"),
+    (dict(penalty=0.0), "penalty"),
     (dict(penalty_update="fast"), "penalty_update"), (dict(steering=0.0), "steering"),
     (dict(steering=1.5), "steering"), (dict(penalty_increase=1.0), "penalty_increase"),
     (dict(max_penalty=1.0), "max_penalty"), (dict(max_steering_repeats=-1), "max_steering_repeats"),
@@ -392,10 +394,18 @@ def test_lp_failures_are_rejected_steps_not_errors(monkeypatch):
     (dict(gamma_accept=1.5), "gamma_accept"), (dict(expansion=0.5), "expansion"), (dict(min_radius=0.0), "min_radius"),
     (dict(min_radius=2.0), "min_radius"), (dict(tolerance=0.0), "tolerance"), (dict(tolerance=np.nan), "tolerance"),
     (dict(feasibility_tolerance=-1.0), "feasibility_tolerance"), (dict(ball_constraint="cubed"), "ball_constraint"),
-    (dict(callback=3), "callback"), (dict(record_every=0), "record_every"),
+    (dict(record_every=0), "record_every"), (dict(max_iter=True), "max_iter"), (dict(max_iter=np.nan), "max_iter"),
+    (dict(record_every=1.5), "record_every"), (dict(seed=-1), "seed"),
 ])
 def test_bad_parameters_raise(kwargs, field):
     with pytest.raises(ValueError, match=field):
+        exact_penalty_trust_region(box_problem(), np.zeros(1), **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, field", [(dict(penalty="big"), "penalty"), (dict(callback=3), "callback"),
+                                           (dict(max_iter="5"), "max_iter")])
+def test_wrong_types_raise_type_errors(kwargs, field):
+    with pytest.raises(TypeError, match=f"^{field}"):
         exact_penalty_trust_region(box_problem(), np.zeros(1), **kwargs)
 
 

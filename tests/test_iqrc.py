@@ -1,4 +1,4 @@
-"""IQRC (paper 001, Algorithms 1-3, Remark 1) on small problems with known solutions."""
+"""IQRC (Ma, Lin & Yang [MLY20] Algorithms 1-3, Remark 1) on small problems with known solutions."""
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -59,7 +59,7 @@ def linear_problem():
                               Ball(10.0))
 
 
-# ---------------------------------------------------------------------------- weakly convex (digest 001 §6.5 #5, #6)
+# ---------------------------------------------------------------------------- weakly convex constraint 1 - ||x||^2
 def ring_problem(center, x0, lo=-2.0, hi=2.0):
     """min ||x - c||^2 / 2  s.t.  1 - ||x||^2 <= 0 (rho = 2) over the box [lo, hi]^d."""
     center = np.asarray(center, dtype=float)
@@ -84,7 +84,7 @@ def test_iqrc_reaches_solution_and_every_outer_iterate_is_feasible():
     res = iqrc(problem, rho_hat=1.0, tolerance=1e-2, outer_iter=30, inner_iter=1000, record_every=50)
     assert res.status == "max_iter" and res.n_iter == 30000 and res.solver == "iqrc[switching]"
     np.testing.assert_allclose(res.x, X_HINGE, atol=3e-3)   # the inner error is O(1/K): 6e-3 at K = 300
-    # digest §6.5 #7: g(x_t) <= G_{t-1}(x_t) <= eps_hat^2 and x_t in X for every outer t
+    # feasibility invariant: g(x_t) <= G_{t-1}(x_t) <= eps_hat^2 and x_t in X for every outer t
     assert_outer_iterates_feasible(res, problem, 1e-4, lambda x: np.linalg.norm(x) <= 1.0 + 1e-12)
     assert res.info["phase_one"]["status"] == "not_needed" and res.info["switching_threshold"] == 1e-4
     # the outer history: one row per outer iterate, cumulative inner iterations, metrics of (f, g)
@@ -121,7 +121,7 @@ def test_iqrc_is_the_proximal_point_preset_of_algorithm_2():
 
 
 def test_weakly_convex_1d_prox_sequence():
-    """Digest §6.5 #5: f = x^2/2, g = 1 - x^2 on [-2, 2], rho_hat = 3: exact x_t = 2, 1.5, 1.125, ... -> 1."""
+    """f = x^2/2, g = 1 - x^2 on [-2, 2], rho_hat = 3: exact x_t = 2, 1.5, 1.125, ... -> 1."""
     problem = ring_problem([0.0], [2.0])
     res = iqrc(problem, rho_hat=3.0, rho=2.0, tolerance=1e-3, outer_iter=8, inner_iter=2000, record_every=500)
     xs = res.info["outer_iterates"][:, 0]
@@ -131,12 +131,13 @@ def test_weakly_convex_1d_prox_sequence():
 
 
 def test_weakly_convex_ring_reaches_kkt_point_with_near_monotone_objective():
-    """Digest §6.5 #6: c = (0.3, 0.4), from (2, 2) IQRC reaches x* = c / ||c|| = (0.6, 0.8)."""
+    """c = (0.3, 0.4), from (2, 2) IQRC reaches x* = c / ||c|| = (0.6, 0.8)."""
     problem = ring_problem([0.3, 0.4], [2.0, 2.0])
     res = iqrc(problem, rho_hat=3.0, rho=2.0, tolerance=1e-2, outer_iter=40, inner_iter=400, record_every=400)
     np.testing.assert_allclose(res.x, [0.6, 0.8], atol=1e-2)
     assert_outer_iterates_feasible(res, problem, 1e-4, lambda x: np.all(np.abs(x) <= 2.0))
-    # digest §6.5 #8: f(x_{t+1}) <= f(x_t) + lambda_t g(x_t) + eps_hat^2 with g(x_t) <= eps_hat^2
+    # near-monotone descent ([MLY20] eqs. (15)-(17)): f(x_{t+1}) <= f(x_t) + lambda_t g(x_t) + eps_hat^2
+    # with g(x_t) <= eps_hat^2
     assert np.all(np.diff(res.info["outer_history"]["objective"]) <= 5e-4)
 
 
@@ -210,18 +211,18 @@ def test_phase_one_from_infeasible_start():
     assert res.counters["rows_g"] == (8 + 1) + 20 * 200
 
 
-def test_phase_one_failure_reports_infeasible_start():
+def test_phase_one_failure_reports_no_feasible_iterate():
     # x0 = 0 is a stationary point of g = 1 - x^2 with g = 1: Remark 1's infeasible stationary point
     res = iqrc(ring_problem([0.0], [0.0]), rho_hat=3.0, rho=2.0, outer_iter=3, inner_iter=10)
-    assert res.status == "infeasible_start" and res.info["phase_one"]["status"] == "stationary_infeasible"
+    assert res.status == "no_feasible_iterate" and res.info["phase_one"]["status"] == "stationary_infeasible"
     assert res.max_violation == 1.0 and res.n_iter == 0 and not res.success
     # budget exhausted: tiny constant steps cannot reach g <= tau; the lowest-g point is returned
     res = iqrc(ring_problem([0.0], [0.5]), rho_hat=3.0, rho=2.0, outer_iter=3, inner_iter=10,
                phase_one_iter=5, phase_one_step_size=1e-3)
     phase = res.info["phase_one"]
-    assert res.status == "infeasible_start" and phase["status"] == "budget_exhausted" and phase["n_iter"] == 5
+    assert res.status == "no_feasible_iterate" and phase["status"] == "budget_exhausted" and phase["n_iter"] == 5
     assert res.x[0] == pytest.approx(0.5 * 1.002 ** 5) and res.max_violation == pytest.approx(phase["final_constraint"])
-    assert "Phase I" in res.message
+    assert "Phase I" in res.message and "check_feasibility" in res.message
     # g = |x - 1| + 0.5 > 0 everywhere; steps of 0.3 from 0 overshoot 1: g = 1.5, 1.2, 0.9, 0.6, 0.7.
     # The returned point is the lowest-g iterate x = 0.9, not the last one (1.2).
     def abs_vs(x, out):
@@ -231,7 +232,7 @@ def test_phase_one_failure_reports_infeasible_start():
                                Box(-2.0, 2.0), x0=np.zeros(1))
     res = iqrc(never, phase_one_iter=4, phase_one_step_size=0.3)
     np.testing.assert_allclose(res.info["phase_one"]["constraint"], [1.5, 1.2, 0.9, 0.6, 0.7])
-    assert res.status == "infeasible_start" and res.x[0] == pytest.approx(0.9)
+    assert res.status == "no_feasible_iterate" and res.x[0] == pytest.approx(0.9)
     assert res.max_violation == pytest.approx(0.6)
     # phase_one=False runs IQRC from the infeasible start as asked
     res = iqrc(ring_problem([0.0], [0.5]), rho_hat=3.0, rho=2.0, outer_iter=3, inner_iter=200, phase_one=False)

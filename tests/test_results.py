@@ -27,8 +27,20 @@ def test_history_sampling_and_late_columns():
     assert list(arrays["step_kind"]) == ["f", "f", "f", "f", "g"]
     assert np.isnan(arrays["extra"][:4]).all() and arrays["extra"][4] == 3.0
     assert np.all(np.diff(arrays["time"]) >= 0)
-    with pytest.raises(ValueError, match="record_every"):
-        History(record_every=0)
+    for bad in (0, 2.5, True, -1):
+        with pytest.raises(ValueError, match="record_every"):
+            History(record_every=bad)
+    assert History(record_every=np.int64(3)).record_every == 3
+
+
+def test_statuses():
+    from fastcon._results import STATUSES
+
+    assert "no_feasible_iterate" in STATUSES and "max_iter" in STATUSES
+    r = SolveResult(np.zeros(1), "no_feasible_iterate", "g = 0.1")
+    assert not r.success
+    with pytest.raises(ValueError, match="status"):
+        SolveResult(np.zeros(1), "infeasible_start")  # retired: a failed feasibility search is no_feasible_iterate
 
 
 def test_counters_data_passes():

@@ -1,4 +1,4 @@
-"""3S-Econ (paper 004): compiled loop vs NumPy reference, SPIDER estimator, counters, KKT, errors."""
+"""3S-Econ (Liu & Xu [LX25]): compiled loop vs NumPy reference, SPIDER estimator, counters, KKT, errors."""
 import math
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Switching subgradient (paper 002 Algorithms 1–2): reference loop, invariants, output law, theory."""
+"""Switching subgradient (Huang & Lin [HL23] Algorithms 1–2): reference loop, invariants, output law, theory."""
 import numpy as np
 import pytest
 from scipy import stats
@@ -141,7 +141,8 @@ def test_infinite_tolerances_reduce_to_projected_subgradient():
             x = project_ball(x - eta * grad(x), RADIUS)
             np.testing.assert_allclose(xs[t + 1], x, rtol=1e-12, atol=1e-14)
         np.testing.assert_array_equal(res.x, xs[-1])
-        assert res.status == "max_iter"
+        # eps = -inf: no iterate can meet the tolerance, whatever g is
+        assert res.status == ("max_iter" if tol > 0 else "no_feasible_iterate")
 
 
 def test_no_feasible_iterate_is_a_status():
@@ -152,6 +153,76 @@ def test_no_feasible_iterate_is_a_status():
     assert res.status == "no_feasible_iterate" and "I is empty" in res.message
     assert res.info["tau"] == -1 and res.counters["nearly_feasible"] == 0
     assert problem.domain.contains(res.x)
+    # the message reports the best violation reached and where to go next
+    assert f"g = {res.info['best_constraint']:.6g}" in res.message and "check_feasibility" in res.message
+    assert res.info["best_constraint"] > 0.1 and not res.success
+
+
+@pytest.mark.parametrize("output", ["random", "average", "best", "last"])
+def test_zero_step_size_keeps_a_feasible_start(output):
+    """step_size = 0 is degenerate but legal: x never moves; a feasible start puts every t in I."""
+    problem = small_problem()
+    x0 = np.zeros(3)
+    assert g_value(x0) < 0
+    res = switching_subgradient(problem, x0, max_iter=100, step_size=0.0, output=output, record_every=10)
+    assert res.status == "max_iter" and res.counters["nearly_feasible"] == 100
+    np.testing.assert_array_equal(res.x, x0)
+    assert res.max_violation == 0.0
+    if output != "last":
+        assert 0 <= res.info["tau"] < 100
+
+
+def test_zero_weights_fall_back_to_the_uniform_law():
+    """All eta_t = 0 on I: tau is uniform over I (the limit of equal weights), not 'I is empty'."""
+    problem = small_problem()
+    T, S, n_runs = 6, 2, 1200
+    counts = np.zeros(T, dtype=int)
+    for seed in range(n_runs):
+        res = switching_subgradient(problem, np.zeros(3), max_iter=T, step_size=0.0, tolerance=np.inf,
+                                    start_index=S, seed=seed, record_every=T)
+        counts[res.info["tau"]] += 1
+    assert counts[:S].sum() == 0
+    assert stats.chisquare(counts[S:]).pvalue > 1e-3
+    # a positive weight after zeros wins: zero weights are never drawn once a positive one is offered
+    eta = [0.0, 0.0, 0.0, 1e-3]
+    for seed in range(20):
+        res = switching_subgradient(problem, np.zeros(3), max_iter=4, step_size=lambda t: eta[t], tolerance=np.inf,
+                                    seed=seed)
+        assert res.info["tau"] == 3
+
+
+@pytest.mark.parametrize("output", ["random", "average", "best", "last"])
+def test_degenerate_settings_for_every_output_rule(output):
+    problem = small_problem()
+    # one iteration at a feasible point: I = {0}, every rule returns x_0
+    x0 = np.zeros(3)
+    one = switching_subgradient(problem, x0, max_iter=1, step_size=0.1, output=output)
+    assert one.status == "max_iter" and one.n_iter == 1 and one.counters["nearly_feasible"] == 1
+    if output != "last":
+        np.testing.assert_array_equal(one.x, x0)
+    # zero step from an infeasible start: I is empty for every rule, x_T = x_0 is returned
+    far = 1.9 * A_MAT[0] / np.linalg.norm(A_MAT[0])
+    stuck = switching_subgradient(problem, far, max_iter=20, step_size=0.0, output=output)
+    assert stuck.status == "no_feasible_iterate" and stuck.info["tau"] == -1
+    np.testing.assert_array_equal(stuck.x, problem.project(far))
+    assert stuck.info["best_constraint"] == pytest.approx(g_value(problem.project(far)))
+    # start_index = T - 1: only the last iterate can enter I
+    late = switching_subgradient(problem, x0, max_iter=30, step_size=1e-3, start_index=29, output=output)
+    assert late.counters["nearly_feasible"] == 1 and late.status == "max_iter"
+    if output in ("random", "average", "best"):
+        assert late.info["tau"] == 29
+    # "average" with linear weights and a zero step: the plain (linear-weighted) average of identical points
+    if output == "average":
+        avg = switching_subgradient(problem, x0, max_iter=10, step_size=0.0, output=output, average_weights="linear")
+        np.testing.assert_array_equal(avg.x, x0)
+
+
+def test_strongly_convex_rule_reports_an_empty_I():
+    """Theorem B.1 draws over all t >= S; a run whose iterates never reach g <= 0 still says so."""
+    problem = small_problem()
+    far = 1.9 * A_MAT[0] / np.linalg.norm(A_MAT[0])
+    res = switching_subgradient(problem, far, max_iter=5, step_size=1e-4, strongly_convex_constraint=True)
+    assert res.status == "no_feasible_iterate" and 0 <= res.info["tau"] < 5
 
 
 def test_output_rules_and_reproducibility():
@@ -192,6 +263,36 @@ def test_bad_inputs():
         switching_subgradient(problem, strongly_convex_constraint=True, tolerance=1e-3)
     with pytest.raises(ValueError, match="stationarity_rho_hat"):
         switching_subgradient(problem, record_stationarity_every=10)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(max_iter=2.7), ValueError, "max_iter"), (dict(max_iter=0), ValueError, "max_iter"),
+    (dict(max_iter=-1), ValueError, "max_iter"), (dict(max_iter=True), ValueError, "max_iter"),
+    (dict(max_iter=float("nan")), ValueError, "max_iter"), (dict(max_iter="10"), TypeError, "max_iter"),
+    (dict(step_size=-1e-3), ValueError, "step_size"), (dict(step_size=np.inf), ValueError, "step_size"),
+    (dict(step_size=np.nan), ValueError, "step_size"), (dict(step_size=lambda t: -1.0), ValueError, "step_size"),
+    (dict(tolerance=np.nan), ValueError, "tolerance"), (dict(record_every=0), ValueError, "record_every"),
+    (dict(record_every=2.5), ValueError, "record_every"), (dict(start_index=-1), ValueError, "start_index"),
+    (dict(start_index=10, max_iter=10), ValueError, "start_index"), (dict(seed=-1), ValueError, "seed"),
+    (dict(seed=1.5), ValueError, "seed"), (dict(seed="a"), TypeError, "seed"),
+    (dict(objective_batch_size=0), ValueError, "objective_batch_size"),
+    (dict(constraint_oracle="stochastic", constraint_batch_size=2.0), ValueError, "constraint_batch_size"),
+    (dict(callback=3), TypeError, "callback"),
+])
+def test_numeric_arguments_are_checked(kwargs, error, match):
+    with pytest.raises(error, match=f"^{match}"):
+        switching_subgradient(small_problem(), **kwargs)
+
+
+def test_seed_accepts_generators_and_none():
+    problem = small_problem()
+    kw = dict(max_iter=50, step_size=0.02, tolerance=1e-2)
+    a = switching_subgradient(problem, seed=np.random.default_rng(3), **kw)
+    b = switching_subgradient(problem, seed=np.random.default_rng(3), **kw)
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.info["seed"] == "Generator"
+    assert switching_subgradient(problem, seed=None, **kw).status == "max_iter"
+    assert switching_subgradient(problem, seed=np.int64(4), **kw).info["seed"] == 4
 
 
 # ---------------------------------------------------------------------------- theory (Theorem 4.2)
@@ -326,9 +427,6 @@ def test_stochastic_oracles_on_hinge_risk():
 
 
 def test_stationarity_recording():
-    metrics = pytest.importorskip("fastcon.metrics")
-    if not hasattr(metrics, "near_stationarity"):
-        pytest.skip("fastcon.metrics.near_stationarity not available yet")
     res = switching_subgradient(weakly_convex_problem(), max_iter=40, step_size=0.01, tolerance=1e-3,
                                 record_every=1000, record_stationarity_every=20, stationarity_rho_hat=RHO_HAT)
     h = res.history

@@ -13,10 +13,12 @@ from ._smoothed_penalty import kkt_multiplier, smoothed_plus, smoothed_plus_deri
 from .spider import spider
 from .spider import theory_parameters as spider_theory_parameters
 from .switching import check_certificate, switching_subgradient, theory_parameters
+from .feasibility import FeasibilityResult, check_feasibility, support_function
 
 __all__ = [
     "switching_subgradient", "theory_parameters", "check_certificate", "conex", "prox_weights_to_steps",
     "proximal_point", "iqrc", "iqrc_step_size", "online_stochastic_subgradient", "exact_penalty_trust_region",
     "spider", "spider_theory_parameters", "smoothed_plus", "smoothed_plus_derivative",
     "kkt_multiplier", "as_schedule", "constant", "inverse_sqrt", "linear", "inverse_linear",
+    "check_feasibility", "FeasibilityResult", "support_function",
 ]

@@ -10,11 +10,47 @@ import numpy as np
 from .._results import Counters
 
 
+#: Default absolute tolerance on :math:`g = \max_i g_i` below which an iterate counts as feasible for the
+#: status of solvers without a switching tolerance of their own (ConEx, IPP, 3S-Econ, the online method):
+#: the default :math:`\epsilon_t` of `switching_subgradient` and the level docs/design.md holds ConEx-type
+#: methods to. It decides ``"no_feasible_iterate"`` only; it never changes the iterates.
+FEASIBILITY_TOLERANCE = 1e-5
+
+
+def as_seed_sequence(seed):
+    """``seed`` (int >= 0, SeedSequence, Generator or None) as a `SeedSequence`.
+
+    A SeedSequence is returned as is; a Generator is drawn from once (four 64-bit words), so one
+    Generator state gives one result and successive solves sharing a Generator differ; None takes
+    fresh OS entropy.
+    """
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, np.random.Generator):
+        return np.random.SeedSequence(seed.integers(0, 2 ** 63, size=4, dtype=np.int64).tolist())
+    return np.random.SeedSequence(seed)
+
+
 def seeded_streams(seed, n):
-    """``n`` independent generators from ``seed`` (int or SeedSequence), without mutating it."""
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    """``n`` independent generators from ``seed`` (see `as_seed_sequence`), without mutating a SeedSequence."""
+    ss = as_seed_sequence(seed)
     return [np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (i,)))) for i in range(n)]
+
+
+def describe_seed(seed):
+    """``seed`` for ``SolveResult.info`` (JSON-ready): the int, None, or the type's name."""
+    if seed is None or isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return None if seed is None else int(seed)
+    return type(seed).__name__
+
+
+def no_feasible_message(best_g, tolerance, subject="no iterate"):
+    """The message of status ``"no_feasible_iterate"``: the best violation reached and what to do next."""
+    return (f"{subject} met the feasibility tolerance: the smallest constraint value reached is "
+            f"g = {best_g:.6g} > {tolerance:.3g}. The constraint may be infeasible: "
+            "fastcon.solvers.check_feasibility(problem) minimises g over the domain and, for convex "
+            "constraints, certifies infeasibility with a lower bound on min g")
 
 
 class RowSampler:
@@ -106,7 +142,7 @@ def make_objective_oracle(problem, kind, batch, rng):
         return problem.f_and_subgradient
     term = problem.objective
     if hasattr(term, "sample_rows"):
-        # The term knows its own sampling scheme (paper 002's Wasserstein oracle draws B rows per
+        # The term knows its own sampling scheme ([HL23] §6.2's Wasserstein oracle draws B rows per
         # group without replacement; uniform draws could miss a group): use it with our stream.
         def evaluate_own(x, out):
             return term.value_and_subgradient_rows(x, term.sample_rows(rng, batch), out)

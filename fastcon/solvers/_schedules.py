@@ -11,7 +11,7 @@ Named helpers (``c`` a constant, ``t`` the 0-based iteration):
 =====================  ===========================  =============================================
 helper                 value                        used by
 =====================  ===========================  =============================================
-``constant(c)``        :math:`c`                    static SSG (paper 002, Thm 4.2 Case I)
+``constant(c)``        :math:`c`                    static SSG ([HL23] Thm 4.2 Case I)
 ``inverse_sqrt(c)``    :math:`c / \sqrt{t + 1}`     diminishing SSG (Thm 4.2 Case II), ConEx
 ``linear(c)``          :math:`c\,(t + 1)`           IPP-ConEx prox weights, (k+1) averaging weights
 ``inverse_linear(c)``  :math:`c / (t + 1)`          IPP-ConEx dual prox weight, strongly convex SG

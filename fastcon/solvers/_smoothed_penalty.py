@@ -1,4 +1,4 @@
-r"""The smoothed exact penalty of paper 004 (eq. PP): :math:`h^\nu`, its derivative, the KKT multiplier.
+r"""The smoothed exact penalty of Liu & Xu [LX25] (problem (PP)): :math:`h^\nu`, its derivative, the KKT multiplier.
 
 .. math::
 
@@ -40,7 +40,7 @@ def smoothed_plus_derivative(z, nu):
 
 
 def kkt_multiplier(g, beta, nu):
-    r"""Multiplier estimate :math:`\lambda = \beta\,\mathrm{clip}(g/\nu, 0, 1)` (paper 004, Theorem 2.8)."""
+    r"""Multiplier estimate :math:`\lambda = \beta\,\mathrm{clip}(g/\nu, 0, 1)` ([LX25] Theorem 2.8)."""
     beta = float(beta)
     if not (np.isfinite(beta) and beta > 0):
         raise ValueError(f"beta: expected a positive penalty parameter, got {beta}")

@@ -1,8 +1,9 @@
-r"""ConEx, the constraint-extrapolation primal-dual method (Boob, Deng & Lan 2022, Algorithm 1 of ref. [12]).
+r"""ConEx, the constraint-extrapolation primal-dual method (Boob, Deng & Lan [BDL22], Algorithm 1).
 
 For :math:`\min_{x\in\mathcal X} f(x)` s.t. :math:`g_i(x) \le 0` (:math:`i = 1..m`) with one
-multiplier :math:`y_i \ge 0` per constraint, in the **multiplicative** step convention of digest 002
-§2.5 (the values of paper 002's single-loop experiments):
+multiplier :math:`y_i \ge 0` per constraint, in the **multiplicative** step convention (fastcon's reading
+of the step values in the single-loop experiments of Huang & Lin [HL23] §6, which make sense only as
+multiplicative steps; see docs/references.md):
 
 .. math::
 
@@ -12,14 +13,16 @@ multiplier :math:`y_i \ge 0` per constraint, in the **multiplicative** step conv
     \ell_{t+1} &= g(x_t) + g'(x_t)^\top (x_{t+1} - x_t) \quad\text{(``linearized``)}
     \quad\text{or}\quad g(x_{t+1}) \quad\text{(``exact``)},
 
-with :math:`\ell_{-1} = \ell_0 = g(x_0)`, all vectors over the :math:`m` constraints. Papers 002/004
-state IPP-ConEx schedules as [12]'s *prox weights* (:math:`\eta_t \|x - x_t\|^2/2`); convert them with
+with :math:`\ell_{-1} = \ell_0 = g(x_0)`, all vectors over the :math:`m` constraints. [HL23] and [LX25]
+state IPP-ConEx schedules as [BDL22]'s *prox weights* (:math:`\eta_t \|x - x_t\|^2/2`); convert them with
 `prox_weights_to_steps` (:math:`\eta \mapsto 1/\eta`, :math:`\tau \mapsto 1/\tau`).
 
 Cost per iteration: one subgradient of :math:`f` and one fused value+subgradient pass per
 constraint (the values at :math:`x_{t+1}` are reused by the next iteration), one projection.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -28,15 +31,21 @@ from .._kernels._vector import conex_primal_step, linearized_values
 from .._results import History, SolveResult
 from ._output import WeightedAverage
 from ._schedules import Schedule, as_schedule
-from ._common import check_choice, make_objective_oracle, PassMeter, start_point, stationarity_certificate, seeded_streams
+from ._common import (
+    check_choice, describe_seed, FEASIBILITY_TOLERANCE, make_objective_oracle, no_feasible_message, PassMeter,
+    start_point, stationarity_certificate, seeded_streams,
+)
+from ._validation import (
+    check_callback, check_count, check_optional_count, check_optional_real, check_real, check_schedule, check_seed,
+)
 
 __all__ = ["conex", "prox_weights_to_steps"]
 
 
 def prox_weights_to_steps(eta_prox, tau_prox):
-    r"""Convert [12]'s prox weights :math:`(\eta_t, \tau_t)` to multiplicative steps :math:`(1/\eta_t, 1/\tau_t)`.
+    r"""Convert [BDL22]'s prox weights :math:`(\eta_t, \tau_t)` to multiplicative steps :math:`(1/\eta_t, 1/\tau_t)`.
 
-    E.g. IPP-ConEx's :math:`\eta_k = c_1(k+1)`, :math:`\tau_k = c_2/(k+1)` (paper 002 §4.2) become
+    E.g. IPP-ConEx's :math:`\eta_k = c_1(k+1)`, :math:`\tau_k = c_2/(k+1)` ([HL23] §6.1) become
     primal steps :math:`1/(c_1(k+1))` and dual steps :math:`(k+1)/c_2`.
 
     Returns
@@ -51,9 +60,9 @@ def prox_weights_to_steps(eta_prox, tau_prox):
 
 def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, theta=1.0,
           extrapolation="linearized", output="last", averaging_weights=1.0, y0=None,
-          objective_oracle="deterministic", objective_batch_size=None, seed=0, record_every=1,
-          callback=None, verbose=False, record_stationarity_every=None, stationarity_rho_hat=None,
-          _record_problem=None) -> SolveResult:
+          objective_oracle="deterministic", objective_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE,
+          seed=0, record_every=1, callback=None, verbose=False, record_stationarity_every=None,
+          stationarity_rho_hat=None, _record_problem=None) -> SolveResult:
     r"""ConEx primal-dual method (see the module docstring for the iteration).
 
     Parameters
@@ -61,23 +70,30 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     problem : ConstrainedProblem
     x0 : array-like, optional
     max_iter : int
+        :math:`T \ge 1`, an integer.
     primal_step, dual_step : float or callable of t
-        :math:`\eta_t` and :math:`\tau_t`, multiplicative (paper 002's single-loop grids:
-        :math:`c_1/\sqrt{t+1}`, :math:`c_1 \in \{0.01, 0.02, 0.05\}`; :math:`c_2 \in \{20, 50, 100\}`).
+        :math:`\eta_t` and :math:`\tau_t`, multiplicative, finite and :math:`\ge 0` ([HL23] §6's
+        single-loop grids: :math:`c_1/\sqrt{t+1}`, :math:`c_1 \in \{0.01, 0.02, 0.05\}`;
+        :math:`c_2 \in \{20, 50, 100\}`). 0 freezes the primal iterate or the multipliers
+        (degenerate but well defined, like a zero step of `switching_subgradient`).
     theta : float or callable of t
-        Extrapolation weight :math:`\theta_t` (1 in the convex case; :math:`t/(t+1)` in the strongly
-        convex schedule of [12] used by IPP-ConEx).
+        Extrapolation weight :math:`\theta_t \ge 0`, finite (1 in the convex case; :math:`t/(t+1)`
+        in the strongly convex schedule of [BDL22] used by IPP-ConEx).
     extrapolation : {"linearized", "exact"}
-        :math:`\ell` as the linearization of :math:`g` at the previous point ([12]) or exact values.
+        :math:`\ell` as the linearization of :math:`g` at the previous point ([BDL22]) or exact values.
     output : {"last", "average"}
-        :math:`x_T`, or :math:`\bar x_T = \sum_t \gamma_t x_{t+1} / \sum_t \gamma_t` ([12]); the
+        :math:`x_T`, or :math:`\bar x_T = \sum_t \gamma_t x_{t+1} / \sum_t \gamma_t` ([BDL22]); the
         multipliers are the last :math:`y_T` or averaged alike.
     averaging_weights : float or callable of t
-        :math:`\gamma_t` (1: uniform; ``linear(1)`` gives :math:`t + 1`).
+        :math:`\gamma_t \ge 0` (1: uniform; ``linear(1)`` gives :math:`t + 1`; all 0: the plain average).
     y0 : array-like of shape (m,), optional
         Initial multipliers (default 0).
     objective_oracle, objective_batch_size
         As in `switching_subgradient` (a minibatch subgradient of :math:`f`).
+    feasibility_tolerance : float
+        :math:`\ge 0`. The run ends with status ``"no_feasible_iterate"`` instead of ``"max_iter"``
+        when neither an iterate :math:`x_0..x_T` nor the output has :math:`g \le` this value
+        (default 1e-5). It only decides the status.
     seed, record_every, callback, verbose, record_stationarity_every, stationarity_rho_hat
         As in `switching_subgradient`; ``callback(t, x_{t+1}, info)`` gets ``y`` (live buffer) and
         ``constraint`` in ``info``.
@@ -85,6 +101,9 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     Returns
     -------
     SolveResult
+        Status ``"max_iter"``, ``"no_feasible_iterate"`` (see ``feasibility_tolerance``; the message
+        gives the smallest :math:`g` reached and points to `check_feasibility`) or
+        ``"callback_stop"``. ``info["best_constraint"]`` is the smallest :math:`g(x_t)`.
         ``multipliers`` :math:`y`; history columns ``objective``, ``constraint`` (raw :math:`g(x_t)`),
         ``max_violation``, ``multiplier_norm`` :math:`\|y_t\|_2`, ``data_passes_f/g`` (algorithm
         reads only; with a deterministic objective the recorded :math:`f(x_t)` comes free with its
@@ -93,27 +112,29 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     check_choice("extrapolation", extrapolation, ("linearized", "exact"))
     check_choice("output", output, ("last", "average"))
     check_choice("objective_oracle", objective_oracle, ("deterministic", "stochastic"))
-    T = int(max_iter)
-    if T < 1:
-        raise ValueError(f"max_iter: must be a positive integer, got {max_iter}")
+    T = check_count("max_iter", max_iter)
+    check_count("record_every", record_every)
+    check_optional_count("record_stationarity_every", record_stationarity_every)
+    check_optional_real("stationarity_rho_hat", stationarity_rho_hat, positive=True)
+    check_optional_count("objective_batch_size", objective_batch_size)
+    feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
+    check_seed("seed", seed)
+    check_callback("callback", callback)
     if not problem.constraints:
         raise ValueError("problem: ConEx needs at least one constraint")
     if record_stationarity_every is not None and stationarity_rho_hat is None:
         raise ValueError("stationarity_rho_hat: needed when record_stationarity_every is set")
-    eta = as_schedule(primal_step, "primal_step").values(T)
-    tau = as_schedule(dual_step, "dual_step").values(T)
-    th = as_schedule(theta, "theta").values(T)
-    gamma = as_schedule(averaging_weights, "averaging_weights").values(T)
-    for name, v in (("primal_step", eta), ("dual_step", tau), ("averaging_weights", gamma)):
-        if np.any(v < 0) or not np.all(np.isfinite(v)):
-            raise ValueError(f"{name}: values must be finite and non-negative")
+    eta = check_schedule("primal_step", primal_step, T)
+    tau = check_schedule("dual_step", dual_step, T)
+    th = check_schedule("theta", theta, T)
+    gamma = check_schedule("averaging_weights", averaging_weights, T)
 
     cons, m, d = problem.constraints, problem.n_constraints, problem.dim
     rec = problem if _record_problem is None else _record_problem
     x = start_point(problem, x0)
     y = np.zeros(m) if y0 is None else np.array(y0, dtype=np.float64).reshape(m)
-    if np.any(y < 0):
-        raise ValueError("y0: multipliers must be non-negative")
+    if not np.all(y >= 0) or not np.all(np.isfinite(y)):
+        raise ValueError("y0: multipliers must be finite and non-negative")
     (rng_f,) = seeded_streams(seed, 1)
     eval_f = make_objective_oracle(problem, objective_oracle, objective_batch_size, rng_f)
     reuse_f = objective_oracle == "deterministic" and rec is problem
@@ -136,6 +157,7 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     avg_x, avg_y = WeightedAverage(d), WeightedAverage(m)
     history = History(record_every)
     status, stop_t = "max_iter", T - 1
+    best_g = math.inf  # smallest g(x_t) over the iterates, read from values the loop computes anyway
     info_cb = {}
     progress = Progress(T, verbose, desc="conex")
     for t in range(T):
@@ -148,6 +170,8 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
         y += s
         np.maximum(y, 0.0, out=y)
         g_t = float(g_cur.max())
+        if g_t < best_g:
+            best_g = g_t
         stat_due = record_stationarity_every is not None and t % record_stationarity_every == 0
         if history.due(t) or t == T - 1 or stat_due:
             with meter:
@@ -184,16 +208,22 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
         x_out, y_out = avg_x.x, avg_y.x
     else:
         x_out, y_out = x.copy(), y.copy()
+    best_g = min(best_g, float(g_cur.max()))  # x_{stop_t + 1}, evaluated by the last iteration
     with meter:
         objective = problem.f(x_out)
         # g at x_T is already known from the loop (it fed l_{T}); the average needs a pass.
-        violation = (max(0.0, float(g_cur.max())) if output == "last" or avg_x.empty
-                     else problem.max_violation(x_out))
+        g_out = (float(g_cur.max()) if output == "last" or avg_x.empty else float(problem.g(x_out)[0]))
+    violation = max(0.0, g_out)
     counters = meter.counters()
     counters.add("objective_subgradients", stop_t + 1)
     counters.add("constraint_evaluations", stop_t + 2)
     info = {"output": output, "extrapolation": extrapolation, "primal_step": repr(as_schedule(primal_step)),
-            "dual_step": repr(as_schedule(dual_step)), "theta": repr(as_schedule(theta)), "seed": seed}
-    return SolveResult(x_out, status, f"ran {stop_t + 1} iterations", n_iter=stop_t + 1, objective=objective,
+            "dual_step": repr(as_schedule(dual_step)), "theta": repr(as_schedule(theta)),
+            "feasibility_tolerance": feas_tol, "best_constraint": best_g, "seed": describe_seed(seed)}
+    message = f"ran {stop_t + 1} iterations"
+    if status == "max_iter" and min(best_g, g_out) > feas_tol:
+        status = "no_feasible_iterate"
+        message += "; " + no_feasible_message(min(best_g, g_out), feas_tol, "neither an iterate nor the output")
+    return SolveResult(x_out, status, message, n_iter=stop_t + 1, objective=objective,
                        max_violation=violation, multipliers=y_out, history=history, counters=counters,
                        info=info, solver="conex")

@@ -1,9 +1,11 @@
 r"""The :math:`\ell_1` exact-penalty trust-region method with LP steps (Cartis, Gould & Toint 2011), the
-baseline of paper 001's experiments (digest 001 §3.6).
+baseline of the experiments of Ma, Lin & Yang [MLY20] §5 (see docs/references.md).
 
-**Reconstruction.** Paper 001 gives the step subproblem (its eq. 12), the merit function, the
-radius rule and the parameter values, but no pseudo-code of the penalty update; the details below
-follow digest 001 §3.6 and §6.3 (#10) and are *not* a transcription of the original method.
+**Reconstruction.** [MLY20] §5 gives the step subproblem (its eq. (12)), the merit function, the
+radius rule and the parameter values, but no pseudo-code of the penalty update. The rest (the
+:math:`\ell_\infty` trust region that makes the step an LP, the ratio's formula, the criticality measures,
+the two penalty updates, squared ball constraints) is fastcon's reconstruction, *not* a
+transcription of the original method.
 
 For :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g_i(x) \le 0` (:math:`i = 1..m`) let
 :math:`c(x) \in \mathbb R^{m + b}` collect the :math:`g_i` and the :math:`b` penalised ball
@@ -15,7 +17,7 @@ as rows) and :math:`[\cdot]_+ = \max(0, \cdot)`. The merit function and its line
     \phi_\sigma(x) = f(x) + \sigma \textstyle\sum_j [c_j(x)]_+, \qquad
     l_\sigma(x; s) = f(x) + \nabla f(x)^\top s + \sigma \textstyle\sum_j [c_j(x) + \nabla c_j(x)^\top s]_+ .
 
-Iteration :math:`k` solves paper 001's eq. (12) with the :math:`\ell_\infty` trust region as the LP
+Iteration :math:`k` solves [MLY20] eq. (12) with the :math:`\ell_\infty` trust region as the LP
 
 .. math::
 
@@ -37,7 +39,7 @@ accepting it when :math:`\rho_k \ge \eta_1`; :math:`\Delta_{k+1} = \gamma_3\Delt
 so the radius never grows). ``pred`` is evaluated from the model at the LP's :math:`s`, not read
 from the LP objective.
 
-**Criticality** (digest §3.6). For the penalty problem and for the violation alone,
+**Criticality** (first-order, in the style of Cartis et al.). For the penalty problem and for the violation alone,
 
 .. math::
 
@@ -49,8 +51,9 @@ c_j(x)^\top s]_+`. Because the model is convex in :math:`s`, :math:`\mathrm{pred
 \Delta_k) \le \psi_\sigma(x_k) \le \mathrm{pred}_k / \min(1, \Delta_k)`, so the unit-radius LP of
 :math:`\psi` is solved only when :math:`\epsilon` falls between these bounds.
 
-**Penalty update** (the two readings of digest §3.6; both start at :math:`\sigma_{-1} = 1/\xi`, change
-:math:`\sigma` only by the factor :math:`\tau`, and never decrease it):
+**Penalty update** (two plausible readings, which [MLY20]'s figure cannot tell apart; both start
+at :math:`\sigma_{-1} = 1/\xi`, change :math:`\sigma` only by the factor :math:`\tau`, and never
+decrease it):
 
 - ``"classic"`` (Cartis et al.'s outer loop): :math:`\sigma` is fixed while the trust-region loop
   minimises :math:`\phi_\sigma`. When :math:`\psi_\sigma(x_k) \le \epsilon`: if the maximum violation
@@ -73,11 +76,11 @@ c_j(x)^\top s]_+`. Because the model is convex in :math:`s`, :math:`\mathrm{pred
 
 **Domain.** Box bounds (``Box``, box blocks of a ``Product``) are LP bounds on :math:`s`, so every
 iterate stays in the box (the trial point is clipped to remove LP round-off). Balls (``Ball``,
-``ProductOfBalls``, ``ColumnBalls``, ball blocks) are **penalised, not projected**, as in paper 001: iterates may leave
-them. They enter :math:`c` as :math:`\|x_B - x_c\|^2 - r^2` (``ball_constraint="squared"``, digest's
-recommendation: smooth, also at the paper's start :math:`x = 0`) or :math:`\|x_B - x_c\| - r` with the
+``ProductOfBalls``, ``ColumnBalls``, ball blocks) are **penalised, not projected**, as in [MLY20]: iterates may leave
+them. They enter :math:`c` as :math:`\|x_B - x_c\|^2 - r^2` (``ball_constraint="squared"``, the
+default: smooth, also at the paper's start :math:`x = 0`) or :math:`\|x_B - x_c\| - r` with the
 subgradient 0 at the centre (``"norm"``). The reported violation uses the norm form,
-:math:`\max(0, \max_i g_i(x), \max_B \|x_B - x_c\| - r)`, the infeasibility of paper 001's Figure 1.
+:math:`\max(0, \max_i g_i(x), \max_B \|x_B - x_c\| - r)`, the infeasibility of [MLY20] Figure 1.
 Other domains (e.g. the transportation polytope) are rejected.
 
 **Cost per iteration:** one fused value+subgradient call of :math:`f` and of every :math:`g_i` at the
@@ -95,7 +98,8 @@ from scipy.optimize import linprog
 from .._progress import Progress
 from .._results import History, SolveResult
 from ..problems import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole
-from ._common import check_choice, PassMeter, start_point
+from ._common import check_choice, describe_seed, no_feasible_message, PassMeter, start_point
+from ._validation import check_callback, check_count, check_real, check_seed
 
 __all__ = ["exact_penalty_trust_region"]
 
@@ -255,22 +259,6 @@ def _record(history, meter, k, row, force, passes_time=None):
         history.record(k, force=True, time=elapsed, **row, data_passes_f=pf, data_passes_g=pg)
 
 
-def _positive_float(name, value, allow_zero=False):
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
-    if not (math.isfinite(value) and (value >= 0.0 if allow_zero else value > 0.0)):
-        raise ValueError(f"{name}: must be finite and {'non-negative' if allow_zero else 'positive'}, got {value!r}")
-    return value
-
-
-def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 # ---------------------------------------------------------------------------- the solver
 def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update="steering", steering=0.1,
                                penalty_increase=100.0, max_penalty=1e12, max_steering_repeats=5, radius=1.0,
@@ -280,7 +268,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
                                verbose=False) -> SolveResult:
     r"""Exact-penalty trust-region method with LP steps (reconstruction; see the module docstring).
 
-    Defaults are paper 001's values for pendigits and segment (§4.3): :math:`\xi = 0.1`,
+    Defaults are [MLY20]'s values for pendigits and segment (§5): :math:`\xi = 0.1`,
     :math:`\tau = 100`, :math:`\sigma_{-1} = 1/\xi`, :math:`\epsilon = 10^{-3}`, :math:`\Delta_0 = 1`,
     :math:`\eta_1 = 0.3`, :math:`\eta_2 = 0.7`, :math:`\gamma_1 = 0.5`, :math:`\gamma_2 = 1` (usps:
     ``steering=0.02``).
@@ -308,7 +296,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     radius : float
         :math:`\Delta_0 > 0` (:math:`\ell_\infty` trust region).
     max_iter : int
-        Iterations; each solves at least one step LP.
+        Iterations (a positive integer); each solves at least one step LP.
     eta1, eta2 : float
         :math:`0 < \eta_1 \le \eta_2 < 1`: acceptance and "very successful" thresholds of :math:`\rho_k`.
     gamma : float
@@ -346,7 +334,11 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         violation :math:`\le \epsilon_{\mathrm{feas}}`, ``info["stop_reason"] = "critical"``; or the
         radius fell below ``min_radius`` at such a point, ``"small_radius"``), ``"stalled_infeasible"``
         (``"infeasible_critical"``: :math:`\chi \le \epsilon`; ``"max_penalty"``; ``"small_radius"`` at
-        an infeasible point), ``"max_iter"`` or ``"callback_stop"``. An LP that HiGHS does not solve
+        an infeasible point), ``"max_iter"`` or ``"callback_stop"``; a ``"max_iter"`` or
+        ``"stalled_infeasible"`` run none of whose iterates had max violation :math:`\le
+        \epsilon_{\mathrm{feas}}` ends with ``"no_feasible_iterate"`` instead (``stop_reason`` still
+        says how it stopped; the message gives the smallest violation reached,
+        ``info["best_violation"]``, and points to `check_feasibility`). An LP that HiGHS does not solve
         counts as a rejected step (``counters["lp_failures"]``); nothing numerical raises.
         ``max_violation`` includes the balls' violation (module docstring). No ``multipliers``: the
         LP duals are not reliable estimates (the :math:`\ell_\infty` trust region is active at almost
@@ -360,44 +352,40 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     """
     check_choice("penalty_update", penalty_update, _PENALTY_UPDATES)
     check_choice("ball_constraint", ball_constraint, _BALL_FORMS)
-    xi = _positive_float("steering", steering)
+    xi = check_real("steering", steering, positive=True)
     if xi > 1.0:
         raise ValueError(f"steering: must be in (0, 1], got {steering!r}")
-    sigma = 1.0 / xi if penalty is None else _positive_float("penalty", penalty)
-    tau = _positive_float("penalty_increase", penalty_increase)
+    sigma = 1.0 / xi if penalty is None else check_real("penalty", penalty, positive=True)
+    tau = check_real("penalty_increase", penalty_increase, positive=True)
     if tau <= 1.0:
         raise ValueError(f"penalty_increase: must exceed 1, got {penalty_increase!r}")
-    sigma_max = _positive_float("max_penalty", max_penalty)
+    sigma_max = check_real("max_penalty", max_penalty, positive=True)
     if sigma_max < sigma:
         raise ValueError(f"max_penalty: must be at least the initial penalty {sigma:g}, got {max_penalty!r}")
-    repeats_cap = _check_int("max_steering_repeats", max_steering_repeats, 0)
-    delta = _positive_float("radius", radius)
-    T = _check_int("max_iter", max_iter, 1)
-    eta1, eta2 = _positive_float("eta1", eta1), _positive_float("eta2", eta2)
+    repeats_cap = check_count("max_steering_repeats", max_steering_repeats, 0)
+    delta = check_real("radius", radius, positive=True)
+    T = check_count("max_iter", max_iter)
+    eta1, eta2 = check_real("eta1", eta1, positive=True), check_real("eta2", eta2, positive=True)
     if not eta1 <= eta2 < 1.0:
         raise ValueError(f"eta2: need 0 < eta1 <= eta2 < 1, got eta1 = {eta1}, eta2 = {eta2}")
-    gamma = _positive_float("gamma", gamma)
+    gamma = check_real("gamma", gamma, positive=True)
     if gamma >= 1.0:
         raise ValueError(f"gamma: must be in (0, 1), got {gamma!r}")
-    gamma_accept = _positive_float("gamma_accept", gamma_accept)
+    gamma_accept = check_real("gamma_accept", gamma_accept, positive=True)
     if not gamma <= gamma_accept <= 1.0:
         raise ValueError(f"gamma_accept: must be in [gamma, 1] = [{gamma}, 1], got {gamma_accept!r}")
-    expansion = _positive_float("expansion", expansion)
+    expansion = check_real("expansion", expansion, positive=True)
     if expansion < 1.0:
         raise ValueError(f"expansion: must be at least 1, got {expansion!r}")
-    min_radius = _positive_float("min_radius", min_radius)
+    min_radius = check_real("min_radius", min_radius, positive=True)
     if min_radius >= delta:
         raise ValueError(f"min_radius: must be below the initial radius {delta:g}, got {min_radius!r}")
-    tol = _positive_float("tolerance", tolerance)
-    feas_tol = tol if feasibility_tolerance is None else _positive_float(
-        "feasibility_tolerance", feasibility_tolerance, allow_zero=True)
-    if callback is not None and not callable(callback):
-        raise ValueError(f"callback: must be callable, got {callback!r}")
-    if not isinstance(seed, np.random.SeedSequence):
-        try:
-            np.random.SeedSequence(seed)
-        except (TypeError, ValueError):
-            raise ValueError(f"seed: expected a non-negative integer or a SeedSequence, got {seed!r}") from None
+    tol = check_real("tolerance", tolerance, positive=True)
+    feas_tol = tol if feasibility_tolerance is None else check_real(
+        "feasibility_tolerance", feasibility_tolerance)
+    check_callback("callback", callback)
+    check_seed("seed", seed)
+    check_count("record_every", record_every)
 
     domain = _DomainModel(problem.domain, problem.dim, ball_constraint)
     terms, n_g, dim = problem.constraints, problem.n_constraints, problem.dim
@@ -428,6 +416,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     status, stop_reason, stop_k = "max_iter", "max_iter", T - 1
     message = f"ran {T} iterations without meeting the criticality test"
     psi_upper = math.nan
+    best_violation = math.inf  # smallest max violation over the iterates x_k (balls included)
     accepted_steps = rejected_steps = penalty_increases = 0
     info_cb = {}
     progress = Progress(T, verbose, desc="exact_penalty")
@@ -435,6 +424,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         lower, upper = domain.step_bounds(x, delta)
         violation_sum = current.violation_sum()
         violation, g_max = max_violation(current, x)
+        best_violation = min(best_violation, violation)
         steering_repeats = 0
         step = pred = None
         psi = math.nan
@@ -541,6 +531,11 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     progress.close()
 
     final_violation = max_violation(current, x)[0]
+    best_violation = min(best_violation, final_violation)
+    if status in ("max_iter", "stalled_infeasible") and best_violation > feas_tol:
+        # Never feasible: one status for every solver; the stop reason stays in info["stop_reason"].
+        status = "no_feasible_iterate"
+        message += "; " + no_feasible_message(best_violation, feas_tol)
     counters = meter.counters()
     counters.add("lp_solves", lps.solves)
     counters.add("lp_failures", lps.failures)
@@ -550,7 +545,8 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     info = {"stop_reason": stop_reason, "penalty": sigma, "radius": delta, "criticality_bound": psi_upper,
             "penalty_update": penalty_update, "steering": xi, "penalty_increase": tau, "max_penalty": sigma_max,
             "ball_constraint": ball_constraint, "penalized_balls": len(domain.balls), "tolerance": tol,
-            "feasibility_tolerance": feas_tol, "seed": seed, "reconstruction": "digest 001 section 3.6"}
+            "feasibility_tolerance": feas_tol, "best_violation": best_violation, "seed": describe_seed(seed),
+            "reconstruction": "see the fastcon.solvers.exact_penalty module docstring"}
     return SolveResult(x.copy(), status, message, n_iter=stop_k + 1, objective=current.f,
                        max_violation=final_violation, history=history,
                        counters=counters, info=info, solver="exact_penalty_trust_region")

@@ -1,4 +1,4 @@
-r"""IQRC, the inexact quadratically regularized constrained method (paper 001: Ma, Lin & Yang 2020).
+r"""IQRC, the inexact quadratically regularized constrained method of Ma, Lin & Yang [MLY20].
 
 For :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g(x) = \max_i f_i(x) \le 0` with :math:`\rho`-weakly
 convex :math:`f` and :math:`f_i`, Algorithm 1 runs, for :math:`t = 0..T-1`,
@@ -11,8 +11,9 @@ convex :math:`f` and :math:`f_i`, Algorithm 1 runs, for :math:`t = 0..T-1`,
 
 with the quadratic on both the objective and the constraint, so that for :math:`\hat\rho > \rho` the
 subproblem is :math:`\mu`-strongly convex, :math:`\mu = \hat\rho - \rho`. This module is a *preset* of
-`proximal_point` (``prox_on_constraint=True``) with paper 001's inner solvers and schedules, plus the
-Phase-I feasibility step of Remark 1, the outer history and the output rules of Algorithm 1.
+`proximal_point` (``prox_on_constraint=True``) with [MLY20]'s inner solvers and schedules, plus the
+Phase-I feasibility step of Remark 1, the outer history and the output rules of Algorithm 1
+(see docs/references.md).
 """
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ import time
 import numpy as np
 
 from .._results import SolveResult
-from ._common import PassMeter, check_choice, seeded_streams, start_point
+from ._common import (
+    FEASIBILITY_TOLERANCE, PassMeter, check_choice, describe_seed, no_feasible_message, seeded_streams, start_point,
+)
+from ._validation import check_callback, check_count, check_real, check_schedule, check_seed
 from ._schedules import Schedule, as_schedule
 from .proximal_point import proximal_point
 
@@ -60,12 +64,6 @@ def _modulus(rho_hat, rho, mu):
     return mu
 
 
-def _count(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}: must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _phase_one(problem, x, target, max_iter, step_size):
     r"""Projected subgradient method on :math:`\min_{x\in\mathcal X} g(x)`, stopped at :math:`g(x) \le` ``target``.
 
@@ -73,7 +71,7 @@ def _phase_one(problem, x, target, max_iter, step_size):
     lowest :math:`g` seen (Remark 1's :math:`x_{temp}`).
     """
     polyak = isinstance(step_size, str)
-    steps = None if polyak else as_schedule(step_size, "phase_one_step_size").values(max_iter)
+    steps = None if polyak else check_schedule("phase_one_step_size", step_size, max_iter)
     grad = np.empty(problem.dim)
     best_x, best_g = x.copy(), math.inf
     meter = PassMeter(problem)
@@ -109,7 +107,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
          outer_iter=50, inner_iter=20000, inner="switching", inner_params=None, output="last", phase_one=True,
          phase_one_iter=1000, phase_one_step_size="polyak", seed=0, record_every=100, callback=None,
          verbose=False) -> SolveResult:
-    r"""IQRC (paper 001, Algorithm 1) with the switching (Algorithm 2) or online stochastic (Algorithm 3) oracle.
+    r"""IQRC ([MLY20] Algorithm 1) with the switching (Algorithm 2) or online stochastic (Algorithm 3) oracle.
 
     **Outer loop (Algorithm 1).** :math:`x_{t+1} = \mathcal A(x_t, \hat\rho, \hat\epsilon, \delta/T)`
     approximately solves (9) warm-started at :math:`z_0 = x_t`: one `proximal_point` step with
@@ -134,7 +132,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     \le \hat\epsilon^2` and :math:`G_t(x_{t+1}) \le \hat\epsilon^2`. Whatever :math:`K`, when
     :math:`G_t` is convex (:math:`\hat\rho \ge \rho`) and :math:`g(x_t) \le \tau`, :math:`0 \in I` and
     Jensen gives :math:`g(x_{t+1}) \le G_t(x_{t+1}) \le \tau`: every outer iterate is
-    :math:`\tau`-feasible and in :math:`\mathcal X` (digest 001 §6.5 #7).
+    :math:`\tau`-feasible and in :math:`\mathcal X`.
 
     **Algorithm 3** (``inner="online"``): `online_stochastic_subgradient` on (9) with the individual
     constraints :math:`F_i = f_i + \frac{\hat\rho}{2}\|\cdot - x_t\|^2`, :math:`V = \sqrt K`,
@@ -146,7 +144,8 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     :math:`\min_{x\in\mathcal X} g(x)` runs until :math:`g(x) \le \tau` (Assumption 1E), then IQRC
     starts there. If it fails within ``phase_one_iter`` iterations, or stops at a point with a zero
     subgradient and :math:`g > \tau` (an infeasible stationary point of :math:`g`), IQRC returns that
-    point (the lowest :math:`g` seen) with status ``"infeasible_start"``.
+    point (the lowest :math:`g` seen) with status ``"no_feasible_iterate"`` (the status every solver
+    reports when no iterate met its tolerance; ``info["phase_one"]["status"]`` says which failure).
 
     Parameters
     ----------
@@ -158,13 +157,13 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     rho, mu : float, optional
         The weak-convexity modulus :math:`\rho \ge 0`, or directly :math:`\mu = \hat\rho - \rho \in
         (0, \hat\rho]`; give at most one. Default :math:`\rho = 0`, i.e. :math:`\mu = \hat\rho`
-        (digest 001 §6.3 #1: :math:`\rho` is rarely known; with :math:`\hat\rho = 1`,
+        (:math:`\rho` is rarely known; with :math:`\hat\rho = 1`,
         :math:`\gamma_k = 2/(k+2)`). The guarantees need :math:`\hat\rho > \rho`.
     tolerance : float
         The paper's "tolerance" (0.001 in its experiments); how it sets :math:`\tau` is
         ``tolerance_reading``.
     tolerance_reading : {"eps_hat", "threshold"}
-        The two readings of the paper's tolerance (digest 001 §4.3, §6.3 #2). ``"eps_hat"``
+        The two readings of the paper's tolerance ([MLY20] §5 does not say which). ``"eps_hat"``
         (default): ``tolerance`` is :math:`\hat\epsilon` and :math:`\tau = \hat\epsilon^2`, as
         Algorithm 2 prints it (1e-6 for the paper's 0.001). ``"threshold"``: ``tolerance`` is the
         threshold :math:`\tau` itself (1e-3). :math:`\tau` is also the Phase-I target.
@@ -181,7 +180,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     output : {"last", "random"}
         ``"last"``: :math:`x_T` (the paper's plotted sequence). ``"random"``: :math:`x_R` with
         :math:`R` uniform on :math:`\{0, \dots, T-1\}`, the range Theorem 1's proof averages over
-        (Algorithm 1 prints :math:`\{0..T\}`; digest 001 §3.1), drawn from its own stream of ``seed``.
+        (Algorithm 1 prints :math:`\{0..T\}`), drawn from its own stream of ``seed``.
     phase_one : bool
         Run Phase I when :math:`g(x_0) > \tau`. False starts IQRC from :math:`x_0` as given (then the
         first subproblem may have :math:`I = \emptyset` and the invariant above does not hold).
@@ -191,7 +190,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
         ``"polyak"``: :math:`x \leftarrow \operatorname{proj}_{\mathcal X}(x - g(x)\zeta/\|\zeta\|^2)`,
         the projection onto the linearised feasible set (scale-free); otherwise the step
         :math:`\gamma_t` of a plain projected subgradient method (Davis & Drusvyatskiy 2018).
-    seed : int
+    seed : int >= 0, SeedSequence, Generator or None
         Inner solve :math:`t` uses the :math:`t`-th child of ``SeedSequence(seed)`` (see
         `proximal_point`); the draw of :math:`R` has its own stream.
     record_every : int
@@ -205,7 +204,11 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     Returns
     -------
     SolveResult
-        ``x`` by ``output``; ``status`` ``"max_iter"``, ``"callback_stop"`` or ``"infeasible_start"``.
+        ``x`` by ``output``; ``status`` ``"max_iter"``, ``"callback_stop"`` or
+        ``"no_feasible_iterate"``: Phase I failed, or (without Phase I) no recorded inner iterate and
+        no outer iterate has :math:`g \le \tau` (`proximal_point`'s ``feasibility_tolerance`` set to
+        :math:`\tau`); the message gives the smallest :math:`g` reached and points to
+        `check_feasibility`.
         ``history``: the inner iterates (the paper's blue curve), concatenated by `proximal_point`,
         metrics of the original problem. ``info["outer_iterates"]``: :math:`x_0..x_T`.
         ``info["outer_history"]`` (the red curve), one row per outer iterate :math:`x_t`: ``outer``
@@ -221,17 +224,14 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     check_choice("inner", inner, ("switching", "online"))
     check_choice("output", output, ("last", "random"))
     check_choice("tolerance_reading", tolerance_reading, _READINGS)
-    try:
-        rho_hat, tolerance = float(rho_hat), float(tolerance)
-    except (TypeError, ValueError):
-        raise ValueError(f"rho_hat: rho_hat and tolerance must be numbers, got {rho_hat!r}, {tolerance!r}") from None
-    if not (rho_hat > 0 and math.isfinite(rho_hat)):
-        raise ValueError(f"rho_hat: must be positive and finite, got {rho_hat!r}")
-    if not (tolerance > 0 and math.isfinite(tolerance)):
-        raise ValueError(f"tolerance: must be positive and finite, got {tolerance!r}")
+    rho_hat = check_real("rho_hat", rho_hat, positive=True)
+    tolerance = check_real("tolerance", tolerance, positive=True)
     mu = _modulus(rho_hat, rho, mu)
-    outer_iter, inner_iter = _count(outer_iter, "outer_iter"), _count(inner_iter, "inner_iter")
-    phase_one_iter = _count(phase_one_iter, "phase_one_iter", 0)
+    outer_iter, inner_iter = check_count("outer_iter", outer_iter), check_count("inner_iter", inner_iter)
+    phase_one_iter = check_count("phase_one_iter", phase_one_iter, 0)
+    check_count("record_every", record_every)
+    check_seed("seed", seed)
+    check_callback("callback", callback)
     if isinstance(phase_one_step_size, str) and phase_one_step_size != "polyak":
         raise ValueError(f"phase_one_step_size: expected 'polyak', a float or a callable, got {phase_one_step_size!r}")
     threshold = tolerance ** 2 if tolerance_reading == "eps_hat" else tolerance
@@ -252,14 +252,15 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
         phase["status"] = "skipped"
     settings = {"rho_hat": rho_hat, "mu": mu, "rho": rho_hat - mu, "tolerance": tolerance,
                 "tolerance_reading": tolerance_reading, "switching_threshold": threshold, "inner": inner,
-                "output": output, "phase_one": phase, "seed": seed}
+                "output": output, "phase_one": phase, "seed": describe_seed(seed)}
     if phase["status"] in ("budget_exhausted", "stationary_infeasible"):
         how = ("its budget ran out" if phase["status"] == "budget_exhausted"
                else "it reached a stationary point of g")
         return SolveResult(
-            x, "infeasible_start",
-            f"Phase I could not reach g(x) <= {threshold:g}: {how} at g = {phase['final_constraint']:.6g}; "
-            "returning the point of lowest g (IQRC needs an approximately feasible start, Assumption 1E)",
+            x, "no_feasible_iterate",
+            f"Phase I could not reach g(x) <= {threshold:g}: {how}; returning the point of lowest g (IQRC "
+            "needs an approximately feasible start, Assumption 1E). "
+            + no_feasible_message(phase["final_constraint"], threshold, "no Phase-I iterate"),
             objective=problem.f(x), max_violation=problem.max_violation(x),
             counters=_with_phase_one({"rows_f": 0, "rows_g": 0}, phase, problem), info=settings,
             solver=f"iqrc[{inner}]")
@@ -273,8 +274,8 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
 
     res = proximal_point(problem, x, rho_hat=rho_hat, outer_iter=outer_iter, inner_solver=inner,
                          inner_iter=inner_iter, inner_params=params, inner_output="weighted_average",
-                         prox_on_constraint=True, seed=seed, record_every=record_every, callback=on_outer,
-                         verbose=verbose)
+                         prox_on_constraint=True, feasibility_tolerance=threshold, seed=seed,
+                         record_every=record_every, callback=on_outer, verbose=verbose)
     iterates = res.info["outer_iterates"]
     n_outer = len(iterates) - 1
     R = n_outer
@@ -287,7 +288,12 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     message = (f"{n_outer} outer IQRC iterations of {inner_iter} inner {inner} iterations, threshold "
                f"{threshold:g}; output x_{R}")
     if empty:
-        message += f"; {empty} subproblem(s) had no nearly feasible inner iterate (I empty)"
+        message += (f"; {empty} subproblem(s) had no nearly feasible inner iterate (I empty)" if inner == "switching"
+                    else f"; {empty} subproblem(s) ended with an inner output violating G_t by more than "
+                         f"{FEASIBILITY_TOLERANCE:g}")
+    if res.status == "no_feasible_iterate":
+        message += "; " + no_feasible_message(res.info["best_constraint"], threshold,
+                                              "no recorded inner iterate and no outer iterate")
     if phase["status"] == "feasible":
         message += f"; Phase I reached g = {phase['final_constraint']:.3g} in {phase['n_iter']} iterations"
     return SolveResult(x_out, res.status, message, n_iter=res.n_iter, objective=problem.f(x_out),

@@ -1,11 +1,13 @@
-r"""Online stochastic subgradient method with virtual queues (Yu, Neely & Wei 2017), paper 001 Algorithm 3.
+r"""Online stochastic subgradient method with virtual queues (Yu, Neely & Wei 2017), [MLY20] Algorithm 3.
 
 Problem: :math:`\min_{x \in \mathcal X} f_0(x)` s.t. :math:`f_i(x) \le 0`, :math:`i = 1..m`, with
-each constraint kept separately (a stochastic oracle of :math:`\max_i f_i` is not unbiased, digest 001
-§3.3). Inside IQRC the terms are the regularised :math:`F_i = f_i + \frac{\hat\rho}{2}\|\cdot - x_t\|^2`
-of the subproblem (9); this module only sees the terms' oracles, so the regularisation comes from
-`ProximalTerm` and is included in both the values :math:`\hat\theta_i` and the subgradients
-:math:`\tilde\zeta_i` (the fix of erratum 2 of digest 001 §6.4).
+each constraint kept separately (a stochastic oracle of :math:`\max_i f_i` is not unbiased, as Ma,
+Lin & Yang [MLY20] §4.2 note; see docs/references.md). Inside IQRC the terms are the regularised
+:math:`F_i = f_i + \frac{\hat\rho}{2}\|\cdot - x_t\|^2` of the subproblem (9); this module only sees
+the terms' oracles, so the regularisation comes from `ProximalTerm` and is included in both the
+values :math:`\hat\theta_i` and the subgradients :math:`\tilde\zeta_i` (line 6 of the printed
+Algorithm 3 has the unregularised :math:`\zeta_i^k`, a typo for the :math:`\tilde\zeta_i^k` of its
+line 5).
 
 Cost per iteration: one minibatch subgradient of the objective, one fused minibatch value and
 subgradient per constraint (value and subgradient of constraint :math:`i` from the *same* rows, so
@@ -20,29 +22,14 @@ import numpy as np
 
 from .._progress import Progress
 from .._results import History, SolveResult
-from ._common import PassMeter, RowSampler, make_objective_oracle, seeded_streams, start_point
+from ._common import (
+    describe_seed, FEASIBILITY_TOLERANCE, make_objective_oracle, no_feasible_message, PassMeter, RowSampler,
+    seeded_streams, start_point,
+)
+from ._validation import check_callback, check_count, check_optional_count, check_real, check_seed
 from ._output import WeightedAverage
 
 __all__ = ["online_stochastic_subgradient"]
-
-
-def _batch(value, name):
-    if value is None:
-        return 1
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: must be a positive integer or None (1 row), got {value!r}")
-    return int(value)
-
-
-def _positive(value, default, name):
-    value = default if value is None else value
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a positive number, got {value!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name}: must be positive and finite, got {value!r}")
-    return value
 
 
 def _constraint_oracle(constraints, batch, rng):
@@ -69,9 +56,9 @@ def _constraint_oracle(constraints, batch, rng):
 
 
 def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=None, objective_batch_size=None,
-                                  constraint_batch_size=None, seed=0, record_every=1, callback=None,
-                                  verbose=False, _record_problem=None) -> SolveResult:
-    r"""Online stochastic subgradient method with virtual queues (paper 001, Algorithm 3; Yu, Neely & Wei 2017).
+                                  constraint_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0,
+                                  record_every=1, callback=None, verbose=False, _record_problem=None) -> SolveResult:
+    r"""Online stochastic subgradient method with virtual queues ([MLY20] Algorithm 3; Yu, Neely & Wei 2017).
 
     With :math:`z_0 = x_0`, :math:`Q_0^i = 0` and, at iteration :math:`k = 0..K-1`, stochastic values
     :math:`\hat\theta_i^k` and subgradients :math:`\tilde\zeta_i^k` of :math:`f_i` at :math:`z_k`
@@ -90,7 +77,7 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
     and the output is the uniform average :math:`\bar z = \frac1K \sum_{k=0}^{K-1} z_k` (includes
     :math:`z_0`, excludes :math:`z_K`). Inside IQRC, Theorem 3 gives, with probability
     :math:`1-\delta`, :math:`F(\bar z) - F(\hat x_t) \le B_1` and :math:`F_i(\bar z) \le B_2` with
-    :math:`B_1, B_2 = O(\log(K/\delta)/\sqrt K)` (eqs. 24–29 of digest 001 §3.3), so
+    :math:`B_1, B_2 = O(\log(K/\delta)/\sqrt K)` ([MLY20] eqs. (24)–(29), Appendix A.4), so
     :math:`K = \tilde O(1/\hat\epsilon^4)` makes it an oracle of Definition 2.
 
     Parameters
@@ -102,7 +89,7 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
     x0 : array-like, optional
         :math:`z_0` (projected onto the domain); default ``problem.x0``.
     max_iter : int
-        :math:`K`.
+        :math:`K`, a positive integer.
     V : float, optional
         Objective weight; default :math:`\sqrt K` (Algorithm 3).
     alpha : float, optional
@@ -110,11 +97,14 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
         :math:`V/(2\alpha) = 1/(2\sqrt K)` at the defaults.
     objective_batch_size : int, optional
         Rows of :math:`\hat\zeta_0` drawn uniformly with replacement (default 1; the paper leaves
-        the size open, digest 001 §6.3 #11).
+        the size open).
     constraint_batch_size : int, optional
         Rows of each constraint's :math:`(\hat\theta_i, \tilde\zeta_i)` (default 1). One uniform
         draw is mapped to every constraint's rows, independently of the objective's draw.
-    seed : int or SeedSequence
+    feasibility_tolerance : float
+        :math:`\ge 0`. The run ends with ``"no_feasible_iterate"`` instead of ``"max_iter"`` when
+        neither a recorded :math:`z_k` nor the output has :math:`g \le` this value (default 1e-5).
+    seed : int >= 0, SeedSequence, Generator or None
         Objective and constraint batches use two independent streams spawned from it.
     record_every : int
         History period; iteration :math:`K-1` is always recorded.
@@ -131,17 +121,19 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
         the Lagrange multipliers (Yu et al.); ``info["queues"]`` = :math:`Q_K`. History columns:
         ``objective``, ``constraint`` and ``max_violation`` (exact values of the recorded problem at
         :math:`z_k`, evaluated outside the data-pass and time accounting), ``queue_norm``
-        :math:`\|Q_k\|_2`, ``data_passes_f``, ``data_passes_g``. The status is ``"max_iter"`` or
-        ``"callback_stop"``: the uniform average has no feasibility selection, so feasibility is
-        read from ``max_violation``.
+        :math:`\|Q_k\|_2`, ``data_passes_f``, ``data_passes_g``. The status is ``"max_iter"``,
+        ``"no_feasible_iterate"`` (``feasibility_tolerance``; the uniform average has no feasibility
+        selection) or ``"callback_stop"``.
     """
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter: must be a positive integer, got {max_iter!r}")
-    K = int(max_iter)
-    V = _positive(V, math.sqrt(K), "V")
-    alpha = _positive(alpha, float(K), "alpha")
-    batch_f = _batch(objective_batch_size, "objective_batch_size")
-    batch_g = _batch(constraint_batch_size, "constraint_batch_size")
+    K = check_count("max_iter", max_iter)
+    V = math.sqrt(K) if V is None else check_real("V", V, positive=True)
+    alpha = float(K) if alpha is None else check_real("alpha", alpha, positive=True)
+    batch_f = check_optional_count("objective_batch_size", objective_batch_size) or 1
+    batch_g = check_optional_count("constraint_batch_size", constraint_batch_size) or 1
+    feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
+    check_count("record_every", record_every)
+    check_seed("seed", seed)
+    check_callback("callback", callback)
 
     cons, m, d = problem.constraints, problem.n_constraints, problem.dim
     rec = problem if _record_problem is None else _record_problem
@@ -159,6 +151,7 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
     history = History(record_every)
     meter = PassMeter(problem)
     status, stop_k = "max_iter", K - 1
+    best_g = math.inf  # smallest recorded exact g(z_k)
     info_cb = {"queues": queues, "constraint_estimates": theta}
     progress = Progress(K, verbose, desc="online_stochastic")
     for k in range(K):
@@ -168,6 +161,7 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
             with meter:
                 f_rec = rec.f(z)
                 g_rec = rec.g(z)[0]
+            best_g = min(best_g, g_rec)
             pf, pg = meter.passes()
             history.record(k, force=True, time=meter.elapsed(), objective=f_rec, constraint=g_rec,
                            max_violation=max(0.0, g_rec), queue_norm=float(np.sqrt(queues @ queues)),
@@ -196,12 +190,18 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
 
     x_out = average.x
     with meter:
-        objective, violation = problem.f(x_out), problem.max_violation(x_out)
+        objective, g_out = problem.f(x_out), float(problem.g(x_out)[0])
+    violation = max(0.0, g_out)
     counters = meter.counters()
     counters.add("objective_subgradients", stop_k + 1)
     counters.add("constraint_subgradients", m * (stop_k + 1))
     info = {"V": V, "alpha": alpha, "queues": queues.copy(), "objective_batch_size": batch_f,
-            "constraint_batch_size": batch_g, "output": "uniform_average", "seed": seed}
-    return SolveResult(x_out, status, f"ran {stop_k + 1} iterations; output = uniform average of z_0..z_{stop_k}",
+            "constraint_batch_size": batch_g, "output": "uniform_average", "seed": describe_seed(seed),
+            "feasibility_tolerance": feas_tol, "best_constraint": min(best_g, g_out)}
+    message = f"ran {stop_k + 1} iterations; output = uniform average of z_0..z_{stop_k}"
+    if status == "max_iter" and min(best_g, g_out) > feas_tol:
+        status = "no_feasible_iterate"
+        message += "; " + no_feasible_message(min(best_g, g_out), feas_tol, "neither a recorded iterate nor the output")
+    return SolveResult(x_out, status, message,
                        n_iter=stop_k + 1, objective=objective, max_violation=violation, multipliers=queues / V,
                        history=history, counters=counters, info=info, solver="online_stochastic_subgradient")

@@ -1,19 +1,21 @@
-r"""Inexact proximal point (IPP) with a pluggable inner solver: IPP-SSG, IPP-ConEx (digest 002 §2.6) and
-the online stochastic inner solver of paper 001 (Algorithm 3).
+r"""Inexact proximal point (IPP) with a pluggable inner solver: IPP-SSG and IPP-ConEx (the baselines of
+Huang & Lin [HL23] §6) and the online stochastic inner solver of Ma, Lin & Yang [MLY20] (Algorithm 3).
 
-Outer loop (paper 001 [55]; paper 002 §6): for :math:`k = 0, 1, \dots, K-1`, approximately solve
+Outer loop ([MLY20]; [HL23] §6; see docs/references.md): for :math:`k = 0, 1, \dots, K-1`, approximately solve
 
 .. math::
 
     \min_{z \in \mathcal X} F_k(z) = f(z) + \frac{\hat\rho}{2}\|z - x_k\|^2
     \quad\text{s.t.}\quad G_k(z) \le 0,
 
-(paper 002 eq. 4) with ``inner_iter`` iterations of the inner solver warm-started at :math:`x_k`, and
+([HL23] eq. (4)) with ``inner_iter`` iterations of the inner solver warm-started at :math:`x_k`, and
 set :math:`x_{k+1}` to the inner output. :math:`G_k = g` by default; with ``prox_on_constraint``
-:math:`G_k = g + \frac{\hat\rho}{2}\|\cdot - x_k\|^2` as in paper 001 eq. (9) (for weakly convex
+:math:`G_k = g + \frac{\hat\rho}{2}\|\cdot - x_k\|^2` as in [MLY20] eq. (9) (for weakly convex
 :math:`g`). For :math:`\hat\rho > \rho` the subproblem is strongly convex.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -23,7 +25,10 @@ from ..problems import ConstrainedProblem, ProximalTerm
 from ._schedules import Schedule, constant, linear
 from .conex import conex
 from .online_stochastic import online_stochastic_subgradient
-from ._common import check_choice, start_point
+from ._common import (
+    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message, start_point,
+)
+from ._validation import check_callback, check_count, check_real, check_seed
 from .switching import switching_subgradient
 
 __all__ = ["proximal_point"]
@@ -31,24 +36,24 @@ __all__ = ["proximal_point"]
 
 def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="switching", inner_iter=100,
                    inner_params=None, inner_output="weighted_average", prox_on_constraint=False,
-                   dual_warm_start=True, schedule_index="inner", seed=0, record_every=1, callback=None,
-                   verbose=False) -> SolveResult:
+                   dual_warm_start=True, schedule_index="inner", feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0,
+                   record_every=1, callback=None, verbose=False) -> SolveResult:
     r"""IPP outer loop around `switching_subgradient` (IPP-SSG), `conex` (IPP-ConEx) or
-    `online_stochastic_subgradient` (paper 001, Algorithm 3).
+    `online_stochastic_subgradient` ([MLY20] Algorithm 3).
 
     Parameters
     ----------
     problem : ConstrainedProblem
     x0 : array-like, optional
     rho_hat : float
-        :math:`\hat\rho > \rho` (the weak-convexity modulus of :math:`f`).
+        :math:`\hat\rho > \rho` (the weak-convexity modulus of :math:`f`), positive and finite.
     outer_iter : int
-        :math:`K`.
+        :math:`K \ge 1`, an integer.
     inner_solver : {"switching", "conex", "online"}
-        ``"online"``: Algorithm 3 of paper 001 (virtual queues, stochastic minibatch oracles),
+        ``"online"``: [MLY20] Algorithm 3 (virtual queues, stochastic minibatch oracles),
         see `online_stochastic_subgradient`.
     inner_iter : int
-        Inner iterations per subproblem (paper 002: 100 on ROC, 1000 on Wasserstein).
+        Inner iterations per subproblem, a positive integer ([HL23] §6.1, §6.2: 100 on ROC, 1000 on Wasserstein).
     inner_params : dict, optional
         Keyword arguments of the inner solver (``step_size``/``tolerance`` for SSG;
         ``primal_step``/``dual_step``/``theta`` for ConEx, e.g. from `prox_weights_to_steps`;
@@ -57,7 +62,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         ``schedule_index="outer"``.
     inner_output : {"weighted_average", "last"}
         ``"weighted_average"``: for SSG the :math:`(t+1)`-weighted average of the inner iterates in
-        the inner :math:`I` (paper 001, Algorithm 2), the last inner iterate if :math:`I` is empty;
+        the inner :math:`I` ([MLY20] Algorithm 2), the last inner iterate if :math:`I` is empty;
         for ConEx the :math:`\gamma_t = t + 1` weighted average of :math:`z_{t+1}`; for ``"online"``
         the uniform average :math:`\frac1K\sum_{k<K} z_k`, its only output rule (``"last"`` is
         rejected).
@@ -75,12 +80,18 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         Which index the inner solver's schedules (``step_size``, ``tolerance``,
         ``primal_step``, ``dual_step``, ``theta`` in ``inner_params``) run on. ``"inner"``: :math:`t = 0, 1, \dots` within each subproblem.
         ``"outer"``: subproblem k uses the constant value at :math:`t = k`. The second reading
-        exists for schedules written in the outer index, e.g. paper 002's Wasserstein IPP-ConEx
+        exists for schedules written in the outer index, e.g. [HL23] §6.2's Wasserstein IPP-ConEx
         prox weights :math:`\eta_k = c_1/\sqrt{k+1}`, :math:`\tau_k = c_2/(k+1)`: on the inner
         index their primal step :math:`\sqrt{t+1}/c_1` grows and the product of primal and dual
         steps grows like :math:`t^{3/2}`, which breaks ConEx's step coupling and diverges.
-    seed : int
-        Inner solve k is seeded with the k-th child of ``SeedSequence(seed)``.
+    feasibility_tolerance : float
+        :math:`\ge 0`. The run ends with status ``"no_feasible_iterate"`` instead of ``"max_iter"``
+        when no point it saw has :math:`g \le` this value (default 1e-5): the recorded inner
+        iterates (their history rows hold :math:`g` of the original problem) and the outer iterates
+        :math:`x_1..x_K` (via the inner results' violation, which bounds :math:`g` from above). It
+        only decides the status.
+    seed : int >= 0, SeedSequence, Generator or None
+        Inner solve k is seeded with the k-th child of the seed's `SeedSequence`.
     record_every : int
         Inner history period (in inner iterations).
     callback : callable ``(k, x_{k+1}, info) -> bool``, optional
@@ -91,7 +102,9 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     Returns
     -------
     SolveResult
-        ``x`` = :math:`x_K`. The history concatenates the inner histories with the global inner
+        ``x`` = :math:`x_K`; status ``"max_iter"``, ``"no_feasible_iterate"`` (see
+        ``feasibility_tolerance``; the message gives the smallest :math:`g` seen and points to
+        `check_feasibility`) or ``"callback_stop"``. The history concatenates the inner histories with the global inner
         iteration count, cumulative time and data passes, the metrics of the *original* problem
         (:math:`f`, :math:`g`, not :math:`F_k`, :math:`G_k`) and an ``outer`` column :math:`k`.
         ``counters`` sums the inner data passes and steps; ``info["outer_iterates"]`` holds
@@ -100,11 +113,13 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     check_choice("inner_solver", inner_solver, ("switching", "conex", "online"))
     check_choice("inner_output", inner_output, ("weighted_average", "last"))
     check_choice("schedule_index", schedule_index, ("inner", "outer"))
-    K, rho_hat = int(outer_iter), float(rho_hat)
-    if K < 1 or int(inner_iter) < 1:
-        raise ValueError(f"outer_iter: outer_iter and inner_iter must be positive, got {outer_iter}, {inner_iter}")
-    if not rho_hat > 0:
-        raise ValueError(f"rho_hat: must be positive, got {rho_hat}")
+    K = check_count("outer_iter", outer_iter)
+    inner_iter = check_count("inner_iter", inner_iter)
+    rho_hat = check_real("rho_hat", rho_hat, positive=True)
+    feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
+    check_count("record_every", record_every)
+    check_seed("seed", seed)
+    check_callback("callback", callback)
     params = dict(inner_params or {})
     for key in ("max_iter", "output", "seed", "record_every", "_record_problem", "y0"):
         if key in params:
@@ -125,11 +140,14 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
             params.setdefault("averaging_weights", linear(1.0))
 
     x = start_point(problem, x0)
-    children = np.random.SeedSequence(seed).spawn(K)
+    children = as_seed_sequence(seed).spawn(K)
     iterates = [x.copy()]
     columns, statuses = {}, []
     totals = {"rows_f": 0, "rows_g": 0}
     offset_t, offset_time, status, res = 0, 0.0, "max_iter", None
+    # Smallest g seen: recorded inner rows hold g of the original problem; an inner result's
+    # max_violation bounds max(0, g(x_{k+1})) from above (G_k >= g with prox_on_constraint).
+    best_g = math.inf
     progress = Progress(K, verbose, desc="proximal_point")
     for k in range(K):
         objective = ProximalTerm(problem.objective, rho_hat, x)
@@ -144,6 +162,10 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         x = res.x.copy()
         iterates.append(x.copy())
         statuses.append(res.status)
+        recorded = res.history.get("constraint")
+        if recorded is not None and len(recorded) and np.isfinite(recorded).any():
+            best_g = min(best_g, float(np.nanmin(recorded)))
+        best_g = min(best_g, res.max_violation)
         _append_history(columns, res.history, k, offset_t, offset_time, totals, problem)
         offset_t += res.n_iter
         offset_time += float(res.history["time"][-1]) if len(res.history.get("time", ())) else 0.0
@@ -163,10 +185,17 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     history = {key: np.asarray(v) for key, v in columns.items()}
     info = {"outer_iterates": np.array(iterates), "inner_status": statuses, "rho_hat": rho_hat,
             "inner_solver": inner_solver, "inner_iter": int(inner_iter), "inner_output": inner_output,
-            "prox_on_constraint": bool(prox_on_constraint), "dual_warm_start": bool(dual_warm_start), "seed": seed}
-    return SolveResult(x, status, f"{len(statuses)} outer iterations of {inner_iter} inner {inner_solver} "
-                       f"iterations", n_iter=offset_t, objective=problem.f(x),
-                       max_violation=problem.max_violation(x),
+            "prox_on_constraint": bool(prox_on_constraint), "dual_warm_start": bool(dual_warm_start),
+            "seed": describe_seed(seed), "feasibility_tolerance": feas_tol}
+    g_final = float(problem.g(x)[0])
+    best_g = min(best_g, g_final)
+    info["best_constraint"] = best_g
+    message = f"{len(statuses)} outer iterations of {inner_iter} inner {inner_solver} iterations"
+    if status == "max_iter" and best_g > feas_tol:
+        status = "no_feasible_iterate"
+        message += "; " + no_feasible_message(best_g, feas_tol, "no recorded inner iterate and no outer iterate")
+    return SolveResult(x, status, message, n_iter=offset_t, objective=problem.f(x),
+                       max_violation=max(0.0, g_final),
                        multipliers=None if res is None else res.multipliers, history=history,
                        counters=counters, info=info, solver=f"proximal_point[{inner_solver}]")
 

@@ -1,4 +1,4 @@
-r"""3S-Econ: single-loop SPIDER-type stochastic subgradient method (paper 004, Liu & Xu, Algorithm 1).
+r"""3S-Econ: single-loop SPIDER-type stochastic subgradient method (Liu & Xu [LX25], Algorithm 1).
 
 Minimizes the smoothed exact penalty :math:`F^\nu(x) = f(x) + \beta h^\nu(g(x))`
 (`fastcon.solvers._smoothed_penalty`) by
@@ -12,13 +12,15 @@ with :math:`u_k` the SPIDER estimate of :math:`g(x_k)` (eq. 25): the exact value
 :math:`N_g` constraint rows every :math:`q` iterations (:math:`S_1 = N_g`, the finite-sum case of
 Theorem 3.8), otherwise :math:`u_k = u_{k-1} + g(x_k, B_k) - g(x_{k-1}, B_k)` on :math:`S_2` fresh
 rows, both points on the same rows in one read. :math:`\zeta_f` is a minibatch subgradient of the
-objective, :math:`\zeta_g` one of the constraint on :math:`B_k` (digest 004 §6.4 item 1).
+objective, :math:`\zeta_g` one of the constraint on :math:`B_k` (fastcon's reading: [LX25] does not
+say which rows give :math:`\zeta_g`; those of :math:`B_k` cost nothing extra, their margins are
+already computed).
 
-Variants (paper 004 §4.2): ``"deterministic"`` (3S-Econ-D: :math:`q = 1`, full batches, constant
-:math:`\alpha = 0.01`) and ``"stochastic"`` (3S-Econ-S: :math:`q = \lceil\sqrt n\rceil`,
+Variants ([LX25] §4.2; see docs/references.md): ``"deterministic"`` (3S-Econ-D: :math:`q = 1`, full
+batches, constant :math:`\alpha = 0.01`) and ``"stochastic"`` (3S-Econ-S: :math:`q = \lceil\sqrt n\rceil`,
 :math:`S_2 = \lceil N_g/q\rceil`, objective batches :math:`\lceil N_f/q\rceil`, :math:`\alpha_k =
-0.01/\sqrt{\max(1, k/q)}`, the paper's :math:`1/(100\sqrt{k/q})` made finite at :math:`k < q`,
-digest §6.4 item 4). :math:`\beta = 10`, :math:`\nu = 10^{-5}`.
+0.01/\sqrt{\max(1, k/q)}`, the paper's :math:`1/(100\sqrt{k/q})` made finite at :math:`k < q`).
+:math:`\beta = 10`, :math:`\nu = 10^{-5}`.
 
 The iteration loop is compiled (`fastcon._kernels._spider`): problems are built from terms that
 expose a compiled datafit (`hinge_risk` and the other margin risks, `roc_fairness`,
@@ -38,7 +40,13 @@ from .._kernels._spider import COUNTERS, rng_state, spider_loop
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ..problems import Ball, PenalizedTerm, ShiftedTerm, Whole
-from ._common import check_choice, start_point, stationarity_certificate
+from ._common import (
+    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message, start_point,
+    stationarity_certificate,
+)
+from ._validation import (
+    check_callback, check_count, check_optional_count, check_optional_real, check_real, check_seed,
+)
 from ._smoothed_penalty import kkt_multiplier
 
 __all__ = ["spider", "theory_parameters"]
@@ -92,8 +100,8 @@ def _sizes(bundle, batch, full):
 
 def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_size=0.01, step_schedule=None,
            q=None, batch_size=None, objective_batch_size=None, project=True, output="last", max_iter=10000,
-           max_data_passes_g=None, seed=0, record_every=None, callback=None, verbose=False,
-           record_stationarity_every=None, stationarity_rho_hat=None) -> SolveResult:
+           max_data_passes_g=None, feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0, record_every=None,
+           callback=None, verbose=False, record_stationarity_every=None, stationarity_rho_hat=None) -> SolveResult:
     r"""3S-Econ (module docstring) on a problem with one constraint.
 
     Parameters
@@ -105,40 +113,47 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     variant : {"deterministic", "stochastic"}
         Sets the defaults of ``q``, ``batch_size``, ``objective_batch_size`` and ``step_schedule``.
     beta, nu : float
-        Penalty :math:`\beta` and smoothing :math:`\nu` (paper: 10 and 1e-5).
+        Penalty :math:`\beta` and smoothing :math:`\nu`, positive and finite (paper: 10 and 1e-5).
     step_size : float
-        :math:`\alpha_0` (paper: 0.01).
+        :math:`\alpha_0`, positive and finite (paper: 0.01; unlike `switching_subgradient`, 0 is
+        rejected: the method has no output rule that a frozen iterate would exercise).
     step_schedule : {"constant", "inverse_sqrt_period"}, optional
         :math:`\alpha_k = \alpha_0` or :math:`\alpha_0/\sqrt{\max(1, k/q)}`; default constant for
         the deterministic variant, the decaying one for the stochastic variant.
     q : int, optional
-        Refresh period; default 1 (deterministic) or :math:`\lceil\sqrt{\max(N_f, N_g)}\rceil`, i.e.
+        Refresh period, a positive integer; default 1 (deterministic) or :math:`\lceil\sqrt{\max(N_f, N_g)}\rceil`, i.e.
         :math:`\lceil\sqrt n\rceil` with :math:`n = |\mathcal D|` the hinge data (a9a: 181).
     batch_size : int, optional
         :math:`S_2`, constraint rows per non-refresh iteration; default :math:`N_g`
-        (deterministic) or :math:`\lceil N_g/q\rceil` (digest 004 §6.4 item 3).
+        (deterministic) or :math:`\lceil N_g/q\rceil`, the size the DP(g) counts of [LX25] Table 2 imply
+        (the paper's :math:`S_2 = q` is that size only when the constraint data is :math:`\mathcal D`).
     objective_batch_size : int, optional
         Objective rows per iteration; default :math:`N_f` (deterministic) or :math:`\lceil N_f/q\rceil`.
         Two-group terms draw stratified batches (both groups, proportional sizes).
     project : bool
-        Project onto the ball after each step when the domain is a `Ball` (digest §6.4 item 5);
-        with False the ball is ignored (eq. 1 as printed).
+        Project onto the ball after each step when the domain is a `Ball` (the paper does not say how
+        Problem 1's ball is enforced); with False the ball is ignored (eq. 1 as printed).
     output : {"last", "random", "best_feasible"}
         The final iterate (the paper's experiments), :math:`x_\tau` with :math:`\tau` uniform on
         :math:`\{0..K-1\}` (Corollary 3.9), or the recorded iterate with the smallest :math:`f`
-        among those with :math:`g \le 0` (status ``"no_feasible_iterate"`` if none).
+        among those with :math:`g \le` ``feasibility_tolerance`` (the last iterate if none).
     max_iter : int
-        Iterations :math:`K` (the paper's :math:`Kq`).
+        Iterations :math:`K` (the paper's :math:`Kq`), a positive integer.
     max_data_passes_g : float, optional
-        Stop (status ``"data_pass_limit"``) once the paper-convention DP(g) reaches this cap.
-    seed : int or SeedSequence
+        Stop (status ``"data_pass_limit"``) once the paper-convention DP(g) reaches this cap (> 0).
+    feasibility_tolerance : float
+        :math:`\ge 0` (default 1e-5 = the default :math:`\nu`, the width of the band where the
+        smoothed penalty is not yet saturated). A run that would end with ``"max_iter"`` ends with
+        ``"no_feasible_iterate"`` when no recorded iterate (nor the output) has :math:`g \le` this
+        value; also the feasibility test of ``output="best_feasible"``.
+    seed : int >= 0, SeedSequence, Generator or None
         Seeds the batch sampler and the ``random`` output.
     record_every : int, optional
         History period (default ``max(1, max_iter // 1000)``); every record evaluates the exact
         :math:`f` and :math:`g` (not counted as data passes).
     callback : callable ``(k, x, info) -> bool``, optional
         Called at every record with ``info`` = ``{"constraint_estimate", "penalty_weight",
-        "data_passes_f", "data_passes_g", "history"}``; True stops with status ``"callback_stop"`` (paper 004's
+        "data_passes_f", "data_passes_g", "history"}``; True stops with status ``"callback_stop"`` ([LX25] §4.3's
         SVio stopping rule is such a callback).
     verbose : bool
         Progress bar / lines.
@@ -148,6 +163,10 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     Returns
     -------
     SolveResult
+        Status ``"max_iter"``, ``"no_feasible_iterate"`` (see ``feasibility_tolerance``; the message
+        gives the smallest recorded :math:`g` and points to `check_feasibility`),
+        ``"data_pass_limit"`` or ``"callback_stop"``; ``info["best_constraint"]`` is the smallest
+        recorded :math:`g`.
         ``multipliers`` = :math:`\beta\,\mathrm{clip}(g(x)/\nu, 0, 1)` at the output (`kkt_multiplier`).
         History: ``objective``, ``constraint`` (exact), ``constraint_estimate`` (:math:`u_k - c`),
         ``penalty_weight``, ``step_size``, ``data_passes_f/g`` (paper convention, see
@@ -161,12 +180,19 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     if problem.n_constraints != 1:
         raise ValueError(f"problem: spider handles one constraint (g = max_i g_i is not a mean), got "
                          f"{problem.n_constraints}")
-    K = int(max_iter)
-    if K < 1:
-        raise ValueError(f"max_iter: must be a positive integer, got {max_iter}")
-    for name, v in (("beta", beta), ("nu", nu), ("step_size", step_size)):
-        if not (np.isfinite(float(v)) and float(v) > 0):
-            raise ValueError(f"{name}: expected a positive finite number, got {v}")
+    K = check_count("max_iter", max_iter)
+    beta, nu = check_real("beta", beta, positive=True), check_real("nu", nu, positive=True)
+    step_size = check_real("step_size", step_size, positive=True)
+    check_optional_count("q", q)
+    check_optional_count("batch_size", batch_size)
+    check_optional_count("objective_batch_size", objective_batch_size)
+    check_optional_real("max_data_passes_g", max_data_passes_g, positive=True)
+    feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
+    check_optional_count("record_every", record_every)
+    check_optional_count("record_stationarity_every", record_stationarity_every)
+    check_optional_real("stationarity_rho_hat", stationarity_rho_hat, positive=True)
+    check_seed("seed", seed)
+    check_callback("callback", callback)
     if record_stationarity_every is not None and stationarity_rho_hat is None:
         raise ValueError("stationarity_rho_hat: needed when record_stationarity_every is set")
     dom = problem.domain
@@ -210,13 +236,11 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     x_prev, grad = x.copy(), np.empty_like(x)
     est = np.zeros(3)
     counters_arr = np.zeros(len(COUNTERS))
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    ss = as_seed_sequence(seed)
     ss_loop, ss_out = ss.spawn(2)
     rng = rng_state(ss_loop)
     tau = int(np.random.default_rng(ss_out).integers(K)) if output == "random" else -1
-    every = max(1, K // 1000) if record_every is None else int(record_every)
-    if every < 1:
-        raise ValueError(f"record_every: must be a positive integer, got {record_every}")
+    every = max(1, K // 1000) if record_every is None else record_every
 
     history = History(every)
     progress = Progress(K, verbose, desc=f"spider[{variant}]")
@@ -230,7 +254,8 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
                    data_passes_f=0.0, data_passes_g=0.0,
                    **({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat, seed)}
                       if record_stationarity_every is not None else {}))
-    if g0 <= 0.0:
+    best_g = g0  # smallest recorded g
+    if g0 <= feas_tol:
         best = (f0, x.copy(), 0)
     meter_time = time.perf_counter() - start
     while k < K:
@@ -259,7 +284,8 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
                            constraint=g_val, max_violation=max(0.0, g_val), constraint_estimate=float(est[1]),
                            penalty_weight=float(est[2]), step_size=alpha, data_passes_f=float(counters_arr[0]),
                            data_passes_g=float(dpg), **extra)
-            if g_val <= 0.0 and f_val < best[0]:
+            best_g = min(best_g, g_val)
+            if g_val <= feas_tol and f_val < best[0]:
                 best = (f_val, x.copy(), k)
             if progress.active:
                 progress.update(k - 1, f=f_val, g=g_val)
@@ -276,8 +302,8 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     # history row k is the iterate x_k after k updates (row 0: the start)
     info = {"variant": variant, "beta": float(beta), "nu": float(nu), "q": q, "batch_size": s2,
             "objective_batch_size": bf, "step_size": float(step_size), "step_schedule": schedule,
-            "radius": radius, "output": output, "tau": tau, "seed": seed if isinstance(seed, int) else None,
-            "constraint_estimate": float(est[1])}
+            "radius": radius, "output": output, "tau": tau, "seed": describe_seed(seed),
+            "constraint_estimate": float(est[1]), "feasibility_tolerance": feas_tol}
     message = f"ran {k} iterations of 3S-Econ ({variant}); DP(g) = {counters_arr[1]:.4g}"
     if output == "last":
         x_out = x
@@ -289,13 +315,17 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     else:
         if best[1] is None:
             x_out = x
-            message += "; no recorded iterate is feasible (g <= 0): returning the last iterate"
-            status = "no_feasible_iterate" if status == "max_iter" else status
+            message += f"; no recorded iterate has g <= {feas_tol:g}: returning the last iterate"
         else:
             x_out, info["best_iteration"] = best[1], best[2]
     x_out = np.array(x_out)
     objective, violation = problem.f(x_out), problem.max_violation(x_out)
     g_out = float(problem.g(x_out)[0])
+    best_g = min(best_g, g_out)
+    info["best_constraint"] = best_g
+    if status == "max_iter" and best_g > feas_tol:
+        status = "no_feasible_iterate"
+        message += "; " + no_feasible_message(best_g, feas_tol, "no recorded iterate")
     counters = Counters(n_f, n_g)
     counters.values["rows_f"] = float(counters_arr[0]) * n_f
     counters.values["rows_g"] = float(counters_arr[1]) * n_g
@@ -309,7 +339,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
 
 def theory_parameters(epsilon_bar, *, nu, beta, l_f, l_g, rho, Delta, L_g, sigma=0.0, sigma1=0.0, sigma2=0.0,
                       n_samples=None) -> dict:
-    r"""Parameters of paper 004, Theorem 3.6 (general :math:`P_g`) or 3.8 (finite sum, ``n_samples``).
+    r"""Parameters of [LX25] Theorem 3.6 (general :math:`P_g`) or 3.8 (finite sum, ``n_samples``).
 
     .. math::
 

@@ -1,7 +1,8 @@
-r"""Switching subgradient (SSG) methods of Huang & Lin (paper 002), Algorithms 1 and 2.
+r"""Switching subgradient (SSG) methods of Huang & Lin [HL23], Algorithms 1 and 2.
 
-Problem (paper 002 eq. 1): :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g(x) = \max_i g_i(x) \le 0`,
-:math:`f` :math:`\rho`-weakly convex, :math:`g` convex, both possibly non-smooth. One iteration:
+Problem ([HL23] eq. (1); see docs/references.md): :math:`\min_{x \in \mathcal X} f(x)` s.t.
+:math:`g(x) = \max_i g_i(x) \le 0`, :math:`f` :math:`\rho`-weakly convex, :math:`g` convex, both
+possibly non-smooth. One iteration:
 
 .. math::
 
@@ -11,7 +12,7 @@ Problem (paper 002 eq. 1): :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g(x)
 
 and the output is :math:`x_\tau`, :math:`P(\tau = t) = \eta_t / \sum_{s \in I} \eta_s` (eq. 8 and
 Algorithm 1). Theory helpers (`theory_parameters`, `check_certificate`) implement Theorems 4.2, 4.3,
-5.2, B.1 and the sufficient conditions (29)–(30); see digest 002 §2.3.
+5.2, B.1 and the sufficient conditions (29)–(30) that their proofs use.
 
 Implementation choices (the loop is Python over fused whole-pass oracles; at full-batch sizes the
 oracle pass dominates, see docs/design.md):
@@ -38,9 +39,13 @@ from .._results import History, SolveResult
 from .._kernels._vector import axpy
 from ._output import BestIterate, RandomIterate, WeightedAverage
 from ._common import (
-    check_choice, make_objective_oracle, PassMeter, RowSampler, start_point, stationarity_certificate, seeded_streams,
+    check_choice, describe_seed, make_objective_oracle, no_feasible_message, PassMeter, RowSampler, start_point,
+    stationarity_certificate, seeded_streams,
 )
 from ._schedules import as_schedule, inverse_sqrt
+from ._validation import (
+    check_callback, check_count, check_optional_count, check_optional_real, check_schedule, check_seed,
+)
 
 __all__ = ["switching_subgradient", "theory_parameters", "check_certificate"]
 
@@ -82,7 +87,7 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
                           average_weights="step_size", strongly_convex_constraint=False, seed=0,
                           record_every=1, callback=None, verbose=False, record_stationarity_every=None,
                           stationarity_rho_hat=None, _record_problem=None) -> SolveResult:
-    r"""Switching subgradient method (paper 002, Algorithm 1; Algorithm 2 with a stochastic constraint).
+    r"""Switching subgradient method ([HL23] Algorithm 1; Algorithm 2 with a stochastic constraint).
 
     Parameters
     ----------
@@ -90,15 +95,18 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
     x0 : array-like, optional
         Start (projected onto the domain); default ``problem.x0``.
     max_iter : int
-        :math:`T`, number of iterations (one subgradient each).
+        :math:`T \ge 1`, number of iterations (one subgradient each); an integer (``2.7`` is an error).
     step_size : float or callable of t
-        :math:`\eta_t` (paper default grids: 1e-4..1e-2 static or :math:`E_2/\sqrt{t+1}`).
+        :math:`\eta_t \ge 0`, finite (paper default grids: 1e-4..1e-2 static or :math:`E_2/\sqrt{t+1}`).
+        0 is legal but degenerate: the iterate does not move, and the ``"random"``/``"average"``
+        rules, whose weights are then all 0, fall back to the uniform law / plain average over
+        :math:`I` (`fastcon.solvers._output`).
     tolerance : float or callable of t, optional
         :math:`\epsilon_t` of the switching test :math:`g(x_t) \le \epsilon_t`; default 1e-5
-        (0 when ``strongly_convex_constraint``). ``inf`` always steps on :math:`f`, ``-inf``
-        always on :math:`g`.
+        (0 when ``strongly_convex_constraint``). Any real except NaN: a negative value is a stricter
+        test, ``inf`` always steps on :math:`f`, ``-inf`` always on :math:`g`.
     start_index : int
-        :math:`S`: only :math:`t \ge S` enter :math:`I` (Theorem 4.2 Case II uses
+        :math:`0 \le S < T`: only :math:`t \ge S` enter :math:`I` (Theorem 4.2 Case II uses
         :math:`\lfloor T/2 \rfloor`).
     objective_oracle : {"deterministic", "stochastic"}
         Stochastic: :math:`\xi_f` is the subgradient of the minibatch estimate on
@@ -119,15 +127,16 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         (``info["output_fallback"] = "random"``). ``"average"``: the weighted average of
         :math:`x_t, t \in I` with weights ``average_weights``.
     average_weights : {"step_size", "linear"}
-        :math:`\eta_t`, or :math:`t + 1` (the inner output of IPP-SSG in paper 001 Algorithm 2).
+        :math:`\eta_t`, or :math:`t + 1` (the inner output of IPP-SSG in [MLY20] Algorithm 2).
     strongly_convex_constraint : bool
         Theorem B.1: :math:`\epsilon_t = 0` and :math:`\tau` is drawn over **all** :math:`t \ge S`
         (not only :math:`I`) with :math:`P(\tau = t) \propto \eta_t`; the other output rules use the
         same candidate set.
-    seed : int or numpy.random.SeedSequence
-        Seeds minibatches and the output draw (same seed, same result).
+    seed : int >= 0, numpy.random.SeedSequence, numpy.random.Generator or None
+        Seeds minibatches and the output draw (same seed, same result; a Generator is drawn from
+        once, None takes fresh entropy).
     record_every : int
-        History period; the last iteration is always recorded.
+        History period (a positive integer); the last iteration is always recorded.
     callback : callable ``(t, x, info) -> bool``, optional
         Called after iteration ``t`` with the new iterate :math:`x_{t+1}` (a live buffer: copy it to
         keep it) and ``info`` (``constraint`` :math:`g(x_t)`, ``step_kind``, ``step_size``,
@@ -142,36 +151,46 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
     Returns
     -------
     SolveResult
-        Status ``"max_iter"``; ``"no_feasible_iterate"`` when the output rule has no candidate
-        (:math:`I = \emptyset`), returning :math:`x_T`; ``"callback_stop"``. History columns:
+        Status ``"max_iter"``; ``"no_feasible_iterate"`` when the run ends with
+        :math:`I = \emptyset` (no :math:`t \ge S` met :math:`g(x_t) \le \epsilon_t`), whatever the
+        output rule: ``x`` is then :math:`x_T` for every rule but the strongly convex one, whose
+        candidates are all :math:`t \ge S`, and the message gives the smallest :math:`g(x_t)` seen
+        and points to `check_feasibility`; ``"callback_stop"``. History columns:
         ``iteration`` t, ``time`` (algorithm time, history work excluded), ``objective``
         :math:`f(x_t)`, ``constraint`` raw :math:`g(x_t)`, ``max_violation``, ``step_kind``
         ("f"/"g"), ``step_size``, ``tolerance``, ``data_passes_f/g`` (cumulative through iteration
         t, history evaluations excluded) and ``stationarity`` if asked. ``counters`` adds
         ``objective_steps``, ``constraint_steps``, ``nearly_feasible`` (:math:`|I|`); ``info``
-        holds ``tau`` (the chosen index, -1 if none) and the parameters.
+        holds ``tau`` (the chosen index, -1 if none), ``best_constraint`` (the smallest
+        :math:`g(x_t)` the switching test saw, a batch estimate under a stochastic constraint) and the
+        parameters.
     """
     check_choice("objective_oracle", objective_oracle, _ORACLES)
     check_choice("constraint_oracle", constraint_oracle, _ORACLES)
     check_choice("output", output, _OUTPUTS)
     check_choice("average_weights", average_weights, ("step_size", "linear"))
-    T, S = int(max_iter), int(start_index)
-    if T < 1:
-        raise ValueError(f"max_iter: must be a positive integer, got {max_iter}")
-    if S < 0:
-        raise ValueError(f"start_index: must be non-negative, got {start_index}")
+    T = check_count("max_iter", max_iter)
+    S = check_count("start_index", start_index, 0)
+    if S >= T:
+        raise ValueError(f"start_index: must be below max_iter = {T} (no t >= S = {S} would enter I), got {S}")
+    check_count("record_every", record_every)
+    check_optional_count("record_stationarity_every", record_stationarity_every)
+    check_optional_real("stationarity_rho_hat", stationarity_rho_hat, positive=True)
+    check_optional_count("objective_batch_size", objective_batch_size)
+    check_optional_count("constraint_batch_size", constraint_batch_size)
+    check_seed("seed", seed)
+    check_callback("callback", callback)
     if record_stationarity_every is not None and stationarity_rho_hat is None:
         raise ValueError("stationarity_rho_hat: needed when record_stationarity_every is set")
     if strongly_convex_constraint:
-        if tolerance is not None and np.any(as_schedule(tolerance, "tolerance").values(T) != 0):
+        if tolerance is not None and np.any(
+                check_schedule("tolerance", tolerance, T, signed=True, allow_inf=True) != 0):
             raise ValueError("tolerance: Theorem B.1 (strongly_convex_constraint=True) uses epsilon_t = 0")
         tolerance = 0.0
     elif tolerance is None:
         tolerance = 1e-5
-    eta = as_schedule(step_size, "step_size").values(T)
-    eps = as_schedule(tolerance, "tolerance").values(T)
-    if np.any(eta < 0) or not np.all(np.isfinite(eta)):
-        raise ValueError("step_size: values must be finite and non-negative")
+    eta = check_schedule("step_size", step_size, T)
+    eps = check_schedule("tolerance", tolerance, T, signed=True, allow_inf=True)
     weights = eta if average_weights == "step_size" else np.arange(1.0, T + 1.0)
 
     x = start_point(problem, x0)
@@ -191,11 +210,14 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
     history = History(record_every)
     meter = PassMeter(problem)
     n_obj = n_in_I = 0
+    best_g = math.inf
     status, stop_t = "max_iter", T - 1
     info_cb = {}
     progress = Progress(T, verbose, desc="switching")
     for t in range(T):
         g_t, _ = eval_g(x, g_grad)
+        if g_t < best_g:
+            best_g = g_t
         in_I = False
         if g_t <= eps[t]:
             f_t = eval_f(x, f_grad)
@@ -239,16 +261,22 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
             "step_size": repr(as_schedule(step_size)), "tolerance": repr(as_schedule(tolerance)),
             "objective_oracle": objective_oracle, "constraint_oracle": constraint_oracle,
             "objective_batch_size": objective_batch_size, "constraint_batch_size": constraint_batch_size,
-            "strongly_convex_constraint": bool(strongly_convex_constraint), "seed": seed}
+            "strongly_convex_constraint": bool(strongly_convex_constraint), "seed": describe_seed(seed),
+            "best_constraint": best_g}
     message = f"ran {stop_t + 1} iterations; |I| = {n_in_I}"
+    # The status counts I itself, never the output rule's state: a rule can hold no candidate while I
+    # is non-empty ("best" when no t in I was recorded), and I can be empty while the strongly convex
+    # rule has candidates.
+    if n_in_I == 0 and status == "max_iter":
+        status = "no_feasible_iterate"
+        message = (f"ran {stop_t + 1} iterations; I is empty (g(x_t) > eps_t for every t >= S = {S}). "
+                   + no_feasible_message(best_g, float(np.max(eps[S:]))))
     if output == "last":
         x_out = x
-    elif rule.empty and not (output == "best" and not sampler.empty):
+    elif rule.empty and sampler.empty:  # no candidate at all: return the last iterate
         x_out = x
-        message = ("no nearly feasible iterate (I is empty: g(x_t) > eps_t for every t >= S); returning "
-                   "the last iterate. Increase tolerance or max_iter, or lower start_index")
-        status = "no_feasible_iterate" if status == "max_iter" else status
-    elif rule.empty:  # "best" with I non-empty but unrecorded
+        message += "; returning the last iterate"
+    elif rule.empty:  # "best" with candidates but none recorded: the random rule's pick
         x_out, info["tau"], info["output_fallback"] = sampler.x, sampler.index, "random"
     else:
         x_out, info["tau"] = rule.x.copy(), rule.index
@@ -273,7 +301,7 @@ def _log_terms(delta):
 def theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lambda=None, case="static",
                       stochastic_objective=False, stochastic_constraint=False, delta=0.05, sigma=None,
                       mu=None) -> dict:
-    r"""Parameters prescribed by paper 002's theorems for a target :math:`\epsilon`.
+    r"""Parameters prescribed by [HL23]'s theorems for a target :math:`\epsilon`.
 
     With :math:`\Delta = \hat\rho - \rho` and :math:`\Lambda` from Lemma 3.3 eq. (7),
     :math:`\Lambda = (MD + \hat\rho D^2) / (-g(x_{feas}))` when ``g_slater`` :math:`= g(x_{feas}) < 0`
@@ -383,7 +411,7 @@ def _theory_strongly_convex(M, D, Delta, epsilon, mu, case, stochastic):
 
 
 def check_certificate(step_sizes, tolerances, start_index, M, D, epsilon, Delta, Lambda, max_iter=None) -> dict:
-    r"""Check the sufficient conditions (29) and (30) of paper 002 (deterministic form).
+    r"""Check the sufficient conditions (29) and (30) of [HL23] (deterministic form).
 
     .. math::
 

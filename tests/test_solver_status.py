@@ -1,0 +1,130 @@
+"""Statuses shared by every solver: "no_feasible_iterate" on an infeasible problem, and the common argument checks."""
+import math
+
+import numpy as np
+import pytest
+
+from fastcon.datasets import make_fair_classification
+from fastcon.problems import Ball, ConstrainedProblem, erm_optimum, hinge_risk, less_equal
+from fastcon.solvers import (
+    check_feasibility, conex, exact_penalty_trust_region, iqrc, online_stochastic_subgradient, proximal_point, spider,
+    switching_subgradient,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    D = make_fair_classification(n_samples=300, n_features=5, seed=0)
+    return D, erm_optimum(D)
+
+
+def hinge_level_problem(data, delta):
+    """min hinge(D) s.t. hinge(D) <= L* + delta over the ball of radius 5 ||w_ERM||, started at 0."""
+    D, erm = data
+    radius = 5.0 * float(np.linalg.norm(erm.w))
+    return ConstrainedProblem(hinge_risk(D), [less_equal(hinge_risk(D), erm.value + delta)], Ball(radius),
+                              x0=np.zeros(D.n_features))
+
+
+SOLVERS = {
+    "switching": lambda p: switching_subgradient(p, max_iter=300, step_size=0.05, record_every=50),
+    "switching_last": lambda p: switching_subgradient(p, max_iter=300, step_size=0.05, output="last"),
+    "conex": lambda p: conex(p, max_iter=300, primal_step=0.05, dual_step=1.0, record_every=50),
+    "conex_average": lambda p: conex(p, max_iter=300, primal_step=0.05, dual_step=1.0, output="average"),
+    "ipp_ssg": lambda p: proximal_point(p, rho_hat=1.0, outer_iter=5, inner_iter=50,
+                                        inner_params=dict(step_size=0.05), record_every=10),
+    "ipp_conex": lambda p: proximal_point(p, rho_hat=1.0, outer_iter=5, inner_iter=50, inner_solver="conex",
+                                          inner_params=dict(primal_step=0.05, dual_step=1.0), record_every=10),
+    "spider": lambda p: spider(p, variant="deterministic", max_iter=300, record_every=50),
+    "spider_best": lambda p: spider(p, variant="deterministic", max_iter=300, record_every=50, output="best_feasible"),
+    "exact_penalty": lambda p: exact_penalty_trust_region(p, max_iter=30),
+    "iqrc": lambda p: iqrc(p, outer_iter=3, inner_iter=100, phase_one_iter=200),
+    "online": lambda p: online_stochastic_subgradient(p, max_iter=300, objective_batch_size=20,
+                                                      constraint_batch_size=20),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_every_solver_reports_no_feasible_iterate_on_an_infeasible_problem(data, name):
+    problem = hinge_level_problem(data, -0.1)  # min_X g = 0.1 > 0: nothing can be feasible
+    res = SOLVERS[name](problem)
+    assert res.status == "no_feasible_iterate", (res.status, res.message)
+    assert not res.success
+    assert "check_feasibility" in res.message and "g = " in res.message
+    # the best value the message reports cannot beat the true minimum 0.1 of g
+    best = float(res.message.split("g = ")[-1].split()[0].rstrip(".;,"))
+    assert best >= 0.1 - 1e-9
+    # ...and the feasibility check the message points to certifies the infeasibility
+    assert check_feasibility(problem).status == "certified_infeasible"
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_no_solver_reports_it_on_a_feasible_problem(data, name):
+    problem = hinge_level_problem(data, +0.1)
+    res = SOLVERS[name](problem)
+    assert res.status in ("max_iter", "converged"), (res.status, res.message)
+
+
+# ---------------------------------------------------------------------------- argument checks
+def small_problem(data):
+    return hinge_level_problem(data, 0.1)
+
+
+CALLS = {
+    "switching_subgradient": (lambda p, **kw: switching_subgradient(p, **kw), "max_iter"),
+    "conex": (lambda p, **kw: conex(p, **kw), "max_iter"),
+    "spider": (lambda p, **kw: spider(p, **kw), "max_iter"),
+    "exact_penalty_trust_region": (lambda p, **kw: exact_penalty_trust_region(p, **kw), "max_iter"),
+    "online_stochastic_subgradient": (lambda p, **kw: online_stochastic_subgradient(p, **kw), "max_iter"),
+    "proximal_point_outer": (lambda p, **kw: proximal_point(p, rho_hat=1.0, **kw), "outer_iter"),
+    "proximal_point_inner": (lambda p, **kw: proximal_point(p, rho_hat=1.0, **kw), "inner_iter"),
+    "iqrc_outer": (lambda p, **kw: iqrc(p, **kw), "outer_iter"),
+    "iqrc_inner": (lambda p, **kw: iqrc(p, **kw), "inner_iter"),
+}
+
+
+@pytest.mark.parametrize("value", [2.7, 0, -1, True, math.nan, 10.0])
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_iteration_counts_must_be_positive_integers(data, name, value):
+    call, argument = CALLS[name]
+    with pytest.raises(ValueError, match=f"^{argument}: must be an integer >= 1"):
+        call(small_problem(data), **{argument: value})
+
+
+@pytest.mark.parametrize("name", ["switching_subgradient", "conex", "spider", "exact_penalty_trust_region",
+                                  "online_stochastic_subgradient", "proximal_point_outer", "iqrc_outer"])
+@pytest.mark.parametrize("kwargs, error, argument", [
+    (dict(record_every=0), ValueError, "record_every"), (dict(record_every=2.5), ValueError, "record_every"),
+    (dict(seed=-1), ValueError, "seed"), (dict(seed=0.5), ValueError, "seed"), (dict(seed="x"), TypeError, "seed"),
+    (dict(callback="no"), TypeError, "callback"),
+])
+def test_common_arguments_are_checked_alike(data, name, kwargs, error, argument):
+    call, _ = CALLS[name]
+    extra = {"max_iter": 5} if name in ("online_stochastic_subgradient",) else {}
+    with pytest.raises(error, match=f"^{argument}: "):
+        call(small_problem(data), **kwargs, **extra)
+
+
+@pytest.mark.parametrize("call, kwargs, argument", [
+    (conex, dict(primal_step=-0.1), "primal_step"), (conex, dict(dual_step=math.inf), "dual_step"),
+    (conex, dict(theta=math.nan), "theta"), (conex, dict(feasibility_tolerance=-1.0), "feasibility_tolerance"),
+    (spider, dict(step_size=0.0), "step_size"), (spider, dict(q=2.5), "q"),
+    (spider, dict(batch_size=1.5), "batch_size"),
+    (spider, dict(max_data_passes_g=0.0), "max_data_passes_g"), (spider, dict(nu=math.inf), "nu"),
+    (online_stochastic_subgradient, dict(max_iter=5, V=math.nan), "V"),
+    (online_stochastic_subgradient, dict(max_iter=5, feasibility_tolerance=math.nan), "feasibility_tolerance"),
+])
+def test_step_sizes_and_tolerances_are_checked(data, call, kwargs, argument):
+    with pytest.raises(ValueError, match=f"^{argument}: "):
+        call(small_problem(data), **kwargs)
+
+
+def test_proximal_point_and_iqrc_real_arguments(data):
+    with pytest.raises(ValueError, match="^rho_hat: "):
+        proximal_point(small_problem(data), rho_hat=math.inf)
+    with pytest.raises(ValueError, match="^feasibility_tolerance: "):
+        proximal_point(small_problem(data), rho_hat=1.0, feasibility_tolerance=-1e-3)
+    with pytest.raises(ValueError, match="^phase_one_step_size: "):
+        iqrc(small_problem(data), phase_one_step_size=-0.1)
+    with pytest.raises(TypeError, match="^tolerance: "):
+        iqrc(small_problem(data), tolerance="1e-3")
