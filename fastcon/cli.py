@@ -2,6 +2,12 @@
 
 Each sub-command is a small function ``_cmd_<name>(args) -> int`` registered in `_build_parser`;
 experiments and demos add theirs the same way.
+
+The command line never throws work away: numeric options are checked by their argparse ``type``
+(exit 2 with "argument --jobs: ..."), the data files and the output folder are checked before
+anything is computed (a missing file exits 1 saying how to get it; an output folder that cannot be
+written exits 2), data is never downloaded except by ``fastcon datasets --download``, and Ctrl-C
+prints one line saying what was saved (exit 130) instead of a traceback.
 """
 from __future__ import annotations
 
@@ -15,7 +21,47 @@ from ._version import __version__
 
 __all__ = ["main"]
 
+#: Exit status of a run stopped by Ctrl-C (128 + SIGINT, what shells report).
+EXIT_INTERRUPTED = 130
+_GET_DATA = "set FASTCON_DATA (or pass --data-home) to a folder that holds them"
 
+
+# ------------------------------------------------------------------------------- argument types
+def _positive_int(text) -> int:
+    """argparse ``type`` of counts such as ``--jobs``: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _seed(text) -> int:
+    """argparse ``type`` of ``--seed``: an integer >= 0 (what NumPy's seed sequences accept)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _check_out(prog, out) -> bool:
+    """Create ``--out`` and write a probe file in it; on failure print the error line, return False."""
+    from .experiments._report import writable_folder
+
+    try:
+        writable_folder(out)
+    except OSError as exc:
+        print(f"{prog}: error: argument --out: cannot write to {out}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------- sub-commands
 def _cmd_datasets(args) -> int:
     from .datasets import dataset_info, list_datasets, load
 
@@ -25,7 +71,7 @@ def _cmd_datasets(args) -> int:
         print(f"fastcon datasets: unknown dataset(s) {unknown}; known: {', '.join(list_datasets())}",
               file=sys.stderr)
         return 2
-    rows = []
+    rows, failed_downloads = [], []
     for name in names:
         info = dataset_info(name, data_home=args.data_home)
         if args.download and not info["available"]:
@@ -33,6 +79,7 @@ def _cmd_datasets(args) -> int:
                 load(name, data_home=args.data_home, subset="all", download=True)
             except Exception as exc:  # keep listing; the row below says what is still missing
                 print(f"fastcon datasets: could not download {name}: {exc}", file=sys.stderr)
+                failed_downloads.append(name)
             info = dataset_info(name, data_home=args.data_home)
         row = {"name": name, "description": info["description"], "found": info["available"],
                "location": info["folder"], "subsets": {}, "groups": info.get("groups"), "error": None}
@@ -62,7 +109,12 @@ def _cmd_datasets(args) -> int:
         print(json.dumps(rows, indent=1))
     else:
         _print_dataset_table(rows, args.no_load)
-    return 1 if any(r["error"] for r in rows) else 0
+    # Listing everything is an inventory (exit 0 with missing rows); naming a dataset asks for it.
+    missing = [r["name"] for r in rows if not r["found"]] if args.names else []
+    if missing and not args.download:
+        print(f"fastcon datasets: missing: {' '.join(missing)}; get them with `fastcon datasets --download "
+              f"{' '.join(missing)}`, or {_GET_DATA}", file=sys.stderr)
+    return 1 if missing or failed_downloads or any(r["error"] for r in rows) else 0
 
 
 def _print_dataset_table(rows, no_load):
@@ -91,25 +143,52 @@ def _print_dataset_table(rows, no_load):
         print("data home: " + ", ".join(sorted({str(Path(w).parent) for w in where})))
 
 
-def _cmd_reproduce(args) -> int:
-    from .experiments import EXPERIMENTS, is_resumable, run_experiment
+def _data_error(prog, name, quick, data_home, exc) -> int:
+    """Print a missing/damaged-data error of experiment ``name`` (no traceback) and return exit code 1."""
+    from .datasets import DatasetFileError, dataset_info
+    from .experiments import data_needed
 
-    if args.name not in EXPERIMENTS:
-        print(f"fastcon reproduce: unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}",
+    print(f"{prog}: error: {exc}", file=sys.stderr)
+    if isinstance(exc, DatasetFileError):
+        needed = dict.fromkeys(d for d, _ in data_needed(name, quick))
+        missing = [d for d in needed if not dataset_info(d, data_home=data_home)["available"]] or list(needed)
+        print(f"{prog}: get the data with `fastcon datasets --download {' '.join(missing)}`, or {_GET_DATA}",
               file=sys.stderr)
+    return 1
+
+
+def _cmd_reproduce(args) -> int:
+    from .datasets import ChecksumError, DatasetFileError
+    from .experiments import EXPERIMENTS, check_data, is_resumable, run_experiment
+
+    prog = "fastcon reproduce"
+    if args.name not in EXPERIMENTS:
+        print(f"{prog}: unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}", file=sys.stderr)
         return 2
     if args.resume and not is_resumable(args.name):
-        print(f"fastcon reproduce: --resume: {args.name} does not checkpoint its runs", file=sys.stderr)
+        print(f"{prog}: --resume: {args.name} does not checkpoint its runs", file=sys.stderr)
         return 2
+    # Everything that can fail for want of data or of a place to write fails here, before computing.
+    try:
+        check_data(args.name, quick=args.quick, data_home=args.data_home, download=False)
+    except (DatasetFileError, ChecksumError) as exc:
+        return _data_error(prog, args.name, args.quick, args.data_home, exc)
     out = Path(args.out or f"fastcon-results/{args.name}{'-quick' if args.quick else ''}")
-    run_experiment(args.name, quick=args.quick, out_dir=out, data_home=args.data_home, seed=args.seed,
-                   jobs=args.jobs, verbose=not args.quiet, resume=args.resume)
+    if not _check_out(prog, out):
+        return 2
+    try:
+        run_experiment(args.name, quick=args.quick, out_dir=out, data_home=args.data_home, seed=args.seed,
+                       jobs=args.jobs, verbose=not args.quiet, resume=args.resume, download=False)
+    except (DatasetFileError, ChecksumError) as exc:  # a file removed or changed since the check
+        return _data_error(prog, args.name, args.quick, args.data_home, exc)
     return 0
 
 
 def _cmd_demo(args) -> int:
     from .demo import run_demo
 
+    if not _check_out("fastcon demo", Path(args.out)):
+        return 2
     run_demo(out_dir=Path(args.out), seed=args.seed, verbose=not args.quiet)
     return 0
 
@@ -120,38 +199,59 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fastcon {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("datasets", help="list the named datasets, where they are and their shapes")
-    p.add_argument("names", nargs="*", help="only these datasets (default: all)")
+    p = sub.add_parser(
+        "datasets", help="list the named datasets, where they are and their shapes",
+        description="List the named datasets, where they are and their shapes; with --download, fetch the "
+                    "missing ones.",
+        epilog="Exit status: 0 when every dataset asked for is present; listing them all (no NAME) exits 0 "
+               "even when some are missing. 1 when a dataset named on the command line is missing, a download "
+               "fails or a file cannot be read; 2 for an unknown name.")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="only these datasets (default: all); exit status 1 if one of them is missing")
     p.add_argument("--data-home", default=None, help="data folder (default: $FASTCON_DATA, then ~/.cache/fastcon)")
     p.add_argument("--no-load", action="store_true", help="only check the files, do not parse them")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--download", action="store_true", help="download missing files from their official sources")
-    p.set_defaults(func=_cmd_datasets)
+    p.add_argument("--download", action="store_true",
+                   help="download missing files from their official sources (the only command that downloads)")
+    p.set_defaults(func=_cmd_datasets, interrupted="interrupted (files downloaded so far are kept)")
 
-    p = sub.add_parser("reproduce", help="re-run a paper experiment: figures (PNG), tables (CSV/JSON)")
+    p = sub.add_parser(
+        "reproduce", help="re-run a paper experiment: figures (PNG), tables (CSV/JSON)",
+        description="Re-run a paper experiment. The data files and the output folder are checked before "
+                    "anything is computed; data is never downloaded here (use `fastcon datasets --download`).",
+        epilog="Exit status: 0 done; 1 data missing or damaged; 2 bad arguments or unwritable --out; "
+               "130 interrupted (Ctrl-C; ssg-roc and ssg-wasserstein keep the finished runs for --resume).")
     p.add_argument("name", help="experiment name, e.g. ssg-roc, ssg-wasserstein")
     p.add_argument("--quick", action="store_true", help="reduced run (fewer iterations, one grid point)")
     p.add_argument("--out", default=None, help="output folder (default fastcon-results/NAME)")
     p.add_argument("--data-home", default=None, help="data folder (default: $FASTCON_DATA, then ~/.cache/fastcon)")
-    p.add_argument("--seed", type=int, default=0, help="seed of splits and stochastic oracles")
-    p.add_argument("--jobs", type=int, default=1, help="parallel processes for the tuning grid")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of splits and stochastic oracles (integer >= 0)")
+    p.add_argument("--jobs", type=_positive_int, default=1, help="parallel processes for the tuning grid (>= 1)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--resume", action="store_true",
                    help="reuse the runs an interrupted invocation saved in OUT/checkpoints (ssg-roc, ssg-wasserstein)")
-    p.set_defaults(func=_cmd_reproduce)
+    p.set_defaults(func=_cmd_reproduce, interrupted="interrupted: nothing saved")
 
     p = sub.add_parser("demo", help="fairness-constrained classifier on synthetic data, end to end")
     p.add_argument("--out", default="fastcon-results/demo", help="output folder for the plot and table")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(func=_cmd_demo)
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the synthetic data and the solver (integer >= 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=_cmd_demo, interrupted="interrupted: nothing saved")
     return parser
 
 
 def main(argv=None) -> int:
+    """Run the ``fastcon`` command with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt as exc:
+        # One line instead of a traceback: what was saved (checkpointed experiments say how many
+        # runs, `fastcon.experiments.ExperimentInterrupted`) and how to go on.
+        message = getattr(exc, "message", None) or args.interrupted
+        print(f"fastcon {args.command}: {message}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED

@@ -1,7 +1,8 @@
 r"""``fastcon demo``: a fairness-constrained linear classifier on synthetic data, end to end.
 
-The problem is paper 002's ROC-fairness problem (eq. 12) on data where the unconstrained classifier
-is unfair by construction (`make_fair_classification`, a group-dependent score shift):
+The problem is the ROC-fairness problem (12) of Huang & Lin [HL23] §6.1 (see docs/references.md) on
+data where the unconstrained classifier is unfair by construction (`make_fair_classification`, a
+group-dependent score shift):
 
 .. math::
 
@@ -44,15 +45,22 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, max_iter=
              verbose=True) -> dict:
     """Run the demo; write ``table.csv``, ``results.json``, ``history.csv`` and ``demo.png``.
 
-    Returns the dict written to ``results.json`` (before/after metrics on train and test).
+    Returns the dict written to ``results.json`` (before/after metrics on train and test). The
+    output folder is created and checked writable first (ValueError naming ``out_dir`` if not),
+    so nothing is computed for outputs that could not be saved.
     """
+    from .experiments._report import writable_folder
+
     t0 = time.perf_counter()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        writable_folder(out)
+    except OSError as exc:
+        raise ValueError(f"out_dir: cannot write to {out}: {exc.strerror or exc}") from exc
     say = print if verbose else (lambda *a, **k: None)
     data = make_fair_classification(n_samples=n_samples, n_features=20, shift=1.5, seed=seed)
     train, test = data.split((0.75, 0.25), seed=seed)
-    # Paper 002's 2:1 split of the training part: constraint data D, objective data by group.
+    # [HL23]'s 2:1 split of the training part: constraint data D, objective data by group.
     constraint_data, objective_data = train.split((2 / 3, 1 / 3), seed=seed + 1)
     say(f"data: {data.n_samples} rows x {data.n_features} features, groups "
         f"{dict(zip(data.group_names, np.bincount(data.groups).tolist()))}")

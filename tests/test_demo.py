@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from fastcon.cli import main
 from fastcon.demo import run_demo
@@ -31,3 +32,23 @@ def test_demo_is_reproducible(tmp_path):
 def test_demo_command(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--quiet"]) == 0
     assert (tmp_path / "demo.png").exists() and (tmp_path / "table.csv").exists()
+
+
+def test_demo_ctrl_c_prints_one_line(tmp_path, monkeypatch, capsys):
+    import fastcon.demo
+
+    def interrupted(**kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fastcon.demo, "run_demo", interrupted)
+    assert main(["demo", "--out", str(tmp_path), "--quiet"]) == 130
+    assert capsys.readouterr().err == "fastcon demo: interrupted: nothing saved\n"
+
+
+def test_demo_checks_out_dir_before_computing(tmp_path, monkeypatch):
+    import fastcon.demo
+
+    monkeypatch.setattr(fastcon.demo, "make_fair_classification", lambda **kw: pytest.fail("computed first"))
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ValueError, match="^out_dir: cannot write to .*afile/out: Not a directory"):
+        run_demo(out_dir=tmp_path / "afile" / "out", verbose=False)

@@ -1,4 +1,4 @@
-"""`fastcon reproduce iqrc-mnpc --quick` end to end (paper 001, Figure 1) through the CLI.
+"""`fastcon reproduce iqrc-mnpc --quick` end to end (Ma, Lin & Yang [MLY20] Figure 1) through the CLI.
 
 One quick run (about 30 s) is shared by the tests of this module; the helpers of the experiment
 module (time to target, level, claim, subsampling) are checked on small hand-made inputs.
@@ -43,9 +43,10 @@ def quick_run(tmp_path_factory, data_home):
 
 def test_registered():
     assert EXPERIMENTS["iqrc-mnpc"].module == "iqrc_mnpc"
-    assert "paper 001" in EXPERIMENTS["iqrc-mnpc"].description
+    assert "[MLY20]" in EXPERIMENTS["iqrc-mnpc"].description
 
 
+@pytest.mark.datasets("pendigits", "segment", "usps")
 def test_quick_results_schema_and_files(quick_run):
     out, doc, capture = quick_run
     assert capture["code"] == 0
@@ -79,6 +80,7 @@ def test_quick_results_schema_and_files(quick_run):
     assert (out / "figure1_iqrc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.datasets("pendigits", "segment", "usps")
 def test_quick_iqrc_outer_iterates_feasible_in_domain_and_decreasing(quick_run):
     out, doc, _ = quick_run
     for r in doc["runs"]:
@@ -97,6 +99,7 @@ def test_quick_iqrc_outer_iterates_feasible_in_domain_and_decreasing(quick_run):
         assert doc["iqrc_claim"][r["dataset"]]["claim"] is True
 
 
+@pytest.mark.datasets("pendigits", "segment", "usps")
 def test_quick_summary_table_printed_and_saved(quick_run):
     out, doc, capture = quick_run
     printed = capture["stdout"]

@@ -106,3 +106,165 @@ def test_follow_up_tasks_overtake_the_waiting_ones(monkeypatch, tmp_path):
     order.clear()
     _, records = _tuning.run_tasks(tasks, 1, checkpoints=ck, follow_up=follow_up)
     assert order == ["a'", "b", "b'", "c"] and ck.loaded == 1
+
+
+def _tiny_compas_config(monkeypatch):
+    """`fastcon reproduce ssg-roc --quick` on COMPAS alone with TINY budgets: 5 grid runs + 5 re-runs."""
+    from fastcon.experiments import ssg_roc
+
+    quick_config = ssg_roc.config
+    monkeypatch.setattr(ssg_roc, "config", lambda quick=False: dict(quick_config(quick), datasets=("compas",), **TINY))
+
+
+@pytest.mark.datasets("compas")
+def test_ctrl_c_says_what_is_saved_and_resume_continues(tmp_path, data_home, monkeypatch, capsys):
+    _tiny_compas_config(monkeypatch)
+    real, calls = _tuning.execute_task, []
+
+    def ctrl_c_after_3(task):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(task)
+        return real(task)
+
+    monkeypatch.setattr(_tuning, "execute_task", ctrl_c_after_3)
+    out = tmp_path / "out"
+    argv = ["reproduce", "ssg-roc", "--quick", "--quiet", "--out", str(out), "--data-home", str(data_home)]
+    assert main(argv) == 130
+    assert capsys.readouterr().err == (f"fastcon reproduce: interrupted: 3 of 10 runs saved in {out / 'checkpoints'}; "
+                                       "run the same command with --resume to continue\n")
+    assert len(list((out / "checkpoints").glob("*.json"))) == 3
+
+    # Interrupted again before a new run finishes: the earlier records are still there for --resume.
+    calls[:] = [None] * 3
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("fastcon reproduce: interrupted: no new run saved; the 3 runs saved earlier in ")
+
+    calls.clear()
+    monkeypatch.setattr(_tuning, "execute_task", lambda task: calls.append(task) or real(task))
+    assert main(argv + ["--resume"]) == 0
+    assert len(calls) == 7 and (out / "results.json").exists() and not (out / "checkpoints").exists()
+
+
+def test_ctrl_c_while_the_problems_are_built(tmp_path, data_home, monkeypatch):
+    from fastcon.experiments import ExperimentInterrupted, ssg_roc
+
+    _tiny_compas_config(monkeypatch)
+
+    def build(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ssg_roc, "build", build)
+    with pytest.raises(ExperimentInterrupted) as info:
+        run_experiment("ssg-roc", quick=True, out_dir=tmp_path, data_home=data_home, verbose=False)
+    assert info.value.message == "interrupted: nothing saved" and isinstance(info.value, KeyboardInterrupt)
+
+
+# Run by test_sigint_stops_parent_and_workers as a script, so that the spawned workers import it too
+# (`execute_task` is pickled by reference): every run but the static SSG grid point sleeps.
+_SIGINT_DRIVER = '''
+import sys
+import time
+
+from fastcon.experiments import _tuning, ssg_roc
+
+_real = _tuning.execute_task
+
+
+def slow_but_one(task):
+    if task["method"] != "ssg_static" or task.get("stationarity"):
+        time.sleep(120)
+    return _real(task)
+
+
+if __name__ == "__main__":
+    _quick = ssg_roc.config
+    ssg_roc.config = lambda quick=False: dict(_quick(quick), datasets=("compas",), **%r)
+    _tuning.execute_task = slow_but_one
+    from fastcon.cli import main
+    sys.exit(main(sys.argv[1:]))
+''' % (TINY,)
+
+
+def _processes():
+    """``(pid, state, ppid, pgid, command line)`` of every process (Linux /proc)."""
+    import os
+
+    rows = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    state, ppid, pgid = fh.read().rsplit(")", 1)[1].split()[:3]
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:  # gone meanwhile
+                continue
+            rows.append((int(entry), state, int(ppid), int(pgid), cmd))
+    return rows
+
+
+def _live_processes_in_group(pgid):
+    """PIDs of the processes of group ``pgid`` that are not zombies."""
+    return [pid for pid, state, _, group, _ in _processes() if group == pgid and state != "Z"]
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc"), reason="reads /proc to find the worker processes")
+@pytest.mark.datasets("compas")
+def test_sigint_stops_parent_and_workers(tmp_path, data_home):
+    """A real Ctrl-C (SIGINT to the process group, as a terminal sends it) during a 2-process grid."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    driver = tmp_path / "driver.py"
+    driver.write_text(_SIGINT_DRIVER)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(driver), "reproduce", "ssg-roc", "--quick", "--quiet", "--jobs", "2",
+                             "--out", str(out), "--data-home", str(data_home)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(out.glob("checkpoints/*.json")):  # the one fast run is saved; the others sleep
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no run finished in 60 s"
+            time.sleep(0.05)
+        workers = [pid for pid, _, ppid, _, cmd in _processes() if ppid == proc.pid and "spawn_main" in cmd]
+        assert len(workers) == 2
+        # Workers ignore SIGINT: one sent to them alone changes nothing (a worker that took it
+        # would hand a KeyboardInterrupt back to the parent, which would then stop).
+        for pid in workers:
+            os.kill(pid, signal.SIGINT)
+        time.sleep(1.0)
+        assert proc.poll() is None and set(workers) <= set(_live_processes_in_group(proc.pid))
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130
+    assert "Traceback" not in stderr and stdout == ""
+    assert stderr == (f"fastcon reproduce: interrupted: 1 of 10 runs saved in {out / 'checkpoints'}; "
+                      "run the same command with --resume to continue\n")
+    deadline = time.monotonic() + 10
+    while _live_processes_in_group(proc.pid) and time.monotonic() < deadline:  # the workers were terminated
+        time.sleep(0.05)
+    assert _live_processes_in_group(proc.pid) == []
+
+
+def test_interrupted_message_variants(tmp_path):
+    ck = TaskCheckpoints(tmp_path / "ck")
+    assert ck.interrupted_message() == "interrupted: nothing saved"
+    ck.save({"dataset": "a"}, {"x": 1})
+    assert ck.interrupted_message().startswith("interrupted: 1 runs saved in ")  # the number of runs is not known
+    ck.total = 4
+    assert ck.interrupted_message() == (f"interrupted: 1 of 4 runs saved in {tmp_path / 'ck'}; run the same command "
+                                        "with --resume to continue")
+    again = TaskCheckpoints(tmp_path / "ck")
+    again.total = 4
+    assert again.interrupted_message().startswith("interrupted: no new run saved; the 1 runs saved earlier in ")
+    ck.clear()
+    assert ck.interrupted_message() == "interrupted: the outputs were already written"

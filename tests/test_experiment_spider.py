@@ -1,13 +1,15 @@
-"""`fastcon reproduce spider-table2 --quick` end to end (paper 004, Table 2) through the CLI."""
+"""`fastcon reproduce spider-table2 --quick` end to end (Liu & Xu [LX25] Table 2) through the CLI."""
 import json
 
 import numpy as np
+import pytest
 
 from fastcon.cli import main
 from fastcon.experiments import validate_results
 from fastcon.experiments._table2 import PAPER, format_table2
 
 
+@pytest.mark.datasets("a9a", "compas")
 def test_quick_table2_through_cli(tmp_path, data_home, capsys):
     out = tmp_path / "t2"
     assert main(["reproduce", "spider-table2", "--quick", "--out", str(out), "--data-home", str(data_home)]) == 0

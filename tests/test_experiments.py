@@ -68,6 +68,7 @@ def test_registry_lists_both_experiments():
         run_experiment("nope", out_dir="unused")
 
 
+@pytest.mark.datasets("a9a", "bank", "compas")
 def test_quick_roc_through_cli(tmp_path, data_home, capsys):
     out = tmp_path / "roc"
     assert main(["reproduce", "ssg-roc", "--quick", "--out", str(out), "--data-home", str(data_home)]) == 0

@@ -1,27 +1,37 @@
-"""Paper experiments, runnable as ``fastcon reproduce NAME [--quick] [--out DIR]`` (ARCHITECTURE.md §7).
+"""Paper experiments, runnable as ``fastcon reproduce NAME [--quick] [--out DIR]``.
+
+The papers are cited by the keys of docs/references.md.
 
 Each experiment is a module (dataset preparation, problem, methods, grids, budgets; its docstring
 states exactly what ``--quick`` changes) run by the shared driver in `._tuning`. Every run writes
 into its output folder:
 
-* ``results.json``: the §7 schema, one entry per (dataset, method) for the selected configuration
+* ``results.json``: one schema for every experiment, one entry per (dataset, method) for the selected configuration
   (validated by `._report.validate_results`);
 * ``summary.csv`` and a printed table (with ``meets_paper_claim``);
 * one history CSV per run (``<dataset>_<problem>_<method>.csv``, with a ``stationarity`` column);
 * the figure PNG, laid out like the paper's (``figure1_roc.png`` / ``figure1_wasserstein.png``);
   `combine_figure` joins the folders into the paper's full 3 x 5 Figure 1.
+
+Before anything is computed, `run_experiment` checks every data file the configuration reads
+(`check_data`: all missing files reported at once) and that the output folder can be written. Ctrl-C
+raises `ExperimentInterrupted` (a `KeyboardInterrupt`) saying how many runs are checkpointed; worker
+processes ignore SIGINT and are terminated by the parent (`._pool`).
 """
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
 
+
+from ._checkpoint import ExperimentInterrupted
 from ._figure import combine_figure, plot_figure
 from ._report import validate_results
 from ._tuning import select_config
+from ..solvers._validation import check_count
 
-__all__ = ["EXPERIMENTS", "Experiment", "run_experiment", "is_resumable", "combine_figure", "plot_figure", "select_config",
-           "validate_results"]
+__all__ = ["EXPERIMENTS", "Experiment", "run_experiment", "is_resumable", "data_needed", "check_data",
+           "ExperimentInterrupted", "combine_figure", "plot_figure", "select_config", "validate_results"]
 
 
 @dataclass(frozen=True)
@@ -42,16 +52,17 @@ class Experiment:
 #: Registered experiments, by the name used on the command line.
 EXPERIMENTS = {
     "ssg-roc": Experiment("ssg-roc", "ssg_roc",
-                          "paper 002 Figure 1, ROC fairness on a9a/bank/COMPAS: SSG static/diminishing, ConEx, "
-                          "IPP-SSG, IPP-ConEx"),
+                          "Huang & Lin [HL23] Figure 1, ROC fairness on a9a/bank/COMPAS: SSG static/diminishing, "
+                          "ConEx, IPP-SSG, IPP-ConEx"),
     "ssg-wasserstein": Experiment("ssg-wasserstein", "ssg_wasserstein",
-                                  "paper 002 Figure 1, Wasserstein fairness on german/COMPAS: the same five methods"),
+                                  "Huang & Lin [HL23] Figure 1, Wasserstein fairness on german/COMPAS: "
+                                  "the same five methods"),
     "spider-table2": Experiment("spider-table2", "spider_table2",
-                                "paper 004 Table 2 and Figures 1-2: 3S-Econ-D/S vs SSG, IPP-SSG, IPP-ConEx, SSG-S on "
-                                "ROC-fairness and demographic-parity problems, a9a and COMPAS"),
+                                "Liu & Xu [LX25] Table 2 and Figures 1-2: 3S-Econ-D/S vs SSG, IPP-SSG, IPP-ConEx, "
+                                "SSG-S on ROC-fairness and demographic-parity problems, a9a and COMPAS"),
     "iqrc-mnpc": Experiment("iqrc-mnpc", "iqrc_mnpc",
-                            "paper 001 Figure 1, multi-class Neyman-Pearson on pendigits/segment/usps: IQRC outer "
-                            "and inner iterates vs the exact-penalty baseline"),
+                            "Ma, Lin & Yang [MLY20] Figure 1, multi-class Neyman-Pearson on pendigits/segment/usps: "
+                            "IQRC outer and inner iterates vs the exact-penalty baseline"),
 }
 
 
@@ -60,8 +71,95 @@ def is_resumable(name) -> bool:
     return bool(getattr(EXPERIMENTS[name].load(), "RESUMABLE", False))
 
 
+def _known(name):
+    if name not in EXPERIMENTS:
+        raise ValueError(f"name: unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    return EXPERIMENTS[name]
+
+
+def data_needed(name, quick=False, **overrides) -> list:
+    """The ``(dataset, subset)`` pairs experiment ``name`` loads with this configuration.
+
+    ``overrides`` are configuration entries as in `run_experiment` (e.g. ``datasets=("compas",)``).
+    """
+    from ._report import apply_overrides
+
+    module = _known(name).load()
+    return list(module.data_needed(apply_overrides(module.config(quick), dict(overrides))))
+
+
+def _files_of(spec, subset):
+    """The registry files that loading ``subset`` of ``spec`` reads (as `fastcon.datasets.load` does)."""
+    if subset == "test" and not spec.test_needs_train:
+        roles = {"test"}
+    elif subset == "train" or not spec.has_test:
+        roles = {"train"}
+    else:
+        roles = {"train", "test"}
+    return [f for f in spec.files if f.role in roles]
+
+
+def check_data(name, quick=False, data_home=None, download=None, **overrides) -> list:
+    """Make sure every data file experiment ``name`` reads is there, before anything is computed.
+
+    Every file is looked up (and its sha256 checked, as `fastcon.datasets.load` would), so that a
+    run needing three datasets fails at once when the third is missing, not after computing the
+    first two; with ``download=True`` the missing files are downloaded first.
+
+    Parameters
+    ----------
+    name : str
+        A key of `EXPERIMENTS`.
+    quick : bool
+    data_home : path-like, optional
+        As in `fastcon.datasets.load`.
+    download : bool or None
+        Fetch missing files from their official sources (else a missing file is an error); None:
+        the library's default (download unless ``FASTCON_OFFLINE=1``).
+    **overrides
+        Configuration entries (`run_experiment`), e.g. ``datasets=("compas",)``.
+
+    Returns
+    -------
+    list of str
+        The datasets checked, in the order the experiment uses them.
+
+    Raises
+    ------
+    fastcon.datasets.DatasetFileError
+        Some files are missing (and could not be downloaded); the message lists every one of them,
+        where to put it and where to get it.
+    fastcon.datasets.ChecksumError
+        Every file is there but some differ from the registry's version.
+    """
+    from ..datasets import ChecksumError, DatasetFileError
+    from ..datasets import data_home as resolve_home
+    from ..datasets._registry import fetch_file, get_spec
+
+    home = resolve_home(data_home)
+    datasets, problems, first_missing = [], [], None
+    for dataset, subset in data_needed(name, quick, **overrides):
+        spec = get_spec(dataset)
+        if spec.name not in datasets:
+            datasets.append(spec.name)
+        for spec_file in _files_of(spec, subset):
+            try:
+                fetch_file(spec_file, home / spec.folder, download, dataset=spec.name)
+            except (DatasetFileError, ChecksumError) as exc:
+                if str(exc) not in problems:  # a file read by two subsets is reported once
+                    problems.append(str(exc))
+                    if first_missing is None and isinstance(exc, DatasetFileError):
+                        first_missing = exc
+    if problems:
+        message = f"experiment {name!r} cannot read its data in {home}:\n" + "\n".join(problems)
+        if first_missing is None:
+            raise ChecksumError(message)
+        raise DatasetFileError(message, dataset=first_missing.dataset, path=first_missing.path)
+    return datasets
+
+
 def run_experiment(name, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, resume=False,
-                   **overrides):
+                   download=None, **overrides):
     """Run experiment ``name`` and write its outputs to ``out_dir``; returns the results.json dict.
 
     Parameters
@@ -75,26 +173,42 @@ def run_experiment(name, quick=False, out_dir=None, data_home=None, seed=0, jobs
     data_home : path-like, optional
         Dataset folder (default ``$FASTCON_DATA``, then ``~/.cache/fastcon``).
     seed : int
-        Seed of the data split, subsampling and the stochastic oracles; the same seed gives the same
-        numbers (everything but wall times), whatever ``jobs``.
+        Seed of the data split, subsampling and the stochastic oracles, at least 0; the same seed
+        gives the same numbers (everything but wall times), whatever ``jobs``.
     jobs : int
-        Processes for the tuning grid and the stationarity re-runs.
+        Processes for the tuning grid and the stationarity re-runs, at least 1.
     verbose : bool
         Progress lines (stderr) and the summary table (stdout).
     resume : bool
         Reuse the per-run checkpoints that an interrupted run left in ``out_dir/checkpoints``
         (same settings only; `fastcon.experiments._checkpoint`). The grid experiments ssg-roc and
         ssg-wasserstein checkpoint every run; the others do not support it (ValueError).
+    download : bool or None
+        Download missing data files from their official sources (as `fastcon.datasets.load`);
+        with False a missing file is an error; None (default) downloads unless
+        ``FASTCON_OFFLINE=1``. Either way the data is checked (`check_data`)
+        before anything is computed.
     **overrides
         Entries of the experiment's configuration (``module.config(quick)``), e.g.
         ``datasets=("compas",)``, ``max_iter=60``: for tests and partial runs.
+
+    Raises
+    ------
+    fastcon.experiments.ExperimentInterrupted
+        On Ctrl-C during a checkpointed experiment (a `KeyboardInterrupt` whose ``message`` says how
+        many runs are saved and how to resume).
+    fastcon.datasets.DatasetFileError
+        A data file is missing (`check_data`), before any computation.
     """
-    if name not in EXPERIMENTS:
-        raise ValueError(f"name: unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    experiment = _known(name)
+    seed = check_count("seed", seed, 0)
+    jobs = check_count("jobs", jobs, 1)
     if resume:
         if not is_resumable(name):
             resumable = sorted(k for k in EXPERIMENTS if is_resumable(k))
             raise ValueError(f"resume: {name} does not checkpoint its runs; resumable: {', '.join(resumable)}")
+    check_data(name, quick, data_home, download, **overrides)
+    if resume:
         overrides["resume"] = True
-    return EXPERIMENTS[name].run(quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs,
-                                 verbose=verbose, **overrides)
+    return experiment.run(quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs, verbose=verbose,
+                          download=download, **overrides)

@@ -1,8 +1,8 @@
-r"""Figure 1 of paper 002, laid out as in the paper: 3 rows x (up to) 5 columns.
+r"""Figure 1 of Huang & Lin [HL23], laid out as in the paper: 3 rows x (up to) 5 columns.
 
-Rows: objective value, infeasibility (the raw constraint :math:`g(x_t)`, symmetric-log axis, digest
-§6.6 item 14) and near stationarity :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` (log axis, ~100
-points). Columns: ROC fairness on a9a, bank, COMPAS; Wasserstein fairness on german, COMPAS; one
+Rows: objective value, infeasibility (the raw constraint :math:`g(x_t)`, symmetric-log axis;
+the paper does not say whether it plots :math:`g` or :math:`[g]_+`) and near stationarity
+:math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` (log axis, ~100 points). Columns: ROC fairness on a9a, bank, COMPAS; Wasserstein fairness on german, COMPAS; one
 column per (problem, dataset) found in the given result folders, in that canonical order. Five
 curves per panel (SSG static, SSG diminishing, ConEx, IPP-SSG, IPP-ConEx) against the iteration
 count (IPP: total inner iterations).
@@ -130,4 +130,5 @@ def combine_figure(dirs, out_png):
     dirs = [Path(d) for d in dirs if (Path(d) / "results.json").exists()]
     if not dirs:
         raise FileNotFoundError("dirs: none of the folders holds a results.json")
-    return plot_figure(dirs, out_png, title="Paper 002, Figure 1: performances on fairness-aware classification")
+    return plot_figure(dirs, out_png,
+                       title="Huang & Lin [HL23], Figure 1: performances on fairness-aware classification")

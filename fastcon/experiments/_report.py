@@ -1,4 +1,4 @@
-r"""Outputs of a paper experiment: ``results.json`` (ARCHITECTURE.md §7 schema), history CSVs,
+r"""Outputs of a paper experiment: ``results.json`` (one schema for every experiment), history CSVs,
 ``summary.csv`` and the printed table.
 
 ``results.json`` holds one run entry per (dataset, method): the configuration selected by the
@@ -9,8 +9,8 @@ tuning rule (`fastcon.experiments._tuning.select_config`) with its final values,
   passed it, ``selection`` the rule's reason;
 * ``meets_paper_claim``: :math:`f(x_T) < f(x_0)` (the objective went below its value at
   :math:`w_{ERM}`) **and** :math:`g(x_T) \le` ``CLAIM_FACTOR`` :math:`\cdot\max(\epsilon,
-  10^{-4}\kappa)` (digest 002 §6.7: "every method reduces R below R(w_ERM) while the final g is at
-  most a small multiple of epsilon");
+  10^{-4}\kappa)` (a testable reading of the claim of Huang & Lin [HL23] §6.1 that the methods reduce the
+  objective "while keeping the solutions nearly feasible");
 * ``stationarity_curve`` (iterations and values of :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|`),
   ``stationarity`` its value at the last iterate; ``stationarity_rho_hat`` the fixed
   :math:`\hat\rho`;
@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import errno
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -33,14 +36,15 @@ from .._results import _jsonable
 from .._version import __version__
 from ._tuning import METHODS, feasibility_threshold
 
-__all__ = ["build_results", "write_outputs", "write_results_json", "format_table", "validate_results",
-           "summary_rows", "CLAIM_FACTOR", "RUN_SCHEMA", "TOP_SCHEMA"]
+__all__ = ["build_results", "output_folder", "writable_folder", "write_outputs", "write_results_json", "format_table",
+           "validate_results", "summary_rows", "CLAIM_FACTOR", "RUN_SCHEMA", "TOP_SCHEMA"]
 
 #: "A small multiple of epsilon" in the paper-claim check.
 CLAIM_FACTOR = 10.0
 
 _NUM = (int, float)
-#: Required top-level keys of results.json and their types (ARCHITECTURE.md §7).
+#: Required top-level keys of results.json and their types (the same for every experiment, so results compare
+#: across experiments and fastcon versions).
 TOP_SCHEMA = {"experiment": str, "quick": bool, "fastcon_version": str, "created": str, "runs": list}
 #: Required keys of a run entry; ``None`` allowed where the tuple contains ``type(None)``.
 RUN_SCHEMA = {
@@ -59,15 +63,45 @@ def apply_overrides(cfg, overrides) -> dict:
     return cfg
 
 
+def writable_folder(path) -> Path:
+    """``path`` as a folder that can be written: created if needed, then a probe file written and deleted.
+
+    Checked before an experiment computes anything, so that an unwritable output folder fails at
+    once rather than after hours of runs.
+
+    Raises
+    ------
+    OSError
+        The folder cannot be created (a parent is a file, no permission, read-only file system),
+        is not a folder, or a file cannot be written in it.
+    """
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(folder))
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=".fastcon-write-test-")
+    try:
+        os.write(fd, b"fastcon")
+    finally:
+        os.close(fd)
+        os.unlink(probe)
+    return folder
+
+
 def output_folder(name, quick, out_dir=None) -> Path:
-    """``out_dir`` or ``fastcon-results/NAME[-quick]``, created."""
+    """``out_dir`` or ``fastcon-results/NAME[-quick]``, created and checked writable (`writable_folder`).
+
+    Raises ValueError naming ``out_dir`` when the folder cannot be written.
+    """
     out = Path(out_dir if out_dir is not None else f"fastcon-results/{name}{'-quick' if quick else ''}")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+    try:
+        return writable_folder(out)
+    except OSError as exc:
+        raise ValueError(f"out_dir: cannot write to {out}: {exc.strerror or exc}") from exc
 
 
 def validate_results(doc) -> list:
-    """Problems of a results.json dict against the §7 schema (empty list: valid)."""
+    """Problems of a results.json dict against ``TOP_SCHEMA`` and ``RUN_SCHEMA`` (empty list: valid)."""
     errors = []
     for key, typ in TOP_SCHEMA.items():
         if key not in doc:

@@ -1,4 +1,4 @@
-r"""Paper 004's Table 2 (copied from the paper, digest 004 §4.5), our table beside it, Figures 1-2.
+r"""Table 2 of Liu & Xu [LX25] (copied from the paper), our table beside it, Figures 1-2.
 
 ``PAPER[(problem, dataset)][method]`` = ``(iteration, DP(f), DP(g), FV, CVio, SVio)``.
 """
@@ -109,10 +109,11 @@ def plot_figures(runs, histories, out_dir):
     for row, key in enumerate(keys):
         for col, (column, label) in enumerate(columns):
             panel(axes[row, col], key, column, label, ("ssg", "ipp_ssg", "ipp_conex", "spider_d"))
-    paths = [save(fig, axes, "Paper 004 Figure 1: 3S-Econ-D vs SSG, IPP-SSG, IPP-ConEx", "figure1_spider.png")]
+    paths = [save(fig, axes, "Liu & Xu [LX25] Figure 1: 3S-Econ-D vs SSG, IPP-SSG, IPP-ConEx", "figure1_spider.png")]
     fig, axes = plt.subplots(2, len(keys), figsize=(3.4 * len(keys), 6), squeeze=False)
     for col, key in enumerate(keys):
         for row, (column, label) in enumerate(columns[:2]):
             panel(axes[row, col], key, column, label, ("spider_d", "spider_s"))
-    paths.append(save(fig, axes, "Paper 004 Figure 2: 3S-Econ-D vs 3S-Econ-S (data passes)", "figure2_spider.png"))
+    paths.append(save(fig, axes, "Liu & Xu [LX25] Figure 2: 3S-Econ-D vs 3S-Econ-S (data passes)",
+                      "figure2_spider.png"))
     return paths

@@ -1,4 +1,4 @@
-r"""Grid search, the paper's selection rule, and the driver shared by the paper-002 experiments.
+r"""Grid search, the paper's selection rule, and the driver shared by the experiments of Huang & Lin [HL23].
 
 One experiment module (`ssg_roc`, `ssg_wasserstein`) describes *what* is run: datasets, how a
 problem is built, the hyperparameter grids, iteration budgets. This module runs it:
@@ -15,8 +15,8 @@ problem is built, the hyperparameter grids, iteration budgets. This module runs 
 5. hand everything to `fastcon.experiments._report` (results.json, CSVs, table) and
    `fastcon.experiments._figure` (the Figure 1 panels).
 
-**Tuning rule** (paper 002 §4.2: "smallest objective value after N iterations"; the paper does not
-say how infeasible runs are treated, digest §4.2 note). Among the runs of one method on one dataset,
+**Tuning rule** ([HL23] §6.1-6.2: "the smallest objective value after N iterations"; the paper does
+not say how infeasible runs are treated; see docs/references.md). Among the runs of one method on one dataset,
 
 * a run is *feasible* when its final constraint value satisfies
   :math:`g(x_T) \le \max(\epsilon_{final}, 10^{-4}\kappa)`, where :math:`\epsilon_{final}` is the
@@ -34,7 +34,7 @@ say how infeasible runs are treated, digest §4.2 note). Among the runs of one m
   smaller objective), and the selection is flagged ``"least_violation"``.
 
 "Final" is the method's last point :math:`x_T`: single-loop methods run with ``output="last"``
-(the figure plots the trajectory, not the random output of Algorithm 1, digest §2.3.2), IPP returns
+(the figure plots the trajectory, not the random output of Algorithm 1), IPP returns
 its last outer iterate.
 
 **Threads.** Every solve runs with one numba thread (the driver sets ``numba.set_num_threads(1)`` for
@@ -65,7 +65,7 @@ __all__ = ["select_config", "expand_grid", "method_seed", "EPS_REF", "VIOLATION_
 
 #: Tolerance used for the feasibility filter of methods without a switching tolerance (ConEx, IPP-ConEx).
 EPS_REF = 1e-5
-#: The filter never demands less violation than this fraction of kappa (digest §4.2 note).
+#: The filter never demands less violation than this fraction of kappa.
 VIOLATION_FLOOR_REL = 1e-4
 #: Method names, in the order of the figure legend and of results.json.
 METHODS = ("ssg_static", "ssg_diminishing", "conex", "ipp_ssg", "ipp_conex")
@@ -215,7 +215,7 @@ def epsilon_final(method, params, max_iter):
 def solve_method(problem, method, params, *, max_iter, inner_iter, record_every, seed, rho_base,
                  conex_dual="constant", ipp_conex_primal="linear", ipp_conex_index="inner", oracle=None, tracker=None,
                  record_problem=None):
-    r"""Run one method of Figure 1 with one grid point (digest 002 §4.2 notation).
+    r"""Run one method of Figure 1 with one grid point ([HL23] §6 notation).
 
     ``params`` keys: ``ssg_static`` (``tolerance`` :math:`\epsilon`, ``step_size`` :math:`\eta`),
     ``ssg_diminishing`` (:math:`E_1, E_2`: :math:`\epsilon_t = E_1/\sqrt{t+1}`, :math:`\eta_t =
@@ -223,7 +223,7 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
     :math:`c_2` if ``conex_dual="constant"`` (ROC) or :math:`c_2/\sqrt{t+1}` (Wasserstein),
     :math:`\theta_t = 1`, multiplicative convention), ``ipp_ssg`` (``rho_hat_factor``,
     ``tolerance``, ``step_size``; :math:`\hat\rho` = factor x ``rho_base``), ``ipp_conex``
-    (``rho_hat_factor``, :math:`c_1, c_2` as [12]'s prox weights :math:`\eta_k = c_1(k+1)` (ROC,
+    (``rho_hat_factor``, :math:`c_1, c_2` as [BDL22]'s prox weights :math:`\eta_k = c_1(k+1)` (ROC,
     ``ipp_conex_primal="linear"``) or :math:`c_1/\sqrt{k+1}` (Wasserstein), :math:`\tau_k =
     c_2/(k+1)`, :math:`\theta_k = k/(k+1)`, converted by `prox_weights_to_steps`; k the inner index,
     or the outer index with ``ipp_conex_index="outer"``, see `proximal_point`'s ``schedule_index``).
@@ -274,7 +274,7 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
 
 
 def _theta_k(k):
-    r""":math:`\theta_k = k/(k+1)`, the strongly convex extrapolation schedule of [12] (IPP-ConEx)."""
+    r""":math:`\theta_k = k/(k+1)`, the strongly convex extrapolation schedule of [BDL22] (IPP-ConEx)."""
     return k / (k + 1.0)
 
 
@@ -287,7 +287,8 @@ def _bundle(task):
     key = (task["module"], task["dataset"], task["seed"], task["data_home"], repr(sorted(task["build"].items())))
     if key not in _BUNDLES:
         spec = importlib.import_module(task["module"])
-        _BUNDLES[key] = spec.build(task["dataset"], task["build"], task["data_home"], task["seed"], erm=task["erm"])
+        _BUNDLES[key] = spec.build(task["dataset"], task["build"], task["data_home"], task["seed"], erm=task["erm"],
+                                   download=task.get("download"))
     return _BUNDLES[key]
 
 
@@ -356,6 +357,9 @@ def run_tasks(tasks, jobs=1, on_done=None, checkpoints=None, follow_up=None):
     lines). With ``checkpoints`` (a `fastcon.experiments._checkpoint.TaskCheckpoints`), every
     finished record is saved at once, and records it loads (``resume``) replace their tasks' runs.
 
+    Ctrl-C stops the workers at once (`fastcon.experiments._pool`); the records finished before it
+    are in ``checkpoints``.
+
     ``follow_up(task, record)``, called for every record (run or loaded), returns tasks to add; they
     go to the **front** of the queue. The driver uses it to start a (dataset, method)'s
     near-stationarity re-run as soon as that method's last grid point ends, instead of after the
@@ -401,10 +405,12 @@ def run_tasks(tasks, jobs=1, on_done=None, checkpoints=None, follow_up=None):
             i = queue.popleft()
             completed(i, execute_task(all_tasks[i]), fresh=True)
         return all_tasks, results
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    with ProcessPoolExecutor(max_workers=int(jobs), mp_context=mp.get_context("spawn"), initializer=_init_worker) as pool:
+    from ._pool import WorkerPool
+
+    # On Ctrl-C (or any error) the pool terminates its workers; records finished so far are saved.
+    with WorkerPool(jobs, initializer=_init_worker) as pool:
         running = {}
         while queue or running:
             while queue and len(running) < int(jobs):
@@ -427,14 +433,16 @@ def _fmt_params(params):
 
 
 def run_paper_experiment(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
-                         resume=False, **overrides):
+                         resume=False, download=None, **overrides):
     """Run one experiment module end to end and write its outputs; returns the results.json dict.
 
     ``spec`` is the experiment module (`ssg_roc` or `ssg_wasserstein`); ``overrides`` replace entries
     of its configuration (``spec.config(quick)``), e.g. ``datasets=("compas",)``, ``max_iter=60``
     (tests use them for a smaller-than-quick run). Every finished run is checkpointed in
     ``out_dir/checkpoints`` until the outputs are written; ``resume=True`` reuses the checkpoints
-    of an interrupted run with the same settings (`fastcon.experiments._checkpoint`).
+    of an interrupted run with the same settings (`fastcon.experiments._checkpoint`); Ctrl-C raises
+    `fastcon.experiments._checkpoint.ExperimentInterrupted`, which says how many runs are saved.
+    ``download`` is passed to `fastcon.datasets.load` (missing files are fetched, or an error).
     """
     import numba
 
@@ -442,18 +450,32 @@ def run_paper_experiment(spec, *, quick=False, out_dir=None, data_home=None, see
     numba.set_num_threads(1)  # see "Threads" in the module docstring
     try:
         return _run(spec, quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs, verbose=verbose,
-                    resume=resume, **overrides)
+                    resume=resume, download=download, **overrides)
     finally:
         numba.set_num_threads(previous)
 
 
-def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, resume, **overrides):
-    from . import _figure, _report
-    from ._checkpoint import TaskCheckpoints
+def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, resume, download, **overrides):
+    from . import _report
+    from ._checkpoint import ExperimentInterrupted, TaskCheckpoints
 
     t_start = time.perf_counter()
     cfg = _report.apply_overrides(spec.config(quick), overrides)
     out = _report.output_folder(spec.NAME, quick, out_dir)
+    checkpoints = TaskCheckpoints(out / "checkpoints", resume=resume)
+    try:
+        return _run_checkpointed(spec, cfg, out, checkpoints, t_start=t_start, quick=quick, data_home=data_home,
+                                 seed=seed, jobs=jobs, verbose=verbose, download=download)
+    except ExperimentInterrupted:
+        raise
+    except KeyboardInterrupt:
+        # One line for the user instead of a traceback: what is saved and how to go on.
+        raise ExperimentInterrupted(checkpoints.interrupted_message()) from None
+
+
+def _run_checkpointed(spec, cfg, out, checkpoints, *, t_start, quick, data_home, seed, jobs, verbose, download):
+    from . import _figure, _report
+
     data_home = None if data_home is None else str(data_home)
     run_cfg = spec.run_options(cfg)
     grids = {m: expand_grid(g, cfg["grid"]) for m, g in spec.GRIDS.items() if m in cfg["methods"]}
@@ -464,7 +486,7 @@ def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, resume, **over
     datasets_meta, tasks, bundles = {}, [], {}
     for di, name in enumerate(cfg["datasets"]):
         t0 = time.perf_counter()
-        bundle = spec.build(name, spec.build_options(cfg), data_home, seed)
+        bundle = spec.build(name, spec.build_options(cfg), data_home, seed, download=download)
         bundles[name] = bundle
         meta = bundle["meta"]
         datasets_meta[name] = meta
@@ -473,15 +495,15 @@ def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, resume, **over
         for method, points in grids.items():
             for gi, params in enumerate(points):
                 task = {"module": spec.__name__, "dataset": name, "build": spec.build_options(cfg),
-                        "data_home": data_home, "seed": int(seed), "erm": bundle["erm"], "method": method,
-                        "params": params, "grid_index": gi, "run_seed": method_seed(seed, di, method),
+                        "data_home": data_home, "download": download, "seed": int(seed), "erm": bundle["erm"],
+                        "method": method, "params": params, "grid_index": gi, "run_seed": method_seed(seed, di, method),
                         "run": run_cfg, "stationarity": None}
                 register_bundle(task, bundle)
                 tasks.append(task)
 
-    checkpoints = TaskCheckpoints(out / "checkpoints", resume=resume)
     n_grid = len(tasks)
     n_rerun = len(cfg["datasets"]) * len(grids) if cfg["n_stationarity"] > 0 else 0
+    checkpoints.total = n_grid + n_rerun
 
     def progress(task, rec):  # resumed runs count as done (`follow_up` has seen them)
         if task.get("stationarity"):

@@ -1,8 +1,10 @@
-r"""Paper 001 (Ma, Lin & Yang 2020, IQRC), Figure 1: multi-class Neyman-Pearson classification (mNPC).
+r"""Ma, Lin & Yang [MLY20] (IQRC), Figure 1: multi-class Neyman-Pearson classification (mNPC).
 
-Run as ``fastcon reproduce iqrc-mnpc [--quick] [--out DIR]`` (digest 001 §4, §6.6).
+Run as ``fastcon reproduce iqrc-mnpc [--quick] [--out DIR]`` (the experiment of [MLY20] §5; see
+docs/references.md).
 
-**Data** (digest §4.2, MANIFEST entries pendigits / segment / usps), the training files only, no
+**Data** ([MLY20] §5; registry entries pendigits / segment / usps, `fastcon.datasets.dataset_info`),
+the training files only, no
 bias column, loaded with `fastcon.datasets.load`:
 
 * pendigits: ``pendigits.tra``, 7,494 x 16, 10 classes. The paper uses LIBSVM's *unscaled*
@@ -10,7 +12,7 @@ bias column, loaded with `fastcon.datasets.load`:
   the experiment multiplies back and rounds (``pendigits_scale="raw"``, exact integers);
   ``pendigits_scale="unit"`` keeps the recipe's [0, 1] scaling (LIBSVM ``pendigits.scale``).
 * segment: ``segment.dat``, 2,310 x 19, 7 classes, every column min-max scaled to [-1, 1] by the
-  recipe (like LIBSVM ``segment.scale``; the paper's "d = 7" is a typo, digest §6.4 #10).
+  recipe (like LIBSVM ``segment.scale``; the paper's "d = 7" is a typo: the file has 19 features).
 * usps: ESL ``zip.train``, 7,291 x 256, 10 classes, grey levels in [-1, 1] as stored (the same
   rows and scale as LIBSVM ``usps``, which relabels the digits 1..10).
 
@@ -20,15 +22,15 @@ bias column, loaded with `fastcon.datasets.load`:
 (feasible with :math:`g(0) = 0` exactly). The prioritised class (the paper's "class 1", not
 named there) is class 0 (``priority_class``): digit 0 on pendigits and usps (LIBSVM label 0 and 1
 respectively) and brickface on segment (label 1 in the file) — in each case the smallest label of
-the LIBSVM file, digest §4.2's resolution.
+the LIBSVM file (fastcon's choice).
 
-**Methods** (digest §4.3):
+**Methods** ([MLY20] §5):
 
 * ``iqrc_outer`` / ``iqrc_inner``: one `fastcon.solvers.iqrc` run (Algorithm 1 with the switching
   oracle, Algorithm 2): :math:`\hat\rho = 1`, :math:`\mu = \hat\rho` (:math:`\rho` unknown, so
   :math:`\gamma_k = 2/(k+2)`), :math:`K = 20000` inner iterations per subproblem, tolerance
-  0.001. ``tolerance_reading`` selects its meaning: ``"eps_hat"`` (default, the digest's
-  recommendation: :math:`\hat\epsilon = 10^{-3}`, switching threshold
+  0.001. ``tolerance_reading`` selects its meaning: ``"eps_hat"`` (default, as
+  Algorithm 2 prints it: :math:`\hat\epsilon = 10^{-3}`, switching threshold
   :math:`\tau = \hat\epsilon^2 = 10^{-6}`) or ``"threshold"`` (:math:`\tau = 10^{-3}`); pass
   ``tolerance_reading="threshold"`` to `fastcon.experiments.run_experiment` for the other one.
   ``iqrc_outer`` is the sequence :math:`x_t` (Figure 1's red curve), ``iqrc_inner`` the inner
@@ -43,7 +45,7 @@ the LIBSVM file, digest §4.2's resolution.
   33.9 s on usps, i.e. 0.38, 0.11 and 1.7 ms per inner iteration; 130 s in all), so
   ``outer_iter={"pendigits": 3, "segment": 8, "usps": 4}`` costs about 3.5 minutes more (IQRC and the baseline 34 s each per usps outer iteration).
 * ``exact_penalty``: `fastcon.solvers.exact_penalty.exact_penalty_trust_region` (the reconstructed
-  Cartis-Gould-Toint baseline, digest §3.6) with the paper's values: steering
+  Cartis-Gould-Toint baseline) with the paper's values: steering
   :math:`\xi = 0.1` (pendigits, segment) / 0.02 (usps), :math:`\tau = 100`,
   :math:`p_{-1} = 1/\xi`, :math:`\epsilon = 10^{-3}`, :math:`\Delta_0 = 1`, :math:`\eta_1 = 0.3`,
   :math:`\eta_2 = 0.7`, :math:`\gamma_1 = 0.5`, :math:`\gamma_2 = 1`; the balls penalised (squared
@@ -58,7 +60,7 @@ evaluations); for this single-threaded work it matches the CPU time (``process_t
 wall clock agreed within 1% in the runs above). ``cpu_time_s`` (``process_time``, history
 evaluations included) is recorded beside ``wall_time_s``.
 
-**What the full run shows** (seed 0; the baseline is a reconstruction, digest §3.6, so this is
+**What the full run shows** (seed 0; the baseline is a reconstruction, see `fastcon.solvers.exact_penalty`, so this is
 not the paper's black curve). Every IQRC outer iterate stays feasible (:math:`g(x_t) < 0`) and in
 :math:`\mathcal X`, and the objective falls from :math:`(C-1)/2` to 1.2e-5 (pendigits), 2.176
 (segment) and 1.139 (usps). The reconstructed exact-penalty method is faster here, unlike in the
@@ -66,7 +68,7 @@ paper's Figure 1: it converges on pendigits in 15 iterations (0.07 s, objective 
 IQRC's final objective within 0.1 s on segment and 1.3 s on usps, ending at 2.174 and 1.117
 with infeasibility below 1e-9.
 
-**Metrics** (digest §4.4): objective :math:`L_p(W)`; infeasibility
+**Metrics** ([MLY20] §5): objective :math:`L_p(W)`; infeasibility
 :math:`\max(0, \max_k L_k(W) - r_k, \max_c \|w_c\| - \lambda)` (the ball term is 0 for IQRC's
 projected iterates and is included by the baseline's ``max_violation``).
 
@@ -77,10 +79,9 @@ of ``iqrc_outer`` and ``exact_penalty`` among those that end with infeasibility
 objective is :math:`\le L` with infeasibility :math:`\le 10^{-3}` (empty if never). Both compared
 methods thus have a time, the better one's usually earlier than its end. ``iqrc_claim``: IQRC's
 final objective is below :math:`f(x_0)`, **and** every outer iterate satisfies
-:math:`g(x_t) \le \tau` (the switching threshold) and :math:`\|w_c\| \le \lambda(1 + 10^{-12})`
-(digest §6.5 #13a-b).
+:math:`g(x_t) \le \tau` (the switching threshold) and :math:`\|w_c\| \le \lambda(1 + 10^{-12})`.
 
-**Outputs** in the out dir: ``results.json`` (ARCHITECTURE §7; methods ``iqrc_outer``,
+**Outputs** in the out dir: ``results.json`` (the schema of `fastcon.experiments._report`; methods ``iqrc_outer``,
 ``iqrc_inner``, ``exact_penalty``; ``stationarity`` null), ``<dataset>_mnpc_<method>.csv`` (the
 outer history has ``max_row_norm``), ``figure1_iqrc.png`` (one row per dataset: objective and
 infeasibility vs time, red IQRC outer, blue IQRC inner, black exact penalty; symmetric-log time
@@ -108,12 +109,12 @@ from pathlib import Path
 import numpy as np
 
 NAME = "iqrc-mnpc"
-PAPER = ("Ma, Lin & Yang (2020), Quadratically regularized subgradient methods for weakly convex optimization "
-         "with weakly convex constraints (paper 001), Figure 1")
+PAPER = ("Ma, Lin & Yang [MLY20], Quadratically regularized subgradient methods for weakly convex optimization "
+         "with weakly convex constraints (ICML 2020, arXiv:1908.01871), Figure 1")
 PROBLEM = "mnpc"
 DATASETS = ("pendigits", "segment", "usps")
 METHODS = ("iqrc_outer", "iqrc_inner", "exact_penalty")
-#: Steering parameter xi of the baseline (paper 001 §4.3); the initial penalty is 1/xi.
+#: Steering parameter xi of the baseline ([MLY20] §5); the initial penalty is 1/xi.
 STEERING = {"pendigits": 0.1, "segment": 0.1, "usps": 0.02}
 #: Relative slack of the ball check ||w_c|| <= lambda (projection round-off).
 DOMAIN_SLACK = 1e-12
@@ -200,7 +201,7 @@ def stratified_rows(y, max_rows, seed) -> np.ndarray:
     return np.sort(np.concatenate(keep)).astype(np.int64)
 
 
-def load_data(dataset, cfg, data_home=None, seed=0):
+def load_data(dataset, cfg, data_home=None, seed=0, download=None):
     """The training rows of ``dataset`` with the experiment's scaling (module docstring).
 
     Parameters
@@ -211,6 +212,8 @@ def load_data(dataset, cfg, data_home=None, seed=0):
     data_home : path-like, optional
     seed : int
         Seed of the quick-mode subsample.
+    download : bool or None
+        Passed to `fastcon.datasets.load` (False: a missing file is an error; None: its default).
 
     Returns
     -------
@@ -219,7 +222,7 @@ def load_data(dataset, cfg, data_home=None, seed=0):
     """
     from ..datasets import Dataset, load
 
-    ds = load(dataset, data_home=data_home, subset="train")  # segment has no test file: all rows
+    ds = load(dataset, data_home=data_home, subset="train", download=download)  # segment has no test file: all rows
     X, y = ds.X, ds.y
     if dataset == "pendigits" and cfg["pendigits_scale"] == "raw":
         X = np.round(X * 100.0)  # the recipe's features / 100, back to the integer coordinates 0..100
@@ -228,7 +231,9 @@ def load_data(dataset, cfg, data_home=None, seed=0):
 
 
 def rho_upper_bound(dataset) -> float:
-    r"""Digest §2.7's bound on the weak-convexity modulus, :math:`\max_c C\lambda_{\max}(\Xi_c^\top\Xi_c/n_c)/(6\sqrt3)`.
+    r"""Upper bound :math:`\max_c C\lambda_{\max}(\Xi_c^\top\Xi_c/n_c)/(6\sqrt3)` on the weak-convexity modulus.
+
+    fastcon's derivation (from :math:`|\phi''| \le 1/(6\sqrt3)`); the paper states no value of :math:`\rho`.
 
     Shows whether the paper's :math:`\hat\rho = 1` exceeds the worst-case :math:`\rho` (it does not on
     these datasets, so the subproblems are not provably convex; IQRC's feasibility invariant is
@@ -242,7 +247,7 @@ def rho_upper_bound(dataset) -> float:
     return C * worst / (6.0 * math.sqrt(3.0))
 
 
-def build(dataset, cfg, data_home=None, seed=0) -> dict:
+def build(dataset, cfg, data_home=None, seed=0, download=None) -> dict:
     """``{"problem", "data", "meta"}`` for one dataset (module docstring).
 
     Parameters
@@ -252,6 +257,8 @@ def build(dataset, cfg, data_home=None, seed=0) -> dict:
         The configuration (`config`).
     data_home : path-like, optional
     seed : int
+    download : bool or None
+        Passed to `fastcon.datasets.load`.
 
     Returns
     -------
@@ -262,7 +269,7 @@ def build(dataset, cfg, data_home=None, seed=0) -> dict:
     from ..datasets._registry import get_spec
     from ..problems import multiclass_neyman_pearson
 
-    data = load_data(dataset, cfg, data_home, seed)
+    data = load_data(dataset, cfg, data_home, seed, download=download)
     C = int(data.y.max()) + 1
     r = (C - 1) / 2.0
     problem = multiclass_neyman_pearson(data, priority_class=cfg["priority_class"], r=r, radius=cfg["radius"],
@@ -414,7 +421,7 @@ def target_level(finals, infeasibility):
 
 
 def iqrc_claim(outer, initial_objective, threshold, radius) -> dict:
-    r"""Digest §6.5 #13a-b on IQRC's outer iterates (see the module docstring).
+    r"""The ``iqrc_claim`` checks on IQRC's outer iterates (see the module docstring).
 
     Returns
     -------
@@ -495,7 +502,7 @@ def plot_figure(curves, datasets, meta, out_dir, infeasibility):
         ax_v.set_ylabel(f"{d}: infeasibility")
     axes[0, 0].legend(fontsize=8)
     axes[0, 1].set_title(f"dashed: {infeasibility:g}; dotted: IQRC threshold", fontsize=9)
-    fig.suptitle("Paper 001 Figure 1: mNPC, IQRC vs exact penalty", fontsize=11)
+    fig.suptitle("Ma, Lin & Yang [MLY20] Figure 1: mNPC, IQRC vs exact penalty", fontsize=11)
     fig.tight_layout()
     path = Path(out_dir) / "figure1_iqrc.png"
     fig.savefig(path, dpi=110)
@@ -539,7 +546,12 @@ def _write_summary_csv(rows, path):
 
 
 # ------------------------------------------------------------------------------ driver
-def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, **overrides):
+def data_needed(cfg) -> list:
+    """``(dataset, subset)`` pairs the configuration ``cfg`` loads (checked before computing)."""
+    return [(d, "train") for d in cfg["datasets"]]
+
+
+def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=None, **overrides):
     """Run the experiment (module docstring); writes the outputs and returns the results.json dict.
 
     Parameters
@@ -555,6 +567,8 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
         Accepted for the common signature; the runs are sequential, since their times are compared.
     verbose : bool
         Progress (stderr) and the summary table (stdout).
+    download : bool or None
+        Passed to `fastcon.datasets.load` (False: a missing file is an error; None: its default).
     **overrides
         Keys of `config`, e.g. ``datasets=("segment",)``, ``outer_iter=2``,
         ``tolerance_reading="threshold"``.
@@ -583,7 +597,7 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     runs, curves, metas, summary, claims = [], {}, {}, [], {}
     with single_thread():
         for d in cfg["datasets"]:
-            bundle = build(d, cfg, data_home, seed)
+            bundle = build(d, cfg, data_home, seed, download=download)
             meta = bundle["meta"]
             log(f"[{NAME}] {d}: {meta['n']} x {meta['d']}, C = {meta['n_classes']}, r = {meta['r']:g}, "
                 f"f(0) = {meta['initial_objective']:.6g}, g(0) = {meta['initial_constraint']:.3g}, "

@@ -1,6 +1,7 @@
-r"""Paper 004 (Liu & Xu, 3S-Econ), Table 2 and Figures 1-2: six methods, two problems, a9a and COMPAS.
+r"""Liu & Xu [LX25] (3S-Econ), Table 2 and Figures 1-2: six methods, two problems, a9a and COMPAS.
 
-**Data** (digest 004 §4.1, §6.4 items 11-12). a9a: the train file (32,561 rows) is the hinge data
+**Data** ([LX25] §4.1 gives the sizes and the 2:1 split; which rows go where and the encoding are
+fastcon's reading; see docs/references.md). a9a: the train file (32,561 rows) is the hinge data
 :math:`\mathcal D`, the test file (16,281 rows) split by sex is the group data (p = female,
 u = male); 123 binary features, no intercept. COMPAS: all 6,172 rows, a seeded 2:1 split (as in
 `ssg_roc`; :math:`\mathcal D` 4,115 rows, p = non-Caucasian).
@@ -15,14 +16,14 @@ ball :math:`5\|x^*\|`, start :math:`x^*` (exact LP ERM). **Problem 2** (eq. 47):
 ⌈N_f/q⌉, α_k = 0.01/√max(1, k/q)); Problem 1 projects onto the ball. ``ssg``: deterministic
 switching subgradient (static ε and η); ``ssg_s``: the same with an objective minibatch of
 ⌈N_f/q⌉ rows (stratified for the ROC gap) and the full constraint; ``ipp_ssg``/``ipp_conex``:
-`proximal_point` with 100 inner iterations, :math:`\hat\rho = 2\rho_f`, IPP-ConEx in [12]'s
+`proximal_point` with 100 inner iterations, :math:`\hat\rho = 2\rho_f`, IPP-ConEx in [BDL22]'s
 prox-weight notation (:math:`\eta_k = c_1(k+1)`, :math:`\tau_k = c_2/(k+1)`, :math:`\theta_k = k/(k+1)`).
 Baseline parameters: the paper picks the smallest objective after 5,000 iterations over its
 grids; we run the grids of ``GRIDS`` for ``tune_iter`` iterations and pick the smallest objective
 among runs ending with :math:`g \le 10^{-4}` (else the least violation), so an infeasible run
 cannot win.
 
-**Stopping** (digest §4.3): SVio :math:`= \|\hat x - x_k\|` with :math:`\hat x` the solution of
+**Stopping** ([LX25] §4.2-4.3): SVio :math:`= \|\hat x - x_k\|` with :math:`\hat x` the solution of
 :math:`\min f + \rho_f\|\cdot - x_k\|^2` s.t. :math:`g + \rho_g\|\cdot - x_k\|^2 \le 0` (`near_stationarity`,
 ``svio_iter`` steps; :math:`\rho_g = 0` in Problem 1), computed every ``svio_every`` iterations and
 excluded from times and data passes; stop when SVio < 1e-3 (deterministic) / 5e-3 (stochastic) or
@@ -31,8 +32,8 @@ at the DP(g) cap (2e5 Problem 1, 7.2e5 Problem 2); the stochastic methods also s
 never reaches the SVio level would need 1.8e7 iterations to spend the DP(g) cap). :math:`\rho_f` is the corrected
 :math:`\frac1{4n_p}\sum\|a^p\|^2 + \frac1{4n_u}\sum\|a^u\|^2` (Problem 2: :math:`\max(2\lambda, \cdot)`).
 
-**Data passes** (paper convention, digest §4.3): 3S-Econ from its counters; deterministic
-baselines DP(f) = iterations, DP(g) = 2 x iterations (a value and a subgradient pass); SSG-S
+**Data passes** (the convention of [LX25] §4.3, with the per-method counts its Table 2 implies):
+3S-Econ from its counters; deterministic baselines DP(f) = iterations, DP(g) = 2 x iterations (a value and a subgradient pass); SSG-S
 DP(f) = iterations/q, DP(g) = iterations x (1 + 1/q).
 
 **β sweep** (Problem 1): 3S-Econ-D with β in ``beta_sweep`` on both datasets, each β with α = 0.01
@@ -56,7 +57,8 @@ import warnings
 import numpy as np
 
 NAME = "spider-table2"
-PAPER = "Liu & Xu, A single-loop SPIDER-type stochastic subgradient method (paper 004), Table 2, Figures 1-2"
+PAPER = ("Liu & Xu [LX25], A Single-Loop SPIDER-Type Stochastic Subgradient Method for Expectation-Constrained "
+         "Nonconvex Nonsmooth Optimization (arXiv:2501.19214), Table 2, Figures 1-2")
 METHODS = ("ssg", "ipp_ssg", "ipp_conex", "spider_d", "ssg_s", "spider_s")
 PROBLEMS = {"p1": "roc_fairness", "p2": "demographic_parity"}
 GRIDS = {
@@ -107,27 +109,33 @@ def _groups_rho(p, u):
     return float(sq(p.X).sum() / (4 * p.n_samples) + sq(u.X).sum() / (4 * u.n_samples))
 
 
-def load_data(dataset, data_home, seed, max_rows):
+def data_needed(cfg) -> list:
+    """``(dataset, subset)`` pairs the configuration ``cfg`` loads (checked before computing)."""
+    return [pair for d in cfg["datasets"] for pair in ([(d, "train"), (d, "test")] if d == "a9a" else [(d, "all")])]
+
+
+def load_data(dataset, data_home, seed, max_rows, download=None):
     from ..datasets import load
     from .ssg_roc import load_split
 
     if dataset == "a9a":
-        D, T = load("a9a", data_home=data_home, subset="train"), load("a9a", data_home=data_home, subset="test")
+        D = load("a9a", data_home=data_home, subset="train", download=download)
+        T = load("a9a", data_home=data_home, subset="test", download=download)
         if max_rows is not None:
             rng = np.random.default_rng(np.random.SeedSequence([int(seed), 4242]))
             D = D.subset(np.sort(rng.choice(D.n_samples, int(max_rows), replace=False)))
             T = T.subset(np.sort(rng.choice(T.n_samples, int(max_rows) // 2, replace=False)))
         return D, T.subset(T.groups == 1), T.subset(T.groups == 0)
-    D, p, u, _, _ = load_split(dataset, data_home, seed, max_rows)
+    D, p, u, _, _ = load_split(dataset, data_home, seed, max_rows, download=download)
     return D, p, u
 
 
-def build(dataset, problem_key, cfg, data_home=None, seed=0):
+def build(dataset, problem_key, cfg, data_home=None, seed=0, download=None):
     """``{"problem", "meta"}`` for one (dataset, problem)."""
     from ..problems import (ConstrainedProblem, Whole, demographic_parity_gap, erm_optimum, hinge_constrained_problem,
                             hinge_risk, less_equal, penalized, roc_fairness, scad_penalty)
 
-    D, p, u = load_data(dataset, data_home, seed, cfg["max_rows"])
+    D, p, u = load_data(dataset, data_home, seed, cfg["max_rows"], download)
     rho_groups = _groups_rho(p, u)
     if problem_key == "p1":
         erm = erm_optimum(D)
@@ -152,15 +160,15 @@ def build(dataset, problem_key, cfg, data_home=None, seed=0):
 _CACHE = {}
 
 
-def _bundle(dataset, problem_key, cfg, data_home, seed):
+def _bundle(dataset, problem_key, cfg, data_home, seed, download=None):
     key = (dataset, problem_key, cfg["max_rows"], str(data_home), seed)
     if key not in _CACHE:
-        _CACHE[key] = build(dataset, problem_key, cfg, data_home, seed)
+        _CACHE[key] = build(dataset, problem_key, cfg, data_home, seed, download)
     return _CACHE[key]
 
 
 class SVio:
-    """The SVio metric of paper 004 §3.5 at a point, timed so solvers can exclude it."""
+    """The SVio metric of [LX25] §4.2 at a point, timed so solvers can exclude it."""
 
     def __init__(self, problem, meta, cfg, seed):
         self.problem, self.meta, self.cfg, self.seed = problem, meta, cfg, seed
@@ -187,11 +195,12 @@ class SVio:
 
 
 # ------------------------------------------------------------------------------ one run
-def run_method(dataset, problem_key, method, params, cfg, data_home=None, seed=0, *, budget=None, svio=True):
+def run_method(dataset, problem_key, method, params, cfg, data_home=None, seed=0, *, budget=None, svio=True,
+               download=None):
     """Run one method; returns a plain record (final values, paper-convention passes, history)."""
     from ..solvers import inverse_linear, linear, prox_weights_to_steps, proximal_point, spider, switching_subgradient
 
-    b = _bundle(dataset, problem_key, cfg, data_home, seed)
+    b = _bundle(dataset, problem_key, cfg, data_home, seed, download)
     prob, meta = b["problem"], b["meta"]
     q = meta["q"]
     cap = float(cfg["cap_p1"] if problem_key == "p1" else cfg["cap_p2"])
@@ -280,11 +289,12 @@ def _run_all(tasks, jobs, on_done):
             out.append(_task(t))
             on_done(out[-1])
         return out
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
+
+    from ._pool import WorkerPool
 
     results = [None] * len(tasks)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+    with WorkerPool(jobs) as pool:  # Ctrl-C terminates the workers (`fastcon.experiments._pool`)
         futs = {pool.submit(_task, t): i for i, t in enumerate(tasks)}
         for f in as_completed(futs):
             results[futs[f]] = f.result()
@@ -303,8 +313,12 @@ def _grid(method, cfg):
     return [dict(zip(keys, c)) for c in itertools.product(*(g[k] for k in keys))]
 
 
-def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, **overrides):
-    """Run the experiment (module docstring); writes results.json, table2.csv/.txt, figures; returns the doc."""
+def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=None, **overrides):
+    """Run the experiment (module docstring); writes results.json, table2.csv/.txt, figures; returns the doc.
+
+    ``download`` is passed to `fastcon.datasets.load`; the other arguments are those of
+    `fastcon.experiments.run_experiment`.
+    """
     from .._results import _jsonable
     from .._version import __version__
     from . import _report
@@ -319,12 +333,13 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     out = _report.output_folder(NAME, quick, out_dir)
     data_home = None if data_home is None else str(data_home)
     pairs = [(d, p) for p in cfg["problems"] for d in cfg["datasets"]]
-    metas = {f"{p}/{d}": build(d, p, cfg, data_home, seed)["meta"] for d, p in pairs}
+    metas = {f"{p}/{d}": build(d, p, cfg, data_home, seed, download)["meta"] for d, p in pairs}
     log(f"[{NAME}] {'quick' if quick else 'full'} run: {', '.join(metas)}; jobs = {jobs}; output {out}")
 
     # 1. baseline tuning (smallest objective among feasible runs after tune_iter iterations)
     chosen, tuning = {}, dict(cfg["tuning_records"] or {})
-    tune_tasks = [(d, p, m, params, cfg, dict(data_home=data_home, seed=seed, budget=cfg["tune_iter"], svio=False))
+    tune_tasks = [(d, p, m, params, cfg, dict(data_home=data_home, seed=seed, budget=cfg["tune_iter"], svio=False,
+                                              download=download))
                   for d, p in pairs for m in cfg["methods"] if m in GRIDS for params in _grid(m, cfg)]
     if cfg["baseline_params"]:
         # parameters picked by an earlier tuning run (keys "p1/a9a/ssg"), e.g. to re-run the table alone
@@ -342,9 +357,10 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
                 chosen[(d, p, m)] = best["params"]
                 tuning[f"{p}/{d}/{m}"] = [{k: r[k] for k in ("params", "objective", "constraint")} for r in group]
     # 2. the Table 2 runs and the beta sweep
-    tasks = [(d, p, m, chosen.get((d, p, m), _grid(m, cfg)[0]), cfg, dict(data_home=data_home, seed=seed))
+    tasks = [(d, p, m, chosen.get((d, p, m), _grid(m, cfg)[0]), cfg, dict(data_home=data_home, seed=seed,
+                                                                          download=download))
              for d, p in pairs for m in cfg["methods"]]
-    sweep = [(d, "p1", "spider_d", params, cfg, dict(data_home=data_home, seed=seed))
+    sweep = [(d, "p1", "spider_d", params, cfg, dict(data_home=data_home, seed=seed, download=download))
              for d in cfg["datasets"] if "p1" in cfg["problems"] for params in _sweep_params(cfg["beta_sweep"])]
     recs = _run_all(tasks + sweep, jobs, lambda r: log(
         f"[{NAME}] {r['problem_key']}/{r['dataset']} {r['method']} {r['params']}: {r['n_iter']} it, "

@@ -1,6 +1,6 @@
-r"""Paper 002 (Huang & Lin, SSG), Figure 1 columns 1-3: ROC-based fairness on a9a, bank and COMPAS.
+r"""Huang & Lin [HL23] (SSG), Figure 1 columns 1-3: ROC-based fairness on a9a, bank and COMPAS.
 
-Problem (12) (digest 002 §3.1-3.2):
+Problem (12) of [HL23] §6.1 (see docs/references.md):
 
 .. math::
 
@@ -8,7 +8,7 @@ Problem (12) (digest 002 §3.1-3.2):
       - \frac1{n_u}\sum_i \sigma(w^\top a^u_i - \theta)\Big|
     \quad\text{s.t.}\quad L(w) \le L^* + \kappa .
 
-**Data** (digest §4.1). Each dataset (all rows: a9a = a9a + a9a.t, 48,842 x 123; bank =
+**Data** ([HL23] §6.1, Table 1). Each dataset (all rows: a9a = a9a + a9a.t, 48,842 x 123; bank =
 bank-additional-full, 41,188 rows; COMPAS = ProPublica's two-year file, 6,172 rows after the
 recipe's filters — the paper's 11,757-row file is not the one the project has) is split 2:1 at random
 with ``seed`` (`Dataset.split`). The larger part :math:`\mathcal D` defines the hinge constraint;
@@ -21,14 +21,15 @@ in p and u.
 :math:`\Theta` = 400 equally spaced thresholds spanning twice the range of the ERM scores on
 :math:`\mathcal D` (`threshold_grid`).
 
-**Methods and grids** (digest §4.2, ``GRIDS``): static SSG, diminishing SSG, ConEx (multiplicative
+**Methods and grids** ([HL23] §6.1, ``GRIDS``): static SSG, diminishing SSG, ConEx (multiplicative
 steps, :math:`\eta_t = c_1/\sqrt{t+1}`, constant dual step :math:`c_2`, :math:`\theta_t = 1`), IPP-SSG
-and IPP-ConEx (100 inner iterations; IPP-ConEx in [12]'s prox-weight notation, converted by
+and IPP-ConEx (100 inner iterations; IPP-ConEx in [BDL22]'s prox-weight notation, converted by
 `prox_weights_to_steps`); :math:`\hat\rho = \max(\rho, 1) \times \{1, 1.5, 2\}` with the paper's
 heuristic :math:`\rho = \frac1n\sum_{i\in\mathcal D}\|a_i\|`. T = 5000 total iterations (IPP: 50
 outer x 100 inner). Deterministic oracles throughout. Tuning: `fastcon.experiments._tuning`.
 
-**Near stationarity** (digest §2.7). One :math:`\hat\rho = 2\max(\rho, 1)` per dataset for every
+**Near stationarity** ([HL23] §6.1 solves (4) by SSG at 100 equally spaced iterations and gives
+neither :math:`\hat\rho` nor the budget). One :math:`\hat\rho = 2\max(\rho, 1)` per dataset for every
 method (the largest IPP value, which exceeds the weak-convexity bound of :math:`R`,
 `ROCFairness.weak_convexity_bound`, on all three datasets), strong-convexity modulus
 :math:`\mu = \hat\rho - \rho_{bound}` for the subproblem solver (`near_stationarity`), measured at
@@ -50,8 +51,9 @@ import numpy as np
 NAME = "ssg-roc"
 PROBLEM = "roc_fairness"
 FIGURE = "figure1_roc.png"
-TITLE = "Paper 002, Figure 1 (ROC fairness)"
-PAPER = "Huang & Lin, Single-loop switching subgradient methods (paper 002), Figure 1 columns 1-3"
+TITLE = "Huang & Lin [HL23], Figure 1 (ROC fairness)"
+PAPER = ("Huang & Lin [HL23], Single-Loop Switching Subgradient Methods for Non-Smooth Weakly Convex Optimization "
+         "with Non-Smooth Convex Constraints (arXiv:2301.13314), Figure 1 columns 1-3")
 #: The grid runs are checkpointed (`run_experiment(..., resume=True)`, ``--resume``).
 RESUMABLE = True
 DATASETS = ("a9a", "bank", "compas")
@@ -59,7 +61,7 @@ DATASETS = ("a9a", "bank", "compas")
 _EPS = [5e-6, 1e-5, 2e-5]
 _ETA = [5e-4, 1e-3, 2e-3]
 _RHO = [1.0, 1.5, 2.0]
-#: Paper 002 §4.2 grids (ROC), in the notation of `fastcon.experiments._tuning.solve_method`.
+#: [HL23] §6.1 grids (ROC), in the notation of `fastcon.experiments._tuning.solve_method`.
 GRIDS = {
     "ssg_static": {"tolerance": _EPS, "step_size": _ETA},
     "ssg_diminishing": {"E1": [0.01, 0.02, 0.05], "E2": [1e-4, 2e-4, 5e-4]},
@@ -104,11 +106,14 @@ def _row_norm_mean(X):
     return float(np.mean(np.linalg.norm(X, axis=1)))
 
 
-def load_split(dataset, data_home, seed, max_rows=None):
-    """All rows of ``dataset`` (optionally a seeded subsample of ``max_rows``), split 2:1: ``(D, D_p, D_u, n_all)``."""
+def load_split(dataset, data_home, seed, max_rows=None, download=True):
+    """All rows of ``dataset`` (optionally a seeded subsample of ``max_rows``), split 2:1: ``(D, D_p, D_u, n_all)``.
+
+    ``download`` is passed to `fastcon.datasets.load` (False: a missing file is an error).
+    """
     from ..datasets import load
 
-    ds = load(dataset, data_home=data_home, subset="all")
+    ds = load(dataset, data_home=data_home, subset="all", download=download)
     n_all = ds.n_samples
     if max_rows is not None and ds.n_samples > int(max_rows):
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 7919]))
@@ -120,11 +125,11 @@ def load_split(dataset, data_home, seed, max_rows=None):
     return D, p, u, n_all, small.group_names
 
 
-def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
+def build(dataset, options, data_home=None, seed=0, erm=None, download=True) -> dict:
     """The ROC-fairness problem of one dataset: ``{"problem", "erm", "meta"}`` (meta is JSON-able)."""
     from ..problems import erm_optimum, hinge_constrained_problem, roc_fairness
 
-    D, p, u, n_all, names = load_split(dataset, data_home, seed, options.get("max_rows"))
+    D, p, u, n_all, names = load_split(dataset, data_home, seed, options.get("max_rows"), download=download)
     if erm is None:
         erm = erm_optimum(D)
     scores = np.asarray(D.X @ erm.w).ravel()
@@ -149,11 +154,20 @@ def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
     return {"problem": problem, "erm": erm, "meta": meta}
 
 
-def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, **overrides):
-    """Run the experiment (see the module docstring); returns the results.json dict."""
+def data_needed(cfg) -> list:
+    """``(dataset, subset)`` pairs the configuration ``cfg`` loads (checked before computing)."""
+    return [(d, "all") for d in cfg["datasets"]]
+
+
+def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=True, **overrides):
+    """Run the experiment (see the module docstring); returns the results.json dict.
+
+    ``download`` is passed to `fastcon.datasets.load`; the other arguments are those of
+    `fastcon.experiments.run_experiment`.
+    """
     import sys
 
     from ._tuning import run_paper_experiment
 
     return run_paper_experiment(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed,
-                                jobs=jobs, verbose=verbose, **overrides)
+                                jobs=jobs, verbose=verbose, download=download, **overrides)

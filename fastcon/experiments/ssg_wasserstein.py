@@ -1,6 +1,6 @@
-r"""Paper 002 (Huang & Lin, SSG), Figure 1 columns 4-5: Wasserstein fairness on german and COMPAS.
+r"""Huang & Lin [HL23] (SSG), Figure 1 columns 4-5: Wasserstein fairness on german and COMPAS.
 
-Problem (14) (digest 002 §3.3):
+Problem (14) of [HL23] §6.2 (see docs/references.md):
 
 .. math::
 
@@ -14,7 +14,7 @@ with :math:`x = (\mathrm{vec}\,P, w)` and :math:`\mathcal P = \frac1m\mathcal B_
 ``seed`` as in `ssg_roc` (the larger part is the constraint data :math:`\mathcal D`, the smaller
 part split by group: :math:`\mathcal D_p` = group id 1 (german female, COMPAS non-Caucasian),
 :math:`\mathcal D_u` = group id 0). The larger group is downsampled (seed ``seed``) to
-:math:`m = \min(n_p, n_u)` (paper 002 §3.3).
+:math:`m = \min(n_p, n_u)` ([HL23] §6.2).
 
 **Constants.** :math:`(L^*, w_{ERM})` by the exact LP, :math:`\kappa = 10^{-3}L^*`, radius
 :math:`5\|w_{ERM}\|`, start :math:`x_0 = (P_0, w_{ERM})` with :math:`P_0 = \frac1{m^2}\mathbf 1\mathbf 1^\top`
@@ -23,16 +23,16 @@ part split by group: :math:`\mathcal D_p` = group id 1 (german female, COMPAS no
 **Oracles.** :math:`g` deterministic. :math:`f` stochastic, the paper's oracle: :math:`B =
 \lfloor m/10\rfloor` rows drawn **per group, without replacement** (`WassersteinFairness.sample_rows`),
 the :math:`B\times B` block estimate without rescaling (``unbiased_scale=False``, the literal
-description that the paper's step grids most likely correspond to, digest §3.3). The solvers run
+description that the paper's step grids most likely correspond to). The solvers run
 with ``objective_oracle="stochastic"``, which uses a term's own ``sample_rows`` when it has one,
 seeded by the run's seed; histories and final values are the exact :math:`H`.
 
-**Methods and grids** (digest §4.2, ``GRIDS``): static SSG, diminishing SSG, ConEx
+**Methods and grids** ([HL23] §6.2, ``GRIDS``): static SSG, diminishing SSG, ConEx
 (:math:`\eta_t = c_1/\sqrt{t+1}`, :math:`\tau_t = c_2/\sqrt{t+1}`, :math:`\theta_t = 1`), IPP-SSG and
 IPP-ConEx (1000 inner iterations; IPP-ConEx prox weights :math:`\eta_k = c_1/\sqrt{k+1}`,
 :math:`\tau_k = c_2/(k+1)`, :math:`\theta_k = k/(k+1)` with **k the outer index**, constant within a
-subproblem: read on the inner index, as digest §4.2 implies, the primal step :math:`\sqrt{k+1}/c_1`
-grows and the dual step reaches :math:`10^5` by inner iteration 1000, and every grid point diverges
+subproblem: read on the inner index, as the "inner iterations indexed by k" of [HL23] §6.1
+suggest, the primal step :math:`\sqrt{k+1}/c_1` grows and the dual step reaches :math:`10^5` by inner iteration 1000, and every grid point diverges
 on german (f 5.26, g 8.2, multipliers 1e7); read on the outer index, the steps are 0.002-0.04
 (primal) and 50-3200 (dual), the magnitudes of single-loop ConEx, and every grid point tried
 converges), :math:`\hat\rho = \max(\rho,1)\times\{10^{-4},
@@ -41,7 +41,7 @@ converges), :math:`\hat\rho = \max(\rho,1)\times\{10^{-4},
 **Near stationarity.** One :math:`\hat\rho = 2\max(\rho, 1)` per dataset for every method (the same
 rule as the ROC experiment; the IPP values above are far too small for a well-conditioned proximal
 subproblem), subproblem treated as :math:`\hat\rho`-strongly convex (``mu`` = :math:`\hat\rho`; the
-worst-case weak-convexity bound :math:`\sqrt m(\|A^p\|_F + \|A^u\|_F)` of digest §3.3 is larger, so
+worst-case weak-convexity bound :math:`\sqrt m(\|A^p\|_F + \|A^u\|_F)` of :math:`H` on :math:`P \ge 0` is larger, so
 like the paper's choice this is a heuristic), 101 points, at most 300 subproblem iterations; the
 distance is over the whole :math:`x = (P, w)`.
 
@@ -61,8 +61,9 @@ from .ssg_roc import _record_every, load_split
 NAME = "ssg-wasserstein"
 PROBLEM = "wasserstein_fairness"
 FIGURE = "figure1_wasserstein.png"
-TITLE = "Paper 002, Figure 1 (Wasserstein fairness)"
-PAPER = "Huang & Lin, Single-loop switching subgradient methods (paper 002), Figure 1 columns 4-5"
+TITLE = "Huang & Lin [HL23], Figure 1 (Wasserstein fairness)"
+PAPER = ("Huang & Lin [HL23], Single-Loop Switching Subgradient Methods for Non-Smooth Weakly Convex Optimization "
+         "with Non-Smooth Convex Constraints (arXiv:2301.13314), Figure 1 columns 4-5")
 #: The grid runs are checkpointed (`run_experiment(..., resume=True)`, ``--resume``).
 RESUMABLE = True
 DATASETS = ("german", "compas")
@@ -70,7 +71,7 @@ DATASETS = ("german", "compas")
 _EPS = [5e-6, 1e-5, 2e-5]
 _ETA = [0.01, 0.015, 0.02]
 _RHO = [1e-4, 5e-4, 1e-3]
-#: Paper 002 §4.2 grids (Wasserstein), in the notation of `fastcon.experiments._tuning.solve_method`.
+#: [HL23] §6.2 grids (Wasserstein), in the notation of `fastcon.experiments._tuning.solve_method`.
 GRIDS = {
     "ssg_static": {"tolerance": _EPS, "step_size": _ETA},
     "ssg_diminishing": {"E1": [0.05, 0.1, 0.15], "E2": [1e-4, 2e-4, 5e-4]},
@@ -101,7 +102,7 @@ def build_options(cfg) -> dict:
     return {k: cfg[k] for k in ("max_rows", "kappa_rel", "radius_factor", "unbiased_scale")}
 
 
-def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
+def build(dataset, options, data_home=None, seed=0, erm=None, download=True) -> dict:
     """The Wasserstein problem of one dataset: ``{"problem", "erm", "meta", "instance"}``.
 
     ``problem`` is the exact problem (deterministic oracles); ``instance(run_seed)`` returns a fresh
@@ -111,7 +112,7 @@ def build(dataset, options, data_home=None, seed=0, erm=None) -> dict:
     from ..problems import BlockTerm, ConstrainedProblem, erm_optimum, hinge_constraint
     from ..problems._wasserstein import wasserstein_fairness
 
-    D, p, u, n_all, names = load_split(dataset, data_home, seed, options.get("max_rows"))
+    D, p, u, n_all, names = load_split(dataset, data_home, seed, options.get("max_rows"), download=download)
     if erm is None:
         erm = erm_optimum(D)
     H = wasserstein_fairness(p, u, downsample_seed=seed, unbiased_scale=bool(options["unbiased_scale"]))
@@ -164,11 +165,20 @@ def relative_cost(meta, method) -> float:
     return float(meta["m"]) ** 2 * _COMPAS_SECONDS[method]
 
 
-def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, **overrides):
-    """Run the experiment (see the module docstring); returns the results.json dict."""
+def data_needed(cfg) -> list:
+    """``(dataset, subset)`` pairs the configuration ``cfg`` loads (checked before computing)."""
+    return [(d, "all") for d in cfg["datasets"]]
+
+
+def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=True, **overrides):
+    """Run the experiment (see the module docstring); returns the results.json dict.
+
+    ``download`` is passed to `fastcon.datasets.load`; the other arguments are those of
+    `fastcon.experiments.run_experiment`.
+    """
     import sys
 
     from ._tuning import run_paper_experiment
 
     return run_paper_experiment(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed,
-                                jobs=jobs, verbose=verbose, **overrides)
+                                jobs=jobs, verbose=verbose, download=download, **overrides)
