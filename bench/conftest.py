@@ -10,45 +10,31 @@ from pathlib import Path
 # Benchmarks time fastcon against the plain NumPy references of tests/reference/.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-# tests/conftest.py holds the data-folder fixture; loaded under its own name because pytest has
-# already registered *this* file as the module "conftest".
+# tests/conftest.py holds the data policy (the data-folder fixture, missing datasets skipped with
+# one summary line or failed under FASTCON_REQUIRE_DATA=1, no downloads, the cache header); loaded
+# under its own name because pytest has already registered *this* file as the module "conftest".
+# Its per-test hooks are re-exported here because pytest applies a conftest's per-test hooks only
+# to the tests below that conftest's folder; the session-wide parts print once per session.
 _spec = importlib.util.spec_from_file_location(
     "_fastcon_tests_conftest", Path(__file__).resolve().parents[1] / "tests" / "conftest.py")
 _tests_conftest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_tests_conftest)
 data_home = _tests_conftest.data_home
-shared_data_dir = _tests_conftest.shared_data_dir
+dataset_file = _tests_conftest.dataset_file
+dataset_bytes = _tests_conftest.dataset_bytes
+pytest_configure = _tests_conftest.pytest_configure
+pytest_runtest_setup = _tests_conftest.pytest_runtest_setup
+pytest_runtest_makereport = _tests_conftest.pytest_runtest_makereport
+pytest_report_header = _tests_conftest.pytest_report_header
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    _tests_conftest.pytest_terminal_summary(terminalreporter, exitstatus, config)
     session = getattr(config, "_benchmarksession", None)
     if session is None or not session.benchmarks:
         return
-    groups = {}
-    for bench in session.benchmarks:
-        role = bench.extra_info.get("role")
-        groups.setdefault(bench.group, {})[role] = bench
-    tr = terminalreporter
-    tr.section("fastcon speed-ups (reference min time / fastcon min time)")
-    for group, roles in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        fast, ref = roles.get("fastcon"), roles.get("reference")
-        extras = {}
-        for b in roles.values():
-            extras.update({k: v for k, v in b.extra_info.items() if k not in ("role", "target")})
-        line = f"{group}:"
-        if fast is not None and ref is not None:
-            # Runs of different lengths (a long fastcon run against a short reference run) are
-            # compared per iteration when both benchmarks say how many iterations they ran.
-            n_fast = fast.extra_info.get("iterations_fastcon", 1)
-            n_ref = ref.extra_info.get("iterations_reference", 1)
-            t_fast, t_ref = fast.stats.min / n_fast, ref.stats.min / n_ref
-            ratio = t_ref / t_fast
-            target = fast.extra_info.get("target")
-            unit = " per iteration" if (n_fast, n_ref) != (1, 1) else ""
-            line += (f" fastcon {t_fast * 1e3:.3f} ms, reference {t_ref * 1e3:.3f} ms{unit}, "
-                     f"ratio {ratio:.2f}x")
-            if target is not None:
-                line += f" (target >= {target}x: {'MET' if ratio >= target else 'NOT MET'})"
-        if extras:
-            line += " " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in extras.items())
-        tr.write_line(line)
+    from _roofline import summary_lines  # bench/ helpers (honest ratio, old ratio, roofline)
+
+    terminalreporter.section("fastcon speed-ups (honest reference min time / fastcon min time) and rooflines")
+    for line in summary_lines(session.benchmarks):
+        terminalreporter.write_line(line)

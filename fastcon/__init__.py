@@ -1,6 +1,6 @@
 """fastcon: fast solvers for constrained learning.
 
-The layers (ARCHITECTURE.md §1) are sub-packages: `fastcon.datasets` → `fastcon.problems` →
+The layers (docs/design.md) are sub-packages: `fastcon.datasets` → `fastcon.problems` →
 `fastcon.solvers` → `fastcon.metrics`; the names most users need are re-exported here.
 """
 import os as _os

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import dataset_bytes, dataset_file
 from fastcon.datasets._dataset import Dataset
 from fastcon.datasets._libsvm_io import dump_libsvm, load_libsvm, read_libsvm
 
@@ -112,18 +113,18 @@ def test_a9a_matches_sklearn(data_home):
     from sklearn.datasets import load_svmlight_file
 
     for fname, shape in (("a9a.gz", (32561, 123)), ("a9a.t.gz", (16281, 123))):
-        path = data_home / "a9a" / fname
+        path = dataset_file(data_home, "a9a", fname)  # stored .gz or downloaded plain form
         X, y = read_libsvm(path, n_features=123)
         Xs, ys = load_svmlight_file(str(path), n_features=123)
         assert X.shape == Xs.shape == shape
         assert_same((X, y), (Xs, ys))
         ds = load_libsvm(path, n_features=123)
-        assert ds.task == "binary" and ds.name == fname and ds.shape == shape
+        assert ds.task == "binary" and ds.name == path.name and ds.shape == shape
         np.testing.assert_array_equal(np.unique(ds.y), [-1.0, 1.0])
 
 
 def test_compression_detected_by_content(tmp_path, data_home):
-    text = gzip.decompress((data_home / "a9a" / "a9a.t.gz").read_bytes())
+    text = dataset_bytes(data_home, "a9a", "a9a.t.gz")
     expected = read_libsvm(text)
     files = {"plain.txt": text, "x.gz": gzip.compress(text), "x.bz2": bz2.compress(text),
              "x.xz": lzma.compress(text), "gz_without_extension": gzip.compress(text)}

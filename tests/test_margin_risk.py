@@ -1,6 +1,5 @@
 """The MarginRisk term: oracle protocol, counters, validation, subgradients (finite differences and
 the subgradient inequality), CSR/dense/binary agreement, and a9a against the SciPy reference."""
-import gzip
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ from fastcon import Dataset
 from fastcon.problems import (
     MarginRisk, hinge_risk, logistic_risk, margin_risk, sigmoid_risk, squared_hinge_risk,
 )
+from conftest import dataset_file
 from reference import kernels as ref
 
 LOSSES = ["hinge", "logistic", "sigmoid", "squared_hinge"]
@@ -173,8 +173,7 @@ def test_validation_errors(rng):
 def test_a9a_hinge_against_scipy(data_home):
     from sklearn.datasets import load_svmlight_file
 
-    with gzip.open(data_home / "a9a" / "a9a.gz") as fh:
-        X, y = load_svmlight_file(fh, n_features=123)
+    X, y = load_svmlight_file(str(dataset_file(data_home, "a9a", "a9a.gz")), n_features=123)
     ds = Dataset(X, y, name="a9a")
     assert ds.is_binary_features
     w = np.random.default_rng(7).standard_normal(123) * 0.3

@@ -18,3 +18,22 @@ def test_readme_has_exactly_two_setup_commands():
 def test_ci_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text()
     assert _commands()[1] in ci.splitlines()
+
+
+def test_ci_requires_data_and_runs_the_install_test():
+    # Locally a missing dataset skips; CI must fail instead, and run the fresh-virtualenv test.
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert "export FASTCON_REQUIRE_DATA=1" in ci and "export FASTCON_TEST_INSTALL=1" in ci
+    setup = (REPO / "README.md").read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    assert "FASTCON_REQUIRE_DATA=1" in setup and "fastcon datasets --download" in setup
+
+
+def test_readme_names_the_kernel_cache_folder(monkeypatch, tmp_path):
+    from fastcon._kernels import _jit
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(_jit.config, "CACHE_DIR", "")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert _jit.cache_root() == str(tmp_path / ".cache" / "fastcon" / "numba")
+    assert "`~/.cache/fastcon/numba`" in (REPO / "README.md").read_text()

@@ -1,10 +1,12 @@
 """The dataset registry: every named dataset loads with the shapes and groups of MANIFEST.md, and
-missing files are downloaded (from a local server here, never the network) or reported clearly."""
+missing files are downloaded (from a local server here, never the network) or reported clearly.
+
+The session runs with FASTCON_OFFLINE=1 (tests/conftest.py), so every download here is asked for
+explicitly with ``download=True``."""
 import dataclasses
 import functools
-import gzip
 import http.server
-import shutil
+import pickle
 import socket
 import threading
 import zipfile
@@ -12,6 +14,7 @@ import zipfile
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import dataset_bytes
 
 from fastcon.datasets import _registry
 from fastcon.datasets._registry import (SPECS, ChecksumError, DatasetFileError, data_home as resolve_home,
@@ -131,6 +134,7 @@ def test_encodings(shared):
     assert pen.X.min() == 0 and pen.X.max() == 1
 
 
+@pytest.mark.datasets("bank", "drybean")
 def test_dataset_info(data_home, tmp_path):
     info = dataset_info("bank_marketing", data_home)
     assert info["name"] == "bank" and info["available"] and info["n_features"] == 63
@@ -176,28 +180,28 @@ def _serve_from(monkeypatch, name, base_url):
 def test_download_verifies_and_writes(server, data_home, tmp_path, monkeypatch):
     root, url = server
     (root / "data").mkdir()
-    shutil.copy(data_home / "german" / "german.data", root / "data" / "german.data")
+    (root / "data" / "german.data").write_bytes(dataset_bytes(data_home, "german", "german.data"))
     _serve_from(monkeypatch, "german", url)
     home = tmp_path / "home"
-    ds = load("german", data_home=home)
+    ds = load("german", data_home=home, download=True)
     assert ds.shape == (1000, 61)
     assert sorted(p.name for p in (home / "german").iterdir()) == ["german.data"]
-    assert (home / "german" / "german.data").read_bytes() == (data_home / "german" / "german.data").read_bytes()
+    assert (home / "german" / "german.data").read_bytes() == dataset_bytes(data_home, "german", "german.data")
     # Second load uses the local file: the server may be gone.
     (root / "data" / "german.data").unlink()
-    assert load("german", data_home=home).shape == (1000, 61)
+    assert load("german", data_home=home, download=True).shape == (1000, 61)
 
 
 def test_download_mismatch_writes_nothing(server, data_home, tmp_path, monkeypatch):
     root, url = server
     (root / "data").mkdir()
-    body = bytearray((data_home / "german" / "german.data").read_bytes())
+    body = bytearray(dataset_bytes(data_home, "german", "german.data"))
     body[10] ^= 1
     (root / "data" / "german.data").write_bytes(bytes(body))
     _serve_from(monkeypatch, "german", url)
     home = tmp_path / "home"
     with pytest.raises(ChecksumError, match="nothing was written") as err:
-        load("german", data_home=home)
+        load("german", data_home=home, download=True)
     assert str(home / "german" / "german.data") in str(err.value)
     assert not (home / "german").exists() or list((home / "german").iterdir()) == []
 
@@ -207,11 +211,11 @@ def test_download_plain_form_of_gz_file(server, data_home, tmp_path, monkeypatch
     # the uncompressed hash), not recompressed.
     root, url = server
     (root / "data").mkdir()
-    with gzip.open(data_home / "law_school" / "law_school_clean.csv.gz") as fh:
-        (root / "data" / "law_school_clean.csv").write_bytes(fh.read())
+    (root / "data" / "law_school_clean.csv").write_bytes(
+        dataset_bytes(data_home, "law_school", "law_school_clean.csv.gz"))
     _serve_from(monkeypatch, "law_school", url)
     home = tmp_path / "home"
-    ds = load("law_school", data_home=home)
+    ds = load("law_school", data_home=home, download=True)
     assert ds.shape == (20798, 12) and np.bincount(ds.groups).tolist() == [17491, 3307]
     assert sorted(p.name for p in (home / "law_school").iterdir()) == ["law_school_clean.csv"]
     assert dataset_info("law_school", home)["files"][0]["present"]
@@ -220,15 +224,14 @@ def test_download_plain_form_of_gz_file(server, data_home, tmp_path, monkeypatch
 def test_download_zip_member(server, data_home, tmp_path, monkeypatch):
     root, url = server
     (root / "data").mkdir()
-    with gzip.open(data_home / "bank_marketing" / "bank-additional-full.csv.gz") as fh:
-        raw = fh.read()
+    raw = dataset_bytes(data_home, "bank", "bank-additional-full.csv.gz")
     with zipfile.ZipFile(root / "data" / "bank-additional.zip", "w", zipfile.ZIP_DEFLATED) as zf:
         # The UCI archive carries macOS resource forks next to the real member.
         zf.writestr("__MACOSX/bank-additional/._bank-additional-full.csv", b"junk")
         zf.writestr("bank-additional/bank-additional-full.csv", raw)
     _serve_from(monkeypatch, "bank", url)
     home = tmp_path / "home"
-    ds = load("bank", data_home=home)
+    ds = load("bank", data_home=home, download=True)
     assert ds.shape == (41188, 63)
     assert (home / "bank_marketing" / "bank-additional-full.csv").read_bytes() == raw
 
@@ -236,11 +239,11 @@ def test_download_zip_member(server, data_home, tmp_path, monkeypatch):
 def test_mirror_fallback(server, data_home, tmp_path, monkeypatch):
     root, url = server
     (root / "data").mkdir()
-    shutil.copy(data_home / "segment" / "segment.dat", root / "data" / "segment.dat")
+    (root / "data" / "segment.dat").write_bytes(dataset_bytes(data_home, "segment", "segment.dat"))
     spec = SPECS["segment"]
     f = dataclasses.replace(spec.files[0], urls=(f"{url}/missing/segment.dat", f"{url}/segment.dat"))
     monkeypatch.setitem(SPECS, "segment", dataclasses.replace(spec, files=(f,)))
-    assert load("segment", data_home=tmp_path / "home").shape == (2310, 19)
+    assert load("segment", data_home=tmp_path / "home", download=True).shape == (2310, 19)
 
 
 def test_missing_without_download(tmp_path):
@@ -254,6 +257,43 @@ def test_missing_without_download(tmp_path):
     assert not (tmp_path / "usps").exists()
 
 
+def test_missing_error_names_file_and_how_to_get_it(tmp_path, monkeypatch):
+    # The session is offline (FASTCON_OFFLINE=1): the default `download` does not download.
+    with pytest.raises(DatasetFileError) as err:
+        load("bank", data_home=tmp_path)
+    exc = err.value
+    assert exc.dataset == "bank" and exc.path == tmp_path / "bank_marketing" / "bank-additional-full.csv.gz"
+    msg = str(exc)
+    head = f"dataset 'bank': file bank-additional-full.csv.gz not found in {tmp_path / 'bank_marketing'}"
+    assert msg.startswith(head)
+    assert "(FASTCON_OFFLINE=1)" in msg and "member bank-additional-full.csv of the zip archive" in msg
+    assert f"`fastcon datasets bank --download --data-home {tmp_path}`" in msg and "FASTCON_DATA" in msg
+    # The resolved default folder needs no --data-home in the command.
+    monkeypatch.setenv("FASTCON_DATA", str(tmp_path))
+    with pytest.raises(DatasetFileError, match=r"`fastcon datasets german --download`, or set FASTCON_DATA"):
+        load("german")
+    # Raised across a process pool, it keeps its message and fields.
+    again = pickle.loads(pickle.dumps(exc))
+    assert (type(again), str(again), again.dataset, again.path) == (DatasetFileError, msg, exc.dataset, exc.path)
+    assert not (tmp_path / "bank_marketing").exists()
+
+
+def test_offline_only_changes_the_default(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(_registry, "_http_get", lambda url, timeout: calls.append(url) or b"")
+    spec_file = SPECS["german"].files[0]
+    for value in ("0", ""):
+        monkeypatch.setenv("FASTCON_OFFLINE", value)
+        with pytest.raises(ChecksumError):  # the default downloads (here: empty bytes, wrong sha256)
+            _registry.fetch_file(spec_file, tmp_path, dataset="german")
+    monkeypatch.setenv("FASTCON_OFFLINE", "1")
+    with pytest.raises(DatasetFileError, match="FASTCON_OFFLINE=1"):
+        _registry.fetch_file(spec_file, tmp_path, dataset="german")
+    with pytest.raises(ChecksumError):  # an explicit download=True still downloads
+        _registry.fetch_file(spec_file, tmp_path, download=True, dataset="german")
+    assert len(calls) == 3 and not list(tmp_path.iterdir())
+
+
 def test_unreachable_server(tmp_path, monkeypatch):
     # A just-closed local port: connection refused, no network involved.
     with socket.socket() as s:
@@ -261,7 +301,8 @@ def test_unreachable_server(tmp_path, monkeypatch):
         port = s.getsockname()[1]
     _serve_from(monkeypatch, "german", f"http://127.0.0.1:{port}/x")
     with pytest.raises(DatasetFileError, match="download failed") as err:
-        _registry.fetch_file(SPECS["german"].files[0], tmp_path / "german", dataset="german", timeout=5)
+        _registry.fetch_file(SPECS["german"].files[0], tmp_path / "german", download=True, dataset="german",
+                             timeout=5)
     assert str(tmp_path / "german" / "german.data") in str(err.value)
     assert f"http://127.0.0.1:{port}/x/german.data" in str(err.value)
     assert not (tmp_path / "german").exists()
@@ -269,7 +310,7 @@ def test_unreachable_server(tmp_path, monkeypatch):
 
 def test_local_checksum_mismatch(data_home, tmp_path):
     (tmp_path / "german").mkdir()
-    body = (data_home / "german" / "german.data").read_bytes().replace(b"A11", b"A12", 1)
+    body = dataset_bytes(data_home, "german", "german.data").replace(b"A11", b"A12", 1)
     (tmp_path / "german" / "german.data").write_bytes(body)
     with pytest.raises(ChecksumError, match="verify=False"):
         load("german", data_home=tmp_path, download=False)
@@ -288,7 +329,7 @@ def test_cli_download_fetches_missing_files(server, data_home, tmp_path, monkeyp
 
     root, url = server
     (root / "data").mkdir()
-    shutil.copy(data_home / "german" / "german.data", root / "data" / "german.data")
+    (root / "data" / "german.data").write_bytes(dataset_bytes(data_home, "german", "german.data"))
     _serve_from(monkeypatch, "german", url)
     home = tmp_path / "home"
     assert main(["datasets", "german", "--download", "--json", "--data-home", str(home)]) == 0

@@ -45,7 +45,7 @@ cdef enum:
     E_INTERNAL = 14
 
 cdef enum:
-    # Indices are stored as int32 (the kernels use uint32 columns, ARCHITECTURE.md §6), so a raw
+    # Indices are stored as int32 (the kernels use uint32 columns), so a raw
     # index may not exceed this; later digits are consumed without accumulating, so huge indices
     # cannot overflow.
     INDEX_LIMIT = 2147483646

@@ -17,8 +17,13 @@ Verification
     cached per (path, size, mtime). A mismatch raises `ChecksumError`; ``verify=False`` skips
     the check for deliberately modified files.
 
-Tests point downloads at a local server with ``spec.with_base_url(url)`` (see
-``tests/test_registry.py``); nothing here touches the network unless a file is missing.
+Downloads
+    A missing file is downloaded unless ``download=False`` is passed or the environment variable
+    ``FASTCON_OFFLINE`` is set to ``1`` (the test suite sets it: tests never touch the network);
+    an explicit ``download=True`` downloads in either case. A file that is missing and not
+    downloaded raises `DatasetFileError`, which names the file, where to put it and where to get
+    it. Tests point downloads at a local server with ``spec.with_base_url(url)`` (see
+    ``tests/test_registry.py``); nothing here touches the network unless a file is missing.
 """
 from __future__ import annotations
 
@@ -46,7 +51,23 @@ _LIBSVM = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets"
 
 
 class DatasetFileError(FileNotFoundError):
-    """A dataset file is missing locally and could not be downloaded."""
+    """A dataset file is missing locally and was not (or could not be) downloaded.
+
+    The message names the file, the folder it is expected in and its official URLs, and says how
+    to get it (``fastcon datasets NAME --download``, or ``FASTCON_DATA`` for another data folder).
+
+    Attributes
+    ----------
+    dataset : str or None
+        Registry name of the dataset (e.g. ``"a9a"``).
+    path : pathlib.Path or None
+        Where the missing file is expected (its stored form).
+    """
+
+    def __init__(self, message, *, dataset=None, path=None):
+        super().__init__(message)
+        self.dataset = dataset
+        self.path = path
 
 
 class ChecksumError(ValueError):
@@ -266,6 +287,11 @@ SPECS = {spec.name: spec for spec in [
 _ALIASES = {"bank_marketing": "bank", "dry_bean": "drybean", "law": "law_school", "lawschool": "law_school"}
 
 
+def _offline() -> bool:
+    """``$FASTCON_OFFLINE`` is set to a true value: missing files are not downloaded by default."""
+    return os.environ.get("FASTCON_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def data_home(data_home=None) -> Path:
     """The data folder: the argument, else ``$FASTCON_DATA``, else ``~/.cache/fastcon``."""
     if data_home is None:
@@ -356,7 +382,7 @@ def _write_atomic(target: Path, content: bytes):
         raise
 
 
-def fetch_file(spec_file: SpecFile, folder, download=True, *, dataset="?", verify=True,
+def fetch_file(spec_file: SpecFile, folder, download=None, *, dataset="?", verify=True,
                timeout=DEFAULT_TIMEOUT) -> Path:
     """Local path of ``spec_file`` in ``folder``, downloading it when missing.
 
@@ -365,8 +391,9 @@ def fetch_file(spec_file: SpecFile, folder, download=True, *, dataset="?", verif
     spec_file : SpecFile
     folder : path-like
         The dataset's folder (``data_home / spec.folder``).
-    download : bool
-        Try the official URLs when no accepted form of the file is present.
+    download : bool, optional
+        Try the official URLs when no accepted form of the file is present. Default: yes, unless
+        the environment variable ``FASTCON_OFFLINE`` is ``1``.
     dataset : str
         Dataset name, for messages.
     verify : bool
@@ -395,9 +422,20 @@ def fetch_file(spec_file: SpecFile, folder, download=True, *, dataset="?", verif
                 _check_local(path, sha, spec_file, dataset)
             return path
     head = f"dataset {dataset!r}: file {spec_file.name} not found in {folder}"
+    other_home = "set FASTCON_DATA (or pass data_home=) to use another data folder."
+    command = " ".join(["fastcon datasets", *([dataset] if dataset in SPECS else []), "--download"]
+                       + ([] if folder.parent == _resolve_home() else ["--data-home", str(folder.parent)]))
+
+    def missing(detail, hint):
+        return DatasetFileError(f"{head}{detail}\n{_where_to_get(spec_file, folder)}\n{hint}",
+                                dataset=dataset, path=folder / spec_file.name)
+
+    offline = download is None and _offline()
+    if download is None:
+        download = not offline
     if not download:
-        raise DatasetFileError(f"{head} and downloading is off (download=False).\n"
-                               f"{_where_to_get(spec_file, folder)}")
+        raise missing(f" and downloading is off ({'FASTCON_OFFLINE=1' if offline else 'download=False'}).",
+                      f"Download it with `{command}`, or {other_home}")
     fname, sha = next(f for f in spec_file.forms() if f[0] == spec_file.fetched_name)
     failures, mismatches = [], []
     for url in spec_file.urls:
@@ -415,16 +453,15 @@ def fetch_file(spec_file: SpecFile, folder, download=True, *, dataset="?", verif
             folder.mkdir(parents=True, exist_ok=True)
             _write_atomic(folder / fname, content)
         except OSError as exc:
-            raise DatasetFileError(f"{head}; downloaded it but could not write {folder / fname}: {exc}\n"
-                                   f"{_where_to_get(spec_file, folder)}") from exc
+            raise missing(f"; downloaded it but could not write {folder / fname}: {exc}",
+                          f"Make the folder writable, or {other_home}") from exc
         return folder / fname
     if mismatches:
         raise ChecksumError(f"{head}; the download does not match the expected file, nothing was "
                             "written:\n  " + "\n  ".join(mismatches + failures) + "\n"
                             f"Get a matching copy by hand:\n{_where_to_get(spec_file, folder)}")
-    raise DatasetFileError(f"{head} and the download failed:\n  " + "\n  ".join(failures) + "\n"
-                           f"{_where_to_get(spec_file, folder)}\n"
-                           "(set FASTCON_DATA or pass data_home= to use another data folder)")
+    raise missing(" and the download failed:\n  " + "\n  ".join(failures),
+                  f"Put the file there by hand, or {other_home}")
 
 
 # ------------------------------------------------------------------------------- public API
@@ -441,7 +478,7 @@ def _roles(spec, subset):
     return ("train",) if subset == "train" else ("train", "test")
 
 
-def load(name, data_home=None, subset="train", download=True, verify=True) -> Dataset:
+def load(name, data_home=None, subset="train", download=None, verify=True) -> Dataset:
     """Load a named dataset as a `Dataset`.
 
     Parameters
@@ -454,8 +491,9 @@ def load(name, data_home=None, subset="train", download=True, verify=True) -> Da
     subset : {"train", "test", "all"}
         The official train or test file, or both stacked (train first). A dataset without a test
         file returns all its rows for "train" and "all", and raises ValueError for "test".
-    download : bool
+    download : bool, optional
         Download missing files from their official URLs (sha256-verified, written atomically).
+        Default: yes, unless the environment variable ``FASTCON_OFFLINE`` is ``1``.
     verify : bool
         Check the sha256 of local files (once per process and file).
 
@@ -463,6 +501,13 @@ def load(name, data_home=None, subset="train", download=True, verify=True) -> Da
     -------
     Dataset
         Encoded as documented in the recipe and in ``dataset_info(name)["encoding"]``.
+
+    Raises
+    ------
+    DatasetFileError
+        A file is missing and downloading is off or failed (a `FileNotFoundError`).
+    ChecksumError
+        A file has the wrong sha256.
     """
     from ._recipes import RECIPES
 

@@ -14,7 +14,7 @@ Every recipe here follows the same conventions, so the datasets are interchangea
 
 Raw files are read with the stdlib ``csv`` module; gzip-compressed and plain copies are both
 accepted (detected from the magic bytes, not the file name), so a file downloaded from the official
-source works as well as the recompressed copy in ``shared/data``.
+source works as well as a recompressed copy.
 """
 from __future__ import annotations
 
