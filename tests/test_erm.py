@@ -1,4 +1,4 @@
-"""Hinge ERM (paper 002 eq. 10) and the hinge-constrained problem of §3.1."""
+"""Hinge ERM ([HL23] eq. 10) and the hinge-constrained problem of [HL23] §6.1."""
 import time
 
 import numpy as np

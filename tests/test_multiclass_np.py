@@ -1,4 +1,4 @@
-"""Multi-class Neyman-Pearson (paper 001, eq. 11): the fused class-loss kernels against the NumPy reference,
+"""Multi-class Neyman-Pearson ([MLY20] eq. 11): the fused class-loss kernels against the NumPy reference,
 the `ClassPairwiseRisk` term (gradients, invariances, values at W = 0, counters), the problem constructors
 `multiclass_neyman_pearson` and `neyman_pearson`, and pendigits."""
 import numpy as np
@@ -421,7 +421,7 @@ def test_translation_invariance(rng, loss):
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_values_and_gradient_at_zero(rng, sparse):
-    """Digest §2.7: L_k(0) = (C-1)/2 exactly, grad_k = -(C-1)/4 mean(a), grad_l = mean(a)/4.
+    """At W = 0: L_k(0) = (C-1)/2 exactly, grad_k = -(C-1)/4 mean(a), grad_l = mean(a)/4.
 
     49 rows per class: there 49 * 2 * fl(1/49) != 2, so only a pass that divides by n_k is exact.
     """

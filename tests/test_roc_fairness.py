@@ -1,4 +1,4 @@
-"""ROC fairness (paper 002 eq. 11): threshold-sweep kernels, the ROCFairness term and the fairness
+"""ROC fairness ([HL23] eq. 11): threshold-sweep kernels, the ROCFairness term and the fairness
 metrics, against the exp-per-pair NumPy reference (tests/reference/roc.py)."""
 import numba
 import numpy as np

@@ -1,4 +1,4 @@
-"""Paper 004's terms: demographic-parity gap, SCAD penalty, h^nu, two-point oracles, stratified batches."""
+"""[LX25]'s terms: demographic-parity gap, SCAD penalty, h^nu, two-point oracles, stratified batches."""
 import numpy as np
 import pytest
 import scipy.sparse as sp

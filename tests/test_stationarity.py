@@ -1,4 +1,4 @@
-"""Near stationarity (paper 002 eqs. 4-5), KKT residual and constraint violation.
+"""Near stationarity ([HL23] eqs. 4-5), KKT residual and constraint violation.
 
 Known solution: f(y) = ½||y - a||², g(y) = <c, y> - b, X = ball(R). The subproblem objective is
 ((1 + rho_hat)/2)||y - u||² + const with u = (a + rho_hat x)/(1 + rho_hat), so x̂ is the projection

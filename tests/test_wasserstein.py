@@ -1,4 +1,4 @@
-"""Wasserstein-fairness term (paper 002 eqs. 13-14) against the NumPy reference."""
+"""Wasserstein-fairness term ([HL23] eqs. 13-14) against the NumPy reference."""
 import numpy as np
 import pytest
 import scipy.sparse as sp

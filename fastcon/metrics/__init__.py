@@ -1,5 +1,5 @@
 """Evaluation metrics (pure functions of scores, groups and labels) and optimality certificates
-on a problem and a point (ARCHITECTURE.md §5)."""
+on a problem and a point."""
 from ._fairness import accuracy, demographic_parity_gap, roc_gap, smoothed_roc_gap
 from ._stationarity import constraint_violation, kkt_residual, near_stationarity, preserved_counters
 

@@ -48,7 +48,7 @@ def _thresholds(thresholds):
 
 
 def roc_gap(scores, groups, thresholds=None) -> float:
-    r"""Hard ROC gap :math:`\max_\theta |P_p(s \ge \theta) - P_u(s \ge \theta)|` (paper 002 §3.2, Vogel et al.).
+    r"""Hard ROC gap :math:`\max_\theta |P_p(s \ge \theta) - P_u(s \ge \theta)|` ([HL23] §6.1, Vogel et al.).
 
     Parameters
     ----------
@@ -79,7 +79,7 @@ def _sigmoid_means(s, thresholds):
 def smoothed_roc_gap(scores, groups, thresholds) -> float:
     r"""Smoothed ROC gap :math:`\max_{\theta\in\Theta}|\overline{\sigma(s_p-\theta)} - \overline{\sigma(s_u-\theta)}|`.
 
-    The value of the objective of paper 002 eq. (11) for given scores (bars: group means,
+    The value of the objective of [HL23] eq. (11) for given scores (bars: group means,
     :math:`\sigma` the logistic sigmoid), with the one-exp-per-sample kernel.
 
     Parameters

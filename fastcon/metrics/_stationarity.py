@@ -1,7 +1,7 @@
 r"""Optimality certificates on a problem and a point: near stationarity, KKT residual, violation.
 
-Near stationarity (paper 002 §1.5, Definition 3.2) measures a point :math:`x` by its distance to the
-proximal point
+Near stationarity (Huang & Lin [HL23] Definition 3.2; see docs/references.md) measures a point
+:math:`x` by its distance to the proximal point
 
 .. math::
 
@@ -11,7 +11,7 @@ proximal point
 
 If :math:`\|\hat x - x\| \le \epsilon` then :math:`\hat x` is :math:`\hat\rho\epsilon`-stationary
 (KKT (2)-(3)). The paper plots :math:`\|\hat x - x\|` in Figure 1, solving (5) "with sufficient
-iterations" of SSG (digest §2.7); here the solver and its accuracy are stated exactly.
+iterations" of SSG ([HL23] §6.1); here the solver and its accuracy are stated exactly.
 
 The functions accept any object with the `ConstrainedProblem` interface (``f_and_subgradient``,
 ``g_and_subgradient``, ``constraint_values``, ``project_inplace``, ``domain``, ``dim``,
@@ -78,11 +78,11 @@ def preserved_counters(problem):
 # ---------------------------------------------------------------------- near stationarity
 def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, return_details=False, mu=None,
                       feas_tol=1e-10, window=50, output="average"):
-    r"""Near-stationarity measure :math:`\|\hat x_{\hat\rho}(x) - x\|` (paper 002 eqs. 4-5, Def. 3.2).
+    r"""Near-stationarity measure :math:`\|\hat x_{\hat\rho}(x) - x\|` ([HL23] eqs. 4-5, Def. 3.2).
 
     Solves the proximal subproblem (5), warm-started at :math:`z_0 = P_{\mathcal X}(x)`, by a
-    switching subgradient method for strongly convex objectives (paper 001 Algorithm 2, digest
-    002 §2.6-2.7), with one change on infeasible steps:
+    switching subgradient method for strongly convex objectives (Ma, Lin & Yang [MLY20] Algorithm 2),
+    with one change on infeasible steps:
 
     * **objective step** if :math:`g(z) \le \epsilon_{feas}`: :math:`z \leftarrow P_{\mathcal X}(z -
       \gamma_j F'(z))`, :math:`F'(z) = \zeta_f(z) + \hat\rho(z - x)`, :math:`\gamma_j = 2/(\mu(j+2))`,
@@ -93,7 +93,7 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, r
       :math:`\{y: g(z) + \zeta_g^\top(y - z) \le 0\} \supseteq \{g \le 0\}`).
 
     Why Polyak steps: in (4) only :math:`F` is strongly convex, :math:`g` is merely convex, and a
-    :math:`2/(\mu(k+2))` step on :math:`g` breaks the telescoping of paper 001's proof (it needs the
+    :math:`2/(\mu(k+2))` step on :math:`g` breaks the telescoping of [MLY20]'s proof (it needs the
     constraint strongly convex too). A Polyak step never increases :math:`\|z - \hat x\|` (Fejér
     monotone: :math:`\hat x` lies in the half-space and in :math:`\mathcal X`), so the objective-step
     analysis telescopes across any number of constraint steps. It gives the **a-posteriori bound**
@@ -330,7 +330,7 @@ def kkt_residual(problem, x, multipliers):
 
     :math:`\zeta_f, \zeta_{g_i}` are the subgradients the oracles return, one element of each
     subdifferential, so :math:`r_{stat}` is an upper bound on the best achievable one at a kink.
-    (Paper 002 (3) asks :math:`r_{stat} \le \epsilon`, :math:`r_{comp} \le \epsilon^2`,
+    ([HL23] eq. (3) asks :math:`r_{stat} \le \epsilon`, :math:`r_{comp} \le \epsilon^2`,
     :math:`g \le \epsilon`.) Counters are preserved.
 
     Parameters

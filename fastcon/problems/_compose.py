@@ -1,6 +1,6 @@
 r"""Building terms out of terms: constraint levels, proximal terms, blocks of x, user callables.
 
-All wrappers keep the oracle protocol of ARCHITECTURE.md §3 (``value``, ``value_and_subgradient``,
+All wrappers keep the term oracle protocol (``value``, ``value_and_subgradient``,
 ``value_rows``, ``value_and_subgradient_rows``, ``n_samples``, ``n_features``, ``rows_read``) and
 forward the row counter of the term they wrap, so data passes are counted once, at the source.
 """
@@ -67,7 +67,7 @@ def less_equal(term, bound) -> ShiftedTerm:
 
 
 class ProximalTerm(_Wrapper):
-    r""":math:`h(x) + \frac{\hat\rho}{2}\|x - x_k\|^2`, the proximal-point subproblem term (paper 002 eq. 4).
+    r""":math:`h(x) + \frac{\hat\rho}{2}\|x - x_k\|^2`, the proximal-point subproblem term ([HL23] eq. 4).
 
     The quadratic reads no data, so ``rows_read`` is that of ``term``. ``center`` is copied.
     """
@@ -137,7 +137,7 @@ class BlockTerm(_Wrapper):
 
 
 class PenalizedTerm(_Wrapper):
-    r""":math:`h(x) + P(x)`: a data term plus a data-free penalty (e.g. `scad_penalty`), as in paper 004's
+    r""":math:`h(x) + P(x)`: a data term plus a data-free penalty (e.g. `scad_penalty`), as in [LX25]
     Problem 2 (hinge risk + SCAD). Minibatch oracles pass the rows to :math:`h` and add :math:`P` in
     full; ``rows_read`` is that of :math:`h`.
     """

@@ -1,4 +1,4 @@
-r"""Smoothed demographic-parity gap (paper 004, Problem 2, eq. 47).
+r"""Smoothed demographic-parity gap of Liu & Xu [LX25] (Problem 2, eq. 47; see docs/references.md).
 
 .. math::
 
@@ -10,7 +10,8 @@ the sigmoid relaxation of :math:`|P_p(w^\top a \ge 0) - P_u(w^\top a \ge 0)|`. I
 \sigma'(w^\top a^p_i)a^p_i - \frac1{n_u}\sum\sigma'(w^\top a^u_i)a^u_i`. :math:`\Psi_0` is the absolute
 value of a difference of means, not a mean of per-row terms, so stochastic methods track the signed
 gap :math:`d` (a difference of means, which *is* linear in the rows) and take :math:`|\cdot|` after
-(digest 004 §6.4 item 10): :meth:`DemographicParityGap.signed_gap_rows_two_point` is that statistic.
+(fastcon's reading of [LX25], whose SPIDER recursion is for expectations):
+:meth:`DemographicParityGap.signed_gap_rows_two_point` is that statistic.
 """
 from __future__ import annotations
 
@@ -128,7 +129,7 @@ class DemographicParityGap:
 
 
 def demographic_parity_gap(group_p, group_u) -> DemographicParityGap:
-    r"""The smoothed demographic-parity gap :math:`\Psi_0(w) = |d(w)|` of paper 004, eq. (47).
+    r"""The smoothed demographic-parity gap :math:`\Psi_0(w) = |d(w)|` of [LX25] eq. (47).
 
     Use it as a constraint with `less_equal` (:math:`\Psi_0(w) \le \kappa_2`, paper: 0.02).
 

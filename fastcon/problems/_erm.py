@@ -1,6 +1,6 @@
-r"""Hinge-loss ERM and the hinge-constrained problem of paper 002 §3.1.
+r"""Hinge-loss ERM and the hinge-constrained problem of Huang & Lin [HL23] §6 (see docs/references.md).
 
-The fairness problems of paper 002 (ROC fairness, eqs. 11-12; Wasserstein fairness, eqs. 13-14)
+The fairness problems of [HL23] (ROC fairness, eqs. 11-12; Wasserstein fairness, eqs. 13-14)
 share one constraint: the training hinge risk may exceed its minimum by at most :math:`\kappa`,
 
 .. math::
@@ -9,10 +9,11 @@ share one constraint: the training hinge risk may exceed its minimum by at most 
     L^* = \min_w L(w) \quad \text{(eq. 10)}, \qquad
     g(w) = L(w) - L^* - \kappa \le 0, \quad \kappa = 10^{-3} L^*,
 
-over the ball :math:`\{\|w\| \le 5 \|w_{ERM}\|\}`, starting at :math:`w_{ERM}` (digest §3.1, §6.6 #4).
-Because :math:`\kappa` is tiny, :math:`L^*` must be exact: an error of 0.05 % in :math:`L^*` moves the
-effective :math:`\kappa` by 50 % (digest §6.6 #3). `erm_optimum` therefore solves (10) as a linear
-program with HiGHS by default, and keeps the paper's subgradient method as an option.
+over the ball :math:`\{\|w\| \le 5 \|w_{ERM}\|\}`, starting at :math:`w_{ERM}` (feasible,
+:math:`g = -\kappa`; the paper does not state a start). Because :math:`\kappa` is tiny, :math:`L^*`
+must be exact: an error of 0.05 % in :math:`L^*` moves the effective :math:`\kappa` by 50 %.
+`erm_optimum` therefore solves (10) as a linear program with HiGHS by default, and keeps the
+paper's subgradient method as an option.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ VERIFY_TOL = 1e-9
 
 @dataclass
 class ErmResult:
-    r"""Minimum of the hinge risk, eq. (10) of paper 002.
+    r"""Minimum of the hinge risk, [HL23] eq. (10).
 
     Attributes
     ----------
@@ -155,7 +156,7 @@ def _subgradient(risk, w0, radius, max_iter, step_size, tol):
 
 def erm_optimum(dataset, method="lp", radius=None, max_iter=10000, tol=1e-12, *, formulation="dual",
                 step_size=1.0, w0=None) -> ErmResult:
-    r"""Minimum :math:`L^*` and a minimiser :math:`w_{ERM}` of the hinge risk (paper 002 eq. 10).
+    r"""Minimum :math:`L^*` and a minimiser :math:`w_{ERM}` of the hinge risk ([HL23] eq. 10).
 
     .. math::
 
@@ -175,7 +176,7 @@ def erm_optimum(dataset, method="lp", radius=None, max_iter=10000, tol=1e-12, *,
         normalised subgradient, best iterate returned (mimics the paper's pre-step; inexact).
     radius : float, optional
         Solve over the ball :math:`\|w\| \le r`. Only with ``method="subgradient"``: an LP cannot
-        express a Euclidean ball, so ``method="lp"`` with a radius raises ValueError. (Paper 002
+        express a Euclidean ball, so ``method="lp"`` with a radius raises ValueError. ([HL23]
         states (10) over the ball of radius :math:`5\|w_{ERM}\|`, which contains :math:`w_{ERM}`, so
         the unconstrained LP answers that problem too.)
     max_iter : int
@@ -286,7 +287,7 @@ def hinge_constraint(constraint_data, kappa_rel=1e-3, *, erm=None, kappa=None):
 
 def hinge_constrained_problem(objective, constraint_data, kappa_rel=1e-3, radius_factor=5.0, erm=None,
                               x0="erm", *, kappa=None, radius=None, name="") -> ConstrainedProblem:
-    r"""Paper 002 §3.1: :math:`\min_{\|w\| \le r} f(w)` s.t. :math:`L(w) \le L^* + \kappa`.
+    r"""[HL23] §6.1: :math:`\min_{\|w\| \le r} f(w)` s.t. :math:`L(w) \le L^* + \kappa`.
 
     .. math::
 

@@ -7,7 +7,7 @@ For a binary dataset :math:`\{(a_i, b_i)\}_{i=1}^n`, :math:`b_i \in \{-1, +1\}`,
 
     L(w) = \frac{1}{n} \sum_{i=1}^n \phi(b_i\, a_i^\top w),
 
-e.g. the hinge risk :math:`L(w) = \frac1n \sum_i \max(0, 1 - b_i a_i^\top w)` of paper 002. With
+e.g. the hinge risk :math:`L(w) = \frac1n \sum_i \max(0, 1 - b_i a_i^\top w)` of [HL23] eq. (10). With
 sample weights :math:`s_i` the mean becomes :math:`\sum_i s_i \phi(\cdot) / \sum_i s_i`.
 """
 from __future__ import annotations
@@ -236,7 +236,7 @@ def margin_risk(dataset, loss="hinge", sample_weight="dataset") -> MarginRisk:
 
 
 def hinge_risk(dataset, sample_weight="dataset") -> MarginRisk:
-    r"""Hinge risk :math:`L(w) = \frac1n \sum_{i=1}^n \max(0, 1 - b_i a_i^\top w)` (paper 002)."""
+    r"""Hinge risk :math:`L(w) = \frac1n \sum_{i=1}^n \max(0, 1 - b_i a_i^\top w)` ([HL23] eq. 10)."""
     return MarginRisk(dataset, "hinge", sample_weight)
 
 

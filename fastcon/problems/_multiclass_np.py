@@ -1,6 +1,7 @@
-r"""Neyman-Pearson classification: the multi-class problem of paper 001 (IQRC) and its binary case.
+r"""Neyman-Pearson classification: the multi-class problem of Ma, Lin & Yang [MLY20] and its
+binary case (see docs/references.md).
 
-Multi-class (paper 001 eq. 11, digest §2.3 and §2.7). One linear model :math:`w_c \in \mathbb R^d`
+Multi-class ([MLY20] eq. 11). One linear model :math:`w_c \in \mathbb R^d`
 per class, stacked as the rows of :math:`W \in \mathbb R^{C\times d}`; the variable is
 :math:`x = \operatorname{vec}(W)` (row-major, length :math:`C d`). The loss of class :math:`k`,
 with :math:`D_k` its :math:`n_k` rows, is
@@ -18,7 +19,8 @@ and the problem prioritises one class :math:`p` (the paper's class 1):
     \quad \text{s.t.} \quad L_k(W) \le r_k, \quad k \ne p.
 
 :math:`L_k(0) = (C - 1)\phi(0) = (C - 1)/2`, so the paper's levels :math:`r_k = (C - 1)/2`
-(digest §4.3) put :math:`W = 0` exactly on the boundary of every constraint (:math:`g(0) = 0`).
+([MLY20] §5: 4.5 for :math:`C = 10`, 3 for :math:`C = 7`) put :math:`W = 0` exactly on the boundary of
+every constraint (:math:`g(0) = 0`).
 
 Binary (the case :math:`C = 2` with :math:`w = w_1 - w_0`): with labels :math:`b \in \{-1, +1\}`,
 
@@ -28,7 +30,7 @@ Binary (the case :math:`C = 2` with :math:`w = w_1 - w_0`): with labels :math:`b
     \quad \text{s.t.} \quad \frac{1}{n_-} \sum_{b_i = -1} \phi(-a_i^\top w) \le \alpha,
 
 the surrogate type-II error (missed positives) minimised under a bound on the surrogate type-I
-error (false alarms on the negatives), as in paper 004's Example 1.1.
+error (false alarms on the negatives), as in [LX25] Example 1.1.
 """
 from __future__ import annotations
 
@@ -105,7 +107,7 @@ def _class_index(value, C, field):
 
 
 class ClassPairwiseRisk:
-    r"""Pairwise margin loss of one class, :math:`L_k(W)` of paper 001 eq. (11), on :math:`x = \operatorname{vec}(W)`.
+    r"""Pairwise margin loss of one class, :math:`L_k(W)` of [MLY20] eq. (11), on :math:`x = \operatorname{vec}(W)`.
 
     .. math::
 
@@ -113,7 +115,7 @@ class ClassPairwiseRisk:
         \phi\big((w_k - w_l)^\top a_i\big),
 
     which is :math:`\frac{1}{n_k}\sum_{i\in D_k}\sum_{l\ne k}\phi(\cdot)` unweighted. Its gradient
-    (digest §2.7) has block :math:`\nabla_{w_k} L_k = \frac{1}{n_k}\sum_i \big(\sum_{l\ne k}
+    has block :math:`\nabla_{w_k} L_k = \frac{1}{n_k}\sum_i \big(\sum_{l\ne k}
     \phi'(m_{il})\big) a_i` and :math:`\nabla_{w_l} L_k = -\frac{1}{n_k}\sum_i \phi'(m_{il}) a_i`
     for :math:`l \ne k`, with :math:`m_{il} = (w_k - w_l)^\top a_i`; the blocks sum to 0 because
     :math:`L_k` depends only on differences :math:`w_k - w_l`. Non-smooth losses (hinge) give the
@@ -372,7 +374,7 @@ def _index_type(extent):
 
 def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, loss="sigmoid",
                               layout="classes") -> ConstrainedProblem:
-    r"""Multi-class Neyman-Pearson classification, paper 001 eq. (11) (module docstring).
+    r"""Multi-class Neyman-Pearson classification, [MLY20] eq. (11) (module docstring).
 
     .. math::
 

@@ -1,7 +1,7 @@
 r"""`ConstrainedProblem`: :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g_i(x) \le 0`, :math:`i = 1..m`.
 
 Solvers see one constraint function :math:`g(x) = \max_i g_i(x)` and its active index, so one or
-many constraints are handled alike (paper 002 §1.1). Each :math:`g_i` is a term whose value must be
+many constraints are handled alike (Huang & Lin [HL23] §1, problem (1)). Each :math:`g_i` is a term whose value must be
 non-positive; build it from a risk and a level with `less_equal`.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-r"""Smoothed ROC-based fairness (paper 002, eq. 11) as an oracle term.
+r"""Smoothed ROC-based fairness of Huang & Lin [HL23] (eq. 11) as an oracle term; see docs/references.md.
 
 For a protected group :math:`\mathcal D_p = \{a^p_i\}_{i=1}^{n_p}`, an unprotected group
 :math:`\mathcal D_u = \{a^u_i\}_{i=1}^{n_u}` and a fixed threshold grid :math:`\Theta`,
@@ -9,15 +9,16 @@ For a protected group :math:`\mathcal D_p = \{a^p_i\}_{i=1}^{n_p}`, an unprotect
     \Delta_\theta(w) = \frac1{n_p}\sum_{i=1}^{n_p} \sigma(w^\top a^p_i - \theta)
                      - \frac1{n_u}\sum_{i=1}^{n_u} \sigma(w^\top a^u_i - \theta),
 
-with the logistic :math:`\sigma(z) = 1/(1+e^{-z})` (digest 002 §3.2, §6.6 item 1). With
-:math:`\theta^*` the first maximiser, a subgradient (the gradient where the maximiser is unique) is
+with the logistic :math:`\sigma(z) = 1/(1+e^{-z})` (fastcon's reading of the paper's
+:math:`\sigma(w^\top a \ge \theta)`). With :math:`\theta^*` the first maximiser, a subgradient
+(the gradient where the maximiser is unique) is
 
 .. math::
 
     \zeta_R = \mathrm{sign}(\Delta_{\theta^*}) \Big[\tfrac1{n_p} (A^p)^\top \sigma'(s^p - \theta^*)
               - \tfrac1{n_u} (A^u)^\top \sigma'(s^u - \theta^*)\Big], \qquad \sigma' = \sigma(1-\sigma),
 
-and :math:`\mathrm{sign}(0) = 0` (digest §6.4). One evaluation: scores of both groups
+and :math:`\mathrm{sign}(0) = 0`. One evaluation: scores of both groups
 (:class:`DesignMatrix`), the threshold sweep (one exp per sample and one division per four
 sigmoids, for any grid: :mod:`fastcon._kernels._threshold_sweep`), the argmax, and one transposed
 product per group.
@@ -39,7 +40,7 @@ SIGMA_SECOND_BOUND = 1.0 / (6.0 * np.sqrt(3.0))
 
 
 def threshold_grid(erm_scores, n_thresholds=400):
-    r"""The paper's grid: ``np.linspace(lo, hi, n_thresholds)`` around the ERM scores (digest 002 §3.2).
+    r"""The paper's grid: ``np.linspace(lo, hi, n_thresholds)`` around the ERM scores ([HL23] §6.1).
 
     :math:`lo = \min_i s_i - \frac12(\max_i s_i - \min_i s_i)`,
     :math:`hi = \max_i s_i + \frac12(\max_i s_i - \min_i s_i)`: twice the width of the score range,
@@ -92,7 +93,7 @@ def _as_dataset(group, field):
 
 
 class ROCFairness:
-    r"""Smoothed ROC gap :math:`R(w) = \max_{\theta\in\Theta}|\Delta_\theta(w)|` (paper 002 eq. 11).
+    r"""Smoothed ROC gap :math:`R(w) = \max_{\theta\in\Theta}|\Delta_\theta(w)|` ([HL23] eq. 11).
 
     Rows are numbered as in the concatenation ``[rows of group p, rows of group u]``: index ``i <
     n_p`` is row ``i`` of group p, index ``n_p + k`` is row ``k`` of group u.
@@ -158,7 +159,7 @@ class ROCFairness:
         """Set ``rows_read`` back to 0."""
         self.rows_read = 0
 
-    # ------------------------------------------------------------------ constants (digest §3.2)
+    # ------------------------------------------------------------------ constants
     def _row_norms(self):
         return self._design_p.row_norms(), self._design_u.row_norms()
 
@@ -177,7 +178,7 @@ class ROCFairness:
         return float(0.25 * (np.mean(np_) + np.mean(nu_)))
 
     def rho_heuristic(self) -> float:
-        r"""The paper's IPP heuristic :math:`\rho = \frac1n\sum_i \|a_i\|` over both groups (digest §3.2).
+        r"""The paper's IPP heuristic :math:`\rho = \frac1n\sum_i \|a_i\|` over both groups ([HL23] §6.1).
 
         Really a Lipschitz constant of the hinge risk; only its scale matters.
         """
@@ -289,7 +290,7 @@ class ROCFairness:
 
 
 def roc_fairness(group_p, group_u, thresholds=400, erm_scores=None) -> ROCFairness:
-    r"""ROC-fairness objective :math:`R(w)` of paper 002, eq. (11).
+    r"""ROC-fairness objective :math:`R(w)` of [HL23] eq. (11).
 
     .. math::
 
@@ -330,7 +331,7 @@ def roc_fairness_from_dataset(dataset, w_ref, thresholds=400, protected=1) -> RO
     dataset : Dataset
         With ``groups`` holding exactly two groups.
     w_ref : array-like of shape (d,)
-        Reference model (the ERM solution in paper 002); its scores on ``dataset`` set the grid.
+        Reference model (the ERM solution in [HL23]); its scores on ``dataset`` set the grid.
     thresholds : int or array-like
         As in :func:`roc_fairness` (an int builds the paper's grid from ``w_ref``'s scores).
     protected : int or str

@@ -1,4 +1,4 @@
-r"""The SCAD-type penalty of paper 004, Problem 2 (eq. 47), as a data-free term.
+r"""The SCAD-type penalty of Liu & Xu [LX25] (Problem 2, eq. 47; see docs/references.md) as a data-free term.
 
 .. math::
 
@@ -7,7 +7,7 @@ r"""The SCAD-type penalty of paper 004, Problem 2 (eq. 47), as a data-free term.
 
 The paper prints ``+1`` in the middle piece, which makes :math:`\varphi` jump at 1 and 2; ``-1`` is the
 continuous, :math:`C^1` form, :math:`2\,\mathrm{SCAD}(t; \lambda_s = 1, a = 2)`, 2-weakly convex per
-coordinate (digest 004 §1.6). Derivative: :math:`2\,\mathrm{sign}(t)` (0 at 0),
+coordinate. Derivative: :math:`2\,\mathrm{sign}(t)` (0 at 0),
 :math:`(4 - 2|t|)\mathrm{sign}(t)`, 0. It reads no data (``n_samples = 0``), so its minibatch
 oracles are the exact ones and every stochastic method adds it in full.
 """
@@ -62,5 +62,5 @@ class ScadPenalty:
 
 
 def scad_penalty(n_features, lam=0.02) -> ScadPenalty:
-    r"""Paper 004's SCAD-type penalty :math:`\lambda\sum_i\varphi(x_i)` (corrected, continuous form)."""
+    r"""[LX25]'s SCAD-type penalty :math:`\lambda\sum_i\varphi(x_i)` (corrected, continuous form)."""
     return ScadPenalty(n_features, lam)

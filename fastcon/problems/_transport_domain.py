@@ -1,4 +1,4 @@
-r"""The transportation polytope as a domain block (paper 002 eqs. 13–14).
+r"""The transportation polytope as a domain block (Huang & Lin [HL23] eqs. 13–14).
 
 .. math::
 

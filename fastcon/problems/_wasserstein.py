@@ -1,7 +1,8 @@
 r"""Wasserstein fairness: the transport cost between the score distributions of two groups.
 
-Paper 002 eqs. (13)–(14). For protected rows :math:`a^p_i` and unprotected rows :math:`a^u_j`
-(both groups of size :math:`m` after downsampling) and :math:`x = (\mathrm{vec}\,P, w)`,
+Huang & Lin [HL23] eqs. (13)–(14) (see docs/references.md). For protected rows :math:`a^p_i` and
+unprotected rows :math:`a^u_j` (both groups of size :math:`m` after downsampling) and
+:math:`x = (\mathrm{vec}\,P, w)`,
 
 .. math::
 
@@ -41,10 +42,10 @@ class WassersteinFairness:
     **Samples and minibatches.** The term's samples are the :math:`2m` kept rows, protected first:
     row ``k < m`` is protected row ``k``, row ``m + l`` unprotected row ``l``; a full pass reads
     ``n_samples = 2m`` rows. A row subset with protected part :math:`I` and unprotected part
-    :math:`J` touches the :math:`|I|\times|J|` pairs only (paper 002 §6.1): the estimate is
+    :math:`J` touches the :math:`|I|\times|J|` pairs only ([HL23] §6.2): the estimate is
     :math:`c\sum_{i\in I, j\in J} P_{ij}|D_{ij}|`, the :math:`P`-subgradient is :math:`c|D_{ij}|` on
     that block and zero elsewhere, and the :math:`w`-subgradient keeps the block's summands. The
-    paper does not say whether the block sum is rescaled (digest §6.6 item 13): ``unbiased_scale``
+    paper does not say whether the block sum is rescaled: ``unbiased_scale``
     False (default) uses :math:`c = 1`, the literal description, to which the paper's step-size
     grids most likely correspond; True uses :math:`c = (m/|I|)(m/|J|)`, which makes value and
     subgradient unbiased when :math:`I` and :math:`J` are drawn uniformly, each pair then being in
@@ -120,7 +121,7 @@ class WassersteinFairness:
         return x[:m * m].reshape(m, m), x[m * m:]
 
     def uniform_plan(self) -> np.ndarray:
-        r"""The independent coupling :math:`\frac{1}{m^2}\mathbf 1\mathbf 1^\top` (paper 002 start, digest §6.6 item 4)."""
+        r"""The independent coupling :math:`\frac{1}{m^2}\mathbf 1\mathbf 1^\top` (the start; [HL23] states none)."""
         return np.full((self.m, self.m), 1.0 / self.m ** 2)
 
     def initial_point(self, w) -> np.ndarray:
@@ -153,7 +154,7 @@ class WassersteinFairness:
         return P
 
     def rho_weak_convexity(self) -> float:
-        r"""Bound :math:`\rho_H \le \sqrt{n_u}\|A_p\|_F + \sqrt{n_p}\|A_u\|_F` (digest §3.3), on the kept rows (:math:`n_p = n_u = m`)."""
+        r"""Bound :math:`\rho_H \le \sqrt{n_u}\|A_p\|_F + \sqrt{n_p}\|A_u\|_F` (derived), on the kept rows (:math:`n_p = n_u = m`)."""
         fp, fu = self._frobenius()
         return float(np.sqrt(self.m) * (fp + fu))
 
@@ -247,7 +248,7 @@ class WassersteinFairness:
         return self._eval(x, I, J, self._scale(I, J, unbiased_scale), out)
 
     def sample_rows(self, rng, batch=None) -> np.ndarray:
-        """``B`` protected and ``B`` unprotected rows, uniformly without replacement (paper 002 §3.3)."""
+        """``B`` protected and ``B`` unprotected rows, uniformly without replacement ([HL23] §6.2)."""
         B = self.batch_size if batch is None else int(batch)
         if not 1 <= B <= self.m:
             raise ValueError(f"batch: must be in [1, {self.m}], got {batch}")
@@ -256,7 +257,7 @@ class WassersteinFairness:
         return np.concatenate([I, J + self.m])
 
     def stochastic_subgradient(self, x, rng, out, batch=None, unbiased_scale=None) -> float:
-        r"""Paper 002's stochastic oracle: sample :math:`B` rows per group, return the block estimate.
+        r"""[HL23] §6.2's stochastic oracle: sample :math:`B` rows per group, return the block estimate.
 
         Writes the block subgradient into ``out`` (zero outside the :math:`B\times B` block of P).
         """
@@ -265,7 +266,7 @@ class WassersteinFairness:
 
 def wasserstein_fairness(group_p, group_u, downsample_seed=0, unbiased_scale=False,
                          batch_size=None) -> WassersteinFairness:
-    r"""Transport-cost fairness term :math:`H(P, w) = \sum_{ij} P_{ij}|w^\top a^p_i - w^\top a^u_j|` (paper 002 eqs. 13–14).
+    r"""Transport-cost fairness term :math:`H(P, w) = \sum_{ij} P_{ij}|w^\top a^p_i - w^\top a^u_j|` ([HL23] eqs. 13–14).
 
     Returns a term on :math:`x = (\mathrm{vec}\,P, w)` of dimension :math:`m^2 + d`,
     :math:`m = \min(n_p, n_u)`; pair it with ``term.domain(radius)`` (:math:`\mathcal P\times` ball)

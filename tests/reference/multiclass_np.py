@@ -1,4 +1,4 @@
-r"""NumPy reference of the multi-class Neyman-Pearson class loss (paper 001 eq. 11, digest §2.7).
+r"""NumPy reference of the multi-class Neyman-Pearson class loss ([MLY20] eq. 11).
 
 Dense matrix algebra, one expression per formula:
 

@@ -1,4 +1,4 @@
-r"""NumPy reference for the ROC-fairness objective (paper 002 eq. 11) and the fairness metrics.
+r"""NumPy reference for the ROC-fairness objective ([HL23] eq. 11) and the fairness metrics.
 
 One sigmoid per (sample, threshold) pair, materialised as a matrix: slow and obviously right.
 """
@@ -17,7 +17,7 @@ def sigmoid_prime(z):
 
 
 def roc_value_grad(A_p, A_u, w, thresholds):
-    r"""Value :math:`R(w)`, subgradient :math:`\zeta_R`, maximising index and signed gap (digest §3.2)."""
+    r"""Value :math:`R(w)`, subgradient :math:`\zeta_R`, maximising index and signed gap."""
     s_p, s_u = np.asarray(A_p @ w).ravel(), np.asarray(A_u @ w).ravel()
     gaps = sigmoid_means(s_p, thresholds) - sigmoid_means(s_u, thresholds)
     j = int(np.argmax(np.abs(gaps)))

@@ -1,4 +1,4 @@
-r"""NumPy references for paper 004 (3S-Econ): DP gap, SCAD, h^nu and the whole iteration.
+r"""NumPy references for [LX25] (3S-Econ): DP gap, SCAD, h^nu and the whole iteration.
 
 The iteration reference replays the compiled loop's random stream by calling its jitted sampler
 (``draw_rows``) from Python, so both see the same batches and must produce the same iterates up to

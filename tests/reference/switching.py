@@ -1,4 +1,4 @@
-"""Plain NumPy loop of paper 002's Algorithm 1 (and the minibatch objective of Theorem 4.3).
+"""Plain NumPy loop of [HL23] Algorithm 1 (and the minibatch objective of Theorem 4.3).
 
 Written straight from the pseudo-code, storing every iterate, to check `switching_subgradient`
 step by step. The random streams follow the solver's documented convention: three generators
