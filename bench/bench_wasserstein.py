@@ -1,4 +1,4 @@
-r"""Wasserstein fairness (paper 002 eqs. 13-14): minibatch objective step and transport projection.
+r"""Wasserstein fairness (Huang & Lin [HL23] eqs. (13)-(14)): minibatch objective step and transport projection.
 
 Two groups, each one ``fastcon`` and one ``reference`` benchmark (bench/conftest.py):
 
@@ -12,11 +12,14 @@ Two groups, each one ``fastcon`` and one ``reference`` benchmark (bench/conftest
   x - \eta\zeta`, then the domain projection (``TransportPolytope`` with warm-started duals, tol 1e-10,
   and the ball :math:`\|w\| \le 5\|w_{ERM}\|`). Each round restarts from the same :math:`x`
   (``setup``), with a new batch; the projection is warm-started from the previous round's duals.
-  The reference does the same step with the oracle replaced by **``tests/reference/wasserstein.py``'s
-  ``transport_cost`` restricted to the sampled block** (it is called on ``P[I, J]``, ``A_p[I]``,
-  ``A_u[J]``: the brute-force :math:`O(B^2 d)` einsum; the full :math:`O(m^2 d)` reference would
-  be a different, much slower computation), scattered into a full-size :math:`\zeta`, and **the same
-  projection call** on its own domain object: only the oracle differs. The step is dominated by the
+  The reference does the same step with the oracle replaced by the honest NumPy block oracle
+  ``bench/_references.transport_block_subgradient`` (scores of the :math:`B + B` rows,
+  :math:`D = s_p 1^\top - 1 s_u^\top`, :math:`\partial_w = A_{p,I}^\top Q1 - A_{u,J}^\top Q^\top 1`
+  with :math:`Q = P_{IJ}\odot\operatorname{sign} D`: plain products, no (B, B, d) array), scattered
+  into a full-size :math:`\zeta`, and **the same projection call** on its own domain object: only the
+  oracle differs. The ``tests/reference`` brute force (``transport_cost`` on the block, an einsum
+  over a materialised (B, B, d) array) is timed for the old oracle ratio
+  (``oracle_only_ms_tests_reference``) and the old step ratio (the step with that oracle). The step is dominated by the
   projection (a few Newton iterations on the 692 x 692 block), so ``extra_info`` also splits it:
   the oracle alone and the projection alone (from the same warm duals), per role.
 * **Transportation projection, m = 1,000.** :math:`C = P - \eta G` with :math:`P` the uniform plan,
@@ -29,7 +32,7 @@ Two groups, each one ``fastcon`` and one ``reference`` benchmark (bench/conftest
   hundreds of times :math:`\|P\|`). fastcon: ``project_transport`` from a
   cold start (zero duals + one block-ascent sweep), tol 1e-10 (relative: the marginal residual
   :math:`\|P1-\alpha1\|+\|P^\top1-\beta1\|` at most ``tol * max(alpha, beta)``). Reference: scipy
-  L-BFGS-B on the dual (digest 002 §3.4 option (b)), minimizing
+  L-BFGS-B on the dual, minimizing
   :math:`\frac12\|(C+u1^\top+1v^\top)_+\|^2 - \alpha1^\top u - \beta1^\top v` with its gradient
   :math:`(P1 - \alpha1, P^\top1 - \beta1)`, from zero, stopped as soon as an evaluated point reaches
   the same residual (or L-BFGS-B gives up: ``ftol = gtol = 0``). If L-BFGS-B cannot reach 1e-10
@@ -37,24 +40,30 @@ Two groups, each one ``fastcon`` and one ``reference`` benchmark (bench/conftest
   ``extra_info``. The warm-started fastcon projection (duals of the projection of the previous step's
   :math:`C`, scores moved by 1 %) is timed as an extra figure.
 
-No targets are stated for these groups: ratios only. ``FASTCON_BENCH_SMALL=1``: m = 100 for the
+No targets are stated for these groups: ratios only. Rooflines (bytes only, no transcendentals):
+the step must at least zero and write :math:`\zeta`, update :math:`x` (read two vectors, write
+one) and read and write the :math:`m\times m` plan once in the projection, :math:`5\cdot 8(m^2+d)`
+bytes; a projection must at least read :math:`C` and write :math:`P`, :math:`16m^2` bytes. ``FASTCON_BENCH_SMALL=1``: m = 100 for the
 projection (the COMPAS step is already small).
 """
 import os
+import time
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from _references import transport_block_subgradient
+from _roofline import record_roofline
+from _timing import best_time
 from fastcon._kernels._transport import project_transport
 from fastcon.problems import erm_optimum, wasserstein_fairness
 from reference.wasserstein import transport_cost
-from _timing import best_time
 
 SMALL = bool(os.environ.get("FASTCON_BENCH_SMALL"))
 M_PROJ = 100 if SMALL else 1000
 STEP_FRACTIONS = (0.05, 10.0)
-ETA_STEP = 1e-2          # paper 002's static SSG grid for Wasserstein: {0.01, 0.015, 0.02}
+ETA_STEP = 1e-2          # [HL23] §6.2's static SSG grid for Wasserstein: {0.01, 0.015, 0.02}
 TOL = 1e-10
 TOL_FALLBACK = 1e-8
 STEP_ROUNDS = dict(rounds=5, warmup_rounds=0) if SMALL else dict(rounds=200, warmup_rounds=5)
@@ -87,8 +96,9 @@ def compas(data_home):
     return dict(term=term, x0=term.initial_point(erm.w), radius=radius, Ap=Ap, Au=Au)
 
 
-def reference_block_subgradient(x, rows, m, Ap, Au, out):
-    """ζ of the block estimate via tests/reference's brute-force ``transport_cost`` on the block."""
+def oracle_block_subgradient(x, rows, m, Ap, Au, out):
+    """ζ of the block estimate via tests/reference's brute-force ``transport_cost`` on the block
+    (the old benchmark reference: an einsum over a (B, B, d) array)."""
     I, J = rows[rows < m], rows[rows >= m] - m
     P, w = x[:m * m].reshape(m, m), x[m * m:]
     value, absD, gw = transport_cost(P[np.ix_(I, J)], Ap[I], Au[J], w)
@@ -115,23 +125,27 @@ def test_wasserstein_minibatch_step(benchmark, compas, role):
     ref = np.empty_like(zeta)
     xc = x0.copy()
     xc[m * m:] += 1e-3 * np.random.default_rng(3).standard_normal(term.d)
-    v_ref = reference_block_subgradient(xc, rows, m, compas["Ap"], compas["Au"], ref)
     v_fc = term.value_and_subgradient_rows(xc, rows, zeta)
-    assert v_fc == pytest.approx(v_ref, rel=1e-12)
-    np.testing.assert_allclose(zeta, ref, rtol=1e-10, atol=1e-14)
+    for reference in (transport_block_subgradient, oracle_block_subgradient):
+        v_ref = reference(xc, rows, m, compas["Ap"], compas["Au"], ref)
+        assert v_fc == pytest.approx(v_ref, rel=1e-12)
+        np.testing.assert_allclose(zeta, ref, rtol=1e-10, atol=1e-14)
 
     if role == "fastcon":
         def oracle(x, rows):
             return term.value_and_subgradient_rows(x, rows, zeta)
     else:
         def oracle(x, rows):
-            return reference_block_subgradient(x, rows, m, compas["Ap"], compas["Au"], zeta)
+            return transport_block_subgradient(x, rows, m, compas["Ap"], compas["Au"], zeta)
+
+    def old_oracle(x, rows):
+        return oracle_block_subgradient(x, rows, m, compas["Ap"], compas["Au"], zeta)
 
     def setup():
         state["x"][:] = x0
         return (), {}
 
-    def step():
+    def step(oracle=oracle):
         x = state["x"]
         oracle(x, term.sample_rows(state["rng"]))
         np.multiply(zeta, ETA_STEP, out=zeta)
@@ -145,6 +159,19 @@ def test_wasserstein_minibatch_step(benchmark, compas, role):
     poly = domain.blocks[0][1]
     benchmark.extra_info.update(m=m, B=term.batch_size, newton_last_step=poly.last.n_iter,
                                 projection_residual_rel=poly.last.residual * m)
+    if role == "fastcon":
+        record_roofline(benchmark, 5 * 8 * (m * m + term.d))
+    if benchmark.stats is not None and role == "reference":
+        old = np.inf
+        for _ in range(50):  # like pedantic: the reset of x is outside the timed step
+            setup()
+            t0 = time.perf_counter()
+            step(old_oracle)
+            old = min(old, time.perf_counter() - t0)
+        benchmark.extra_info.update(superseded_ms=old * 1e3,
+                                    superseded_label="step with the tests/reference einsum oracle")
+        rows = term.sample_rows(np.random.default_rng(2))
+        benchmark.extra_info["oracle_only_ms_tests_reference"] = best_time(lambda: old_oracle(x0, rows), 50) * 1e3
     if benchmark.stats is not None:
         # Split of the step: the oracle alone, and the P-block projection alone from the duals the
         # step's projection starts from (those of the previous round: another batch).
@@ -177,7 +204,7 @@ class _Reached(Exception):
 
 
 def lbfgs_dual_projection(C, alpha, beta, tol):
-    """Projection of C onto the transport polytope by L-BFGS-B on the dual (digest 002 §3.4 (b)).
+    """Projection of C onto the transport polytope by L-BFGS-B on the dual.
 
     Stops at the first evaluated point whose marginal residual is at most ``tol * max(alpha, beta)``
     (or when L-BFGS-B terminates). Returns ``(P, residual, n_evaluations, message)``.
@@ -240,6 +267,7 @@ def test_transport_projection(benchmark, projection_case, role):
         result = benchmark.pedantic(project_transport, args=(C, alpha, beta), kwargs=dict(tol=tol, out=out),
                                     rounds=3 if SMALL else 30, warmup_rounds=1)
         _record(benchmark, role)
+        record_roofline(benchmark, 16 * m * m)
         benchmark.extra_info.update(
             residual_rel_fastcon=result.residual / alpha, newton_fastcon=result.n_iter,
             cg_fastcon=result.n_cg, sweeps_fastcon=result.n_sweeps,
