@@ -6,7 +6,7 @@ binary-feature path: every stored entry is 1, so the ``data`` array (2/3 of the 
 read. Both choices are made at compile time — ``None`` arguments get their own specialisation, and
 the ``_entry``/``_row_at`` overloads below fold to constants — so no branch sits in the inner loops.
 
-Speed rules (ARCHITECTURE.md §6) that shape the code:
+Speed rules that shape the code:
 
 * loop counters and CSR offsets are unsigned (``uint64``; column indices ``uint32``): numba pays a
   negative-index wraparound test on every signed index, which made a signed CSR mat-vec 3x slower
@@ -18,8 +18,10 @@ Speed rules (ARCHITECTURE.md §6) that shape the code:
   nothing is allocated per call.
 """
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
 from numba.extending import overload
+
+from ._jit import njit
 
 __all__ = [
     "n_chunks_for", "chunk_scratch",

@@ -31,8 +31,9 @@ Chunking: see :mod:`fastcon._kernels._linalg`. ``workspace`` has shape ``(n_chun
 are reduced in chunk order, so results do not depend on the number of threads.
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from ._jit import njit
 from ._linalg import (
     JIT, JIT_PARALLEL, _chunk_span, _count, _csr_dot, _dense_axpy, _dense_dot, _entry, _row_at, n_chunks_for,
 )

@@ -1,4 +1,4 @@
-r"""Fused pass of the multi-class Neyman-Pearson loss of one class (paper 001, eq. 11; digest §2.7).
+r"""Fused pass of the multi-class Neyman-Pearson loss of one class (Ma, Lin & Yang [MLY20] eq. 11).
 
 For the rows :math:`a_i` of one class :math:`k`, a weight matrix :math:`W \in \mathbb R^{C\times d}`
 (rows :math:`w_l`), a margin loss :math:`\phi` and optional sample weights :math:`s_i`, the kernels
@@ -13,8 +13,8 @@ compute
     b_{il} = -s_i \phi'(m_{il})\ (l \ne k), \quad b_{ik} = s_i \sum_{l \ne k} \phi'(m_{il}),
 
 over all rows or a row subset :math:`R` (repeats count repeatedly), with a divisor :math:`N`
-chosen by the caller (:math:`n_k` for the class mean). :math:`b_i` is row :math:`i` of the matrix
-:math:`B` of digest §2.7 (up to :math:`s_i`); it sums to 0, which is the translation invariance of
+chosen by the caller (:math:`n_k` for the class mean). :math:`b_i` is the weight row of
+:math:`a_i` in :math:`\nabla_W L_k`; it sums to 0, which is the translation invariance of
 :math:`L_k`. The paper's loss is the sigmoid loss :math:`\phi(z) = 1/(1+e^z)` (code ``SIGMOID``);
 any loss code of `fastcon._kernels._losses` works.
 
@@ -153,10 +153,11 @@ this machine. Nothing is allocated per call.
 """
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import prange, types
 from numba.extending import intrinsic
 
 from ._checks import finite_span
+from ._jit import njit
 from ._linalg import JIT, JIT_PARALLEL, MAX_CHUNKS, _chunk_span, _count, _entry, _row_at, n_chunks_for
 from ._losses import SIGMOID, margin_loss
 from ._memory import huge_page_zeros
