@@ -27,26 +27,24 @@ _GET_DATA = "set FASTCON_DATA (or pass --data-home) to a folder that holds them"
 
 
 # ------------------------------------------------------------------------------- argument types
-def _positive_int(text) -> int:
-    """argparse ``type`` of counts such as ``--jobs``: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+def _integer_at_least(minimum, kind):
+    """argparse ``type`` for an integer >= ``minimum`` (``--jobs`` >= 1; ``--seed`` >= 0, what
+    NumPy's seed sequences accept); the message names the rule, argparse adds the option."""
+
+    def parse(text) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a {kind} integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be a {kind} integer, got {value}")
+        return value
+
+    return parse
 
 
-def _seed(text) -> int:
-    """argparse ``type`` of ``--seed``: an integer >= 0 (what NumPy's seed sequences accept)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
+_positive_int = _integer_at_least(1, "positive")
+_seed = _integer_at_least(0, "non-negative")
 
 
 def _check_out(prog, out) -> bool:
