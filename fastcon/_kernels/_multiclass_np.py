@@ -38,9 +38,11 @@ Every pass computes, for blocks of rows,
    are done, column by column).
 
 Step 2 runs over a whole block at once, which lets the sigmoid loss vectorise: LLVM cannot
-vectorise a call to libm's ``exp`` (no SVML here), so :func:`_exp_minus` evaluates
-:math:`e^{-x}` with a branch-free polynomial that it does vectorise (within 1.2 ulp of the exact
-value, subnormal results included), and :math:`\phi, \phi'` take one division, written
+vectorise a call to libm's ``exp`` (no SVML here), so ``_exp_minus``
+(`fastcon._kernels._vecmath.exp_minus`, shared with the logistic and sigmoid passes of
+`fastcon._kernels._losses`) evaluates :math:`e^{-x}` with a branch-free polynomial that it does
+vectorise (within 1.2 ulp of the exact value, subnormal results included), and
+:math:`\phi, \phi'` take one division, written
 ``np.true_divide`` so that it vectorises too (see :func:`_block_losses`):
 :math:`r = 1/(1+e^{-|z|})`, :math:`\phi = r` or :math:`e^{-|z|} r` by the sign of :math:`z`, and
 :math:`-\phi' = \phi(1-\phi) = e^{-|z|} r^2` (each factor from its own formula, never
@@ -152,9 +154,7 @@ paper's datasets takes about a millisecond, below the size where a parallel regi
 this machine. Nothing is allocated per call.
 """
 import numpy as np
-from llvmlite import ir
-from numba import prange, types
-from numba.extending import intrinsic
+from numba import prange
 
 from ._checks import finite_span
 from ._jit import njit
@@ -162,6 +162,7 @@ from ._linalg import JIT, JIT_PARALLEL, MAX_CHUNKS, _chunk_span, _count, _entry,
 from ._losses import SIGMOID, margin_loss
 from ._memory import huge_page_zeros
 from ._simd import add_scaled_4, add_tree8_4
+from ._vecmath import exp_minus as _exp_minus
 
 __all__ = ["BLAS_BLOCK_WORK", "CSR_BLOCK_ROWS", "pairwise_workspace",
            "csr_pairwise_value", "csr_pairwise_value_grad", "csr_full_pairwise_value", "csr_full_pairwise_value_grad",
@@ -213,56 +214,6 @@ def pairwise_workspace(n_classes, n_features, n_rows, dense=False, transposes=Tr
     # The tables read at random rows (w_t, grad_t, S) go on huge pages (`fastcon._kernels._memory`).
     w_t, grad_t = (huge_page_zeros((d, C)), huge_page_zeros((d, C))) if transposes else (None, None)
     return w_t, grad_t, huge_page_zeros((n, C)), np.zeros((MAX_CHUNKS, b, C)), np.zeros((MAX_CHUNKS, C + 1))
-
-
-# --------------------------------------------------------------------------- vectorisable sigmoid
-@intrinsic
-def _bits_as_float(typingctx, bits):
-    """The float64 whose IEEE-754 bit pattern is the int64 ``bits`` (an LLVM bitcast)."""
-    sig = types.float64(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return sig, codegen
-
-
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01   # high bits of ln 2 (k * _LN2_HI is exact for |k| < 2^11)
-_LN2_LO = 1.90821492927058770002e-10   # ln 2 - _LN2_HI
-_ROUND = 6755399441055744.0            # 1.5 * 2^52: (t + _ROUND) - _ROUND rounds t to an integer
-_X_MAX = 746.0                         # e^{-746} < 2^{-1075}: rounds to 0
-
-
-@njit(inline="always")
-def _exp_minus(x):
-    r""":math:`e^{-x}` for :math:`x \ge 0` (or NaN), branch-free so that loops over it vectorise.
-
-    :math:`x = k \ln 2 + r` with :math:`|r| \le \ln(2)/2` (Cody-Waite: :math:`k \ln 2` in two
-    parts), :math:`e^{-r}` by its degree-13 Taylor polynomial (truncation below
-    :math:`10^{-17}`), and :math:`2^{-k}` as the product of two powers of two built from their bit
-    patterns, so subnormal results round once. Within 1.2 ulp of :math:`e^{-x}` (tested against
-    extended precision); +inf gives 0, NaN gives NaN. A vectorised loop over it takes about 3 ns
-    per entry, libm's ``exp`` (a call LLVM cannot vectorise) about 6 ns.
-    """
-    xc = _X_MAX if x > _X_MAX else x          # NaN stays NaN
-    kf = (xc * _LOG2E + _ROUND) - _ROUND
-    kf = kf if kf <= 1100.0 else 0.0         # NaN -> 0: keeps the integer conversion defined
-    r = (kf * _LN2_HI - xc) + kf * _LN2_LO   # -(x - k ln 2)
-    # sum_{j<=13} r^j / j!: the small tail j >= 4 by Estrin's scheme (shorter dependency chains, 14%
-    # faster), the four leading terms by Horner's rule, which keeps the rounding error near 1 ulp.
-    r2 = r * r
-    r4 = r2 * r2
-    t01 = (1.0 / 24.0 + r * (1.0 / 120.0)) + r2 * (1.0 / 720.0 + r * (1.0 / 5040.0))
-    t23 = (1.0 / 40320.0 + r * (1.0 / 362880.0)) + r2 * (1.0 / 3628800.0 + r * (1.0 / 39916800.0))
-    t4 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0)
-    p = 1.0 / 6.0 + r * (t01 + r4 * (t23 + r4 * t4))
-    p = 0.5 + r * p
-    p = 1.0 + r * p
-    p = 1.0 + r * p
-    k = np.int64(kf)
-    k1 = k >> 1
-    return p * _bits_as_float((1023 - k1) << 52) * _bits_as_float((1023 - (k - k1)) << 52)
 
 
 # --------------------------------------------------------------------------- one block of rows
