@@ -112,7 +112,7 @@ def gemm_gflops():
 @functools.lru_cache(maxsize=None)
 def transcendental_ns():
     """Measured ns per scalar ``exp`` (numba/libm), per vectorised ``exp`` (NumPy's SIMD ``np.exp``),
-    per scalar ``log1p`` and per vectorised ``1/(1 + a f)``."""
+    per scalar ``log1p``, per vectorised ``log1p`` (``np.log1p``) and per vectorised ``1/(1 + a f)``."""
     a = np.random.default_rng(1).standard_normal(1_000_000)
     e = np.exp(a)
     out = np.empty(1 << 16)
@@ -121,6 +121,7 @@ def transcendental_ns():
     return dict(exp=best_time(lambda: _exp_sum(a), 5) / a.size * 1e9,
                 exp_vector=best_time(lambda: np.exp(a, out=buf), 5) / a.size * 1e9,
                 log1p=best_time(lambda: _log1p_sum(e), 5) / a.size * 1e9,
+                log1p_vector=best_time(lambda: np.log1p(e, out=buf), 5) / a.size * 1e9,
                 div=best_time(lambda: _div_pass(small, 1.5, out), 50) / out.size * 1e9)
 
 
@@ -150,8 +151,9 @@ def record_roofline(benchmark, nbytes, n_exp=0, n_log=0, n_div=0, n_flop=0, gath
         Further traffic from a small table re-read many times (e.g. a row of W per stored entry),
         at the read bandwidth of its own working set; added to the read bound.
     exp_kind : {"scalar", "vector"}
-        Rate of ``n_exp``: libm's scalar ``exp`` in a numba loop (kernels that call ``np.exp`` per
-        entry), or NumPy's vectorised ``np.exp`` (kernels with a vectorisable exp polynomial).
+        Rate of ``n_exp`` and ``n_log``: libm's scalar ``exp``/``log1p`` in a numba loop (kernels
+        that call them per entry), or NumPy's vectorised ``np.exp``/``np.log1p`` (kernels with
+        vectorisable polynomials, `fastcon._kernels._vecmath`).
     threads : int
         Threads the timed pass runs on (numba's, for the parallel kernels): both bounds are divided
         by it, i.e. perfect scaling of the one-core rates is assumed (an optimistic bound).
@@ -169,7 +171,9 @@ def record_roofline(benchmark, nbytes, n_exp=0, n_log=0, n_div=0, n_flop=0, gath
     bw = read_gbps(nbytes)
     rates = transcendental_ns()
     t_read = nbytes / (bw * 1e9) + sum(b / (read_gbps(ws) * 1e9) for b, ws in gathered)
-    t_comp = (n_exp * rates["exp" if exp_kind == "scalar" else "exp_vector"] + n_log * rates["log1p"] + n_div * rates["div"]) * 1e-9
+    scalar = exp_kind == "scalar"
+    t_comp = (n_exp * rates["exp" if scalar else "exp_vector"] + n_log * rates["log1p" if scalar else "log1p_vector"]
+              + n_div * rates["div"]) * 1e-9
     if n_flop:
         t_comp += n_flop / (gemm_gflops() * 1e9)
     t_read, t_comp = t_read / threads, t_comp / threads
@@ -196,8 +200,8 @@ def _roof_line(info):
     counts = [f"{info['roof_bytes'] / 1e6:.2f} MB"]
     if info.get("roof_gathered_bytes"):
         counts.append(f"{info['roof_gathered_bytes'] / 1e6:.1f} MB re-read from a cached table")
-    exp_name = "exp" if info.get("roof_exp_kind", "scalar") == "scalar" else "vectorised exp"
-    for key, name in (("roof_n_exp", exp_name), ("roof_n_log", "log1p"), ("roof_n_div", "divisions"),
+    vector = "" if info.get("roof_exp_kind", "scalar") == "scalar" else "vectorised "
+    for key, name in (("roof_n_exp", vector + "exp"), ("roof_n_log", vector + "log1p"), ("roof_n_div", "divisions"),
                       ("roof_n_flop", "GEMM flops")):
         if info.get(key):
             counts.append(f"{info[key]:,} {name}")
@@ -218,7 +222,8 @@ def summary_lines(benchmarks):
     if any("roof_pct" in b.extra_info for b in benchmarks):
         rates = transcendental_ns()
         lines.append(f"machine: DRAM read {dram_read_gbps():.1f} GB/s (400 MB, best of 5); scalar exp "
-                     f"{rates['exp']:.2f} ns (vectorised np.exp {rates['exp_vector']:.2f} ns), log1p {rates['log1p']:.2f} ns, vectorised 1/(1+af) "
+                     f"{rates['exp']:.2f} ns (vectorised np.exp {rates['exp_vector']:.2f} ns), log1p {rates['log1p']:.2f} ns "
+                     f"(vectorised {rates['log1p_vector']:.2f} ns), vectorised 1/(1+af) "
                      f"{rates['div']:.2f} ns (numba, no fastmath); one-thread GEMM {gemm_gflops():.1f} GFLOP/s")
     for group, roles in sorted(groups.items(), key=lambda kv: str(kv[0])):
         fast, ref = roles.get("fastcon"), roles.get("reference")
