@@ -179,6 +179,9 @@ def test_labels_to_dataset():
     np.testing.assert_array_equal(ds.label_values[ds.y], [3, 1, 2, 3])
     assert load_libsvm(b"0 1:1\n2\n1\n").y.tolist() == [0, 2, 1]  # already 0..C-1: kept
     assert load_libsvm(b"1 1:1\n1\n").task == "binary"
+    bits = load_libsvm(b"0 1:1\n1\n0\n")  # 0/1: binary, as Dataset reads it
+    assert bits.task == "binary" and bits.y.tolist() == [-1.0, 1.0, -1.0]
+    assert bits.label_values.tolist() == [0.0, 1.0]
     test = load_libsvm(b"9\n5\n", classes=[5, 7, 9])  # train/test share the mapping
     assert test.y.tolist() == [2, 0]
     with pytest.raises(ValueError, match="not among classes"):

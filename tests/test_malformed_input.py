@@ -255,3 +255,9 @@ def test_zero_one_labels_stay_multiclass_when_asked():
         Dataset(np.ones((3, 2)), [-1, 0, 1])
     with pytest.raises(ValueError, match=r"^y: binary labels must be -1/\+1, 0/1 or bool, found \[0\]"):
         Dataset(np.ones((3, 2)), [-1, 0, 1], task="binary")
+
+
+def test_complex_dense_input_is_rejected_not_cast():
+    y = np.array([1.0, -1.0])
+    with pytest.raises(ValueError, match="^X: values must be real numbers, got dtype complex128"):
+        Dataset(np.array([[1.0 + 2.0j, 0.0], [0.0, 1.0]]), y)

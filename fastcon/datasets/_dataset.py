@@ -175,6 +175,8 @@ def _as_design(X, copy=True):
     """Return X as canonical CSR float64 (sorted, no explicit duplicates) or dense C float64."""
     if sp.issparse(X):
         return _as_csr(X, copy)
+    if np.iscomplexobj(X):  # a cast would silently drop the imaginary parts
+        raise ValueError(f"X: values must be real numbers, got dtype {np.asarray(X).dtype}")
     try:
         X = np.array(X, dtype=np.float64, order="C", copy=True if copy else None)
     except (TypeError, ValueError) as exc:

@@ -188,12 +188,12 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
     Returns
     -------
     Dataset
-        Labels that are all -1 or +1 give a binary dataset (y float64). Other integer labels
-        give a multi-class dataset: kept as they are when they are exactly 0..C-1, else mapped to
+        Labels that are all -1 or +1, or exactly the two labels 0 and 1, give a binary dataset (y
+        float64 in {-1, +1}, 0 read as -1). Other integer labels give a multi-class dataset: kept as they are when they are exactly 0..C-1, else mapped to
         the position of the label in the sorted unique labels (or in ``classes``). The original
         value of each class id is in the attribute ``label_values`` (an array; for binary data
-        ``[-1., 1.]``), so ``dataset.label_values[dataset.y]`` gives back the file's labels. The
-        attribute is not carried by ``subset``/``split``.
+        ``[-1., 1.]`` or ``[0., 1.]``), so ``dataset.label_values[dataset.y]`` gives back a
+        multi-class file's labels; ``subset``/``split`` carry it.
 
     Raises
     ------
@@ -210,6 +210,11 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
     if classes is None and np.all(np.isin(values, (-1.0, 1.0))):
         ds = Dataset(X, y_raw, name=name, task="binary", copy=False)
         ds.label_values = np.array([-1.0, 1.0])
+        return ds
+    if classes is None and values.size == 2 and np.all(values == (0.0, 1.0)):
+        # 0/1 is the other usual binary encoding (scikit-learn's); read as Dataset reads it.
+        ds = Dataset(X, y_raw, name=name, task="binary", copy=False)
+        ds.label_values = np.array([0.0, 1.0])
         return ds
     if np.any(values != np.round(values)):
         raise ValueError(f"{name}: labels are not integers (e.g. {values[values != np.round(values)][0]!r}); "
