@@ -108,6 +108,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..solvers._validation import check_count
+
 NAME = "iqrc-mnpc"
 PAPER = ("Ma, Lin & Yang [MLY20], Quadratically regularized subgradient methods for weakly convex optimization "
          "with weakly convex constraints (ICML 2020, arXiv:1908.01871), Figure 1")
@@ -165,9 +167,7 @@ def _outer_iter(cfg, dataset) -> int:
         if dataset not in value:
             raise ValueError(f"outer_iter: no entry for dataset {dataset!r}")
         value = value[dataset]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"outer_iter: expected a positive integer, got {value!r}")
-    return int(value)
+    return check_count("outer_iter", value, 1)
 
 
 # ------------------------------------------------------------------------------ data and problem

@@ -211,9 +211,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     deterministic = variant == "deterministic"
     if q is None:
         q = 1 if deterministic else math.ceil(math.sqrt(max(n_f, n_g)))
-    q = int(q)
-    if q < 1:
-        raise ValueError(f"q: must be a positive integer, got {q}")
+    q = int(q)  # checked above (check_optional_count)
     s2 = n_g if (batch_size is None and deterministic) else (math.ceil(n_g / q) if batch_size is None else int(batch_size))
     bf = n_f if (objective_batch_size is None and deterministic) else (
         math.ceil(n_f / q) if objective_batch_size is None else int(objective_batch_size))
