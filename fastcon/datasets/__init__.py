@@ -1,5 +1,6 @@
 """Datasets: the `Dataset` container, LIBSVM I/O, the registry of named datasets, generators."""
 from ._dataset import Dataset
+from ._groups import GroupEncoding, encode_groups
 from ._libsvm_io import dump_libsvm, load_libsvm, read_libsvm
 from ._registry import ChecksumError, DatasetFileError, data_home, dataset_info, list_datasets, load
 from ._synthetic import make_fair_classification, make_multiclass, make_neyman_pearson
@@ -9,3 +10,4 @@ __all__ = [
     "data_home", "DatasetFileError", "ChecksumError", "make_fair_classification", "make_multiclass",
     "make_neyman_pearson",
 ]
+__all__ += ["encode_groups", "GroupEncoding"]

@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._dataset import Dataset, check_sparse_structure
+from ._groups import encode_groups
 from ._libsvm import parse as _parse
 
 __all__ = ["load_libsvm", "read_libsvm", "dump_libsvm"]
@@ -167,7 +168,8 @@ def read_libsvm(source, n_features=None, zero_based="auto", dtype=np.float64):
     return X, _trim(labels, n_rows)
 
 
-def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name=None, classes=None):
+def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name=None, classes=None,
+                group_feature=None, drop_group_feature=False):
     """Load a LIBSVM/svmlight file as a validated :class:`Dataset`.
 
     Parameters
@@ -184,6 +186,16 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
     classes : sequence of float, optional
         Multi-class only: the original label values in class-id order (e.g. the training set's
         ``label_values``), so that a test file missing a class maps the same way.
+    group_feature : int, optional
+        Column of ``X`` (0-based, after the one-based file indices are shifted: file index ``j + 1``
+        in a one-based file) whose values are the sensitive groups: each distinct value is a group
+        (0 where the row does not store the column), numbered in increasing order of the value,
+        with the values' text as ``group_names`` (``"0"``, ``"1"``, ``"2.5"``). The column stays a
+        feature unless ``drop_group_feature``. Meant for indicator or small categorical columns
+        (e.g. a9a's sex indicator); every distinct value of a continuous column would be a group.
+    drop_group_feature : bool, default False
+        Remove the group column from ``X`` (the columns after it shift left by one), so a model
+        cannot use the sensitive attribute directly.
 
     Returns
     -------
@@ -199,21 +211,23 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
     ------
     ValueError
         On malformed input (``"<file> line <n>: ..."``), non-integer labels (use
-        :func:`read_libsvm` for regression targets), or labels missing from ``classes``.
+        :func:`read_libsvm` for regression targets), labels missing from ``classes``, or a
+        ``group_feature`` that is not a column index of ``X``.
     """
     if np.dtype(dtype) != np.float64:
         raise ValueError(f"dtype: Dataset stores float64, got {np.dtype(dtype)}; use read_libsvm for other dtypes")
     X, y_raw = read_libsvm(path, n_features=n_features, zero_based=zero_based)
     if name is None:
         name = os.path.basename(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else ""
+    X, groups = _group_column(X, group_feature, drop_group_feature)
     values = np.unique(y_raw)
     if classes is None and np.all(np.isin(values, (-1.0, 1.0))):
-        ds = Dataset(X, y_raw, name=name, task="binary", copy=False)
+        ds = Dataset(X, y_raw, name=name, task="binary", copy=False, **groups)
         ds.label_values = np.array([-1.0, 1.0])
         return ds
     if classes is None and values.size == 2 and np.all(values == (0.0, 1.0)):
         # 0/1 is the other usual binary encoding (scikit-learn's); read as Dataset reads it.
-        ds = Dataset(X, y_raw, name=name, task="binary", copy=False)
+        ds = Dataset(X, y_raw, name=name, task="binary", copy=False, **groups)
         ds.label_values = np.array([0.0, 1.0])
         return ds
     if np.any(values != np.round(values)):
@@ -231,9 +245,40 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
         label_values = values
     order = np.argsort(label_values, kind="stable")
     y = order[np.searchsorted(label_values[order], y_raw)]
-    ds = Dataset(X, y.astype(np.int64), name=name, task="multiclass", copy=False)
+    ds = Dataset(X, y.astype(np.int64), name=name, task="multiclass", copy=False, **groups)
     ds.label_values = label_values
     return ds
+
+
+def _group_column(X, group_feature, drop):
+    """``(X, {"groups": ids, "group_names": names})`` from column ``group_feature`` of the CSR ``X``.
+
+    Without ``group_feature``: ``(X, {})``. With ``drop``, the column is cut out in one O(nnz) pass
+    over the CSR arrays (indices stay sorted, so the result is still canonical).
+    """
+    if group_feature is None:
+        if drop:
+            raise ValueError("drop_group_feature: True needs a group_feature")
+        return X, {}
+    if isinstance(group_feature, (bool, np.bool_)) or not isinstance(group_feature, (int, np.integer)):
+        raise TypeError(f"group_feature: expected a column index (int), got {type(group_feature).__name__}")
+    j, d = int(group_feature), X.shape[1]
+    if not 0 <= j < d:
+        raise ValueError(f"group_feature: column {j} out of range [0, {d}) (0-based column of X)")
+    column = np.asarray(X[:, [j]].todense()).ravel()  # absent entries read as 0
+    if column.size:
+        enc = encode_groups(column)
+        codes, names = enc.codes, _format_numbers(np.asarray(enc.labels, dtype=np.float64))
+    else:  # a file without rows: no groups, like its empty X
+        codes, names = np.zeros(0, dtype=np.int64), []
+    if drop:
+        keep = X.indices != j
+        kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+        indices = X.indices[keep]
+        indices[indices > j] -= 1
+        indptr = kept_before[X.indptr].astype(X.indptr.dtype)
+        X = sp.csr_matrix((X.data[keep], indices, indptr), shape=(X.shape[0], d - 1), copy=False)
+    return X, {"groups": codes, "group_names": names}
 
 
 def _format_numbers(values):

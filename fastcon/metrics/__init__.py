@@ -1,7 +1,16 @@
 """Evaluation metrics (pure functions of scores, groups and labels) and optimality certificates
 on a problem and a point."""
 from ._fairness import accuracy, demographic_parity_gap, roc_gap, smoothed_roc_gap
+from ._group_metrics import (
+    GroupRates, equal_opportunity_gap, equalized_odds_gap, false_positive_rate_gap, group_rates, wasserstein_gap,
+)
+from ._neyman_pearson import (
+    np_umbrella_min_samples, np_umbrella_rank, np_umbrella_threshold, type_one_error, type_two_error,
+)
 from ._stationarity import constraint_violation, kkt_residual, near_stationarity, preserved_counters
 
 __all__ = ["roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy", "near_stationarity",
            "kkt_residual", "constraint_violation", "preserved_counters"]
+__all__ += ["GroupRates", "group_rates", "equal_opportunity_gap", "false_positive_rate_gap", "equalized_odds_gap",
+            "wasserstein_gap", "np_umbrella_threshold", "np_umbrella_rank", "np_umbrella_min_samples",
+            "type_one_error", "type_two_error"]

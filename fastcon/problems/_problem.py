@@ -92,6 +92,23 @@ class ConstrainedProblem:
         _, i = self.g(x)
         return self.constraints[i].value_and_subgradient(x, out), i
 
+    def lagrangian(self, x, multipliers_of, out):
+        r"""``(f(x), g(x))`` (g: every constraint's value); writes :math:`\nabla f + \sum_j \lambda_j \nabla g_j` into ``out``.
+
+        ``multipliers_of`` maps the constraint values to the weights :math:`\lambda \ge 0` (an
+        augmented Lagrangian's weights depend on them). This generic version costs one pass per
+        constraint with a non-zero weight on top of the values; problems on shared scores override
+        it with a fused pass (`fastcon.problems.LinearModelProblem`).
+        """
+        f = self.f_and_subgradient(x, out)
+        g = self.constraint_values(x)
+        lam = np.asarray(multipliers_of(g), dtype=np.float64)
+        for c, weight in zip(self.constraints, lam):
+            if weight != 0.0:
+                c.value_and_subgradient(x, self._work)
+                out += weight * self._work
+        return f, g
+
     def max_violation(self, x) -> float:
         """:math:`\\max(0, g(x))`."""
         return max(0.0, self.g(x)[0])

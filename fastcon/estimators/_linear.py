@@ -1,0 +1,68 @@
+"""The linear binary classifier every constrained estimator fits: prediction, probabilities, tags."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ._input import check_features
+
+__all__ = ["LinearConstrainedClassifier"]
+
+
+class LinearConstrainedClassifier(ClassifierMixin, BaseEstimator):
+    """Shared prediction side of the binary estimators: :math:`s(x) = w^\\top x + b`, class ``classes_[1]`` iff :math:`s > 0`.
+
+    Subclasses set ``coef_`` (shape (1, n_features)), ``intercept_`` (shape (1,)) and
+    ``classes_`` in ``fit``.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def decision_function(self, X):
+        """Scores :math:`w^\\top x + b` of shape (n,); positive means ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense, CSR (kept sparse) or a pandas DataFrame with the training columns.
+        """
+        check_is_fitted(self, "coef_")
+        X = self._features_for_predict(X)
+        return np.asarray(safe_sparse_dot(X, self.coef_[0], dense_output=True)).ravel() + self.intercept_[0]
+
+    def _features_for_predict(self, X):
+        return check_features(self, X, reset=False)
+
+    def predict(self, X):
+        """Class labels (``classes_[1]`` where the score is positive); deterministic."""
+        scores = self.decision_function(X)
+        return self.classes_[(scores > 0).astype(np.int64)]
+
+    def _has_proba(self):
+        if getattr(self, "loss", "logistic") != "logistic":
+            raise AttributeError(f"predict_proba: available for loss='logistic' only, not {self.loss!r} "
+                                 "(a hinge score is not a log-odds)")
+        return True
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities :math:`(1 - \\sigma(s), \\sigma(s))` of the logistic model, shape (n, 2).
+
+        Available for ``loss="logistic"`` only (``hasattr`` says so).
+        """
+        p = expit(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of `predict_proba`, computed without underflow."""
+        s = self.decision_function(X)
+        return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])

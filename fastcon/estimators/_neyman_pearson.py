@@ -1,0 +1,199 @@
+r"""`NeymanPearsonClassifier`: bound the error on one class, minimise it on the other, scikit-learn style."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..metrics import np_umbrella_threshold, type_one_error
+from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
+from ..problems._score_constraints import rate_bound_constraint
+from ._fair import _check_weight, _labels_to_01
+from ._input import check_binary_target, fit_dataset
+from ._linear import LinearConstrainedClassifier
+from ._report import ConstraintReport
+from ._solve import choose_solver, solve_linear
+
+__all__ = ["NeymanPearsonClassifier"]
+
+
+class NeymanPearsonClassifier(LinearConstrainedClassifier):
+    r"""Neyman–Pearson linear classifier: type-I error at most ``alpha`` (with probability 1 - ``delta``).
+
+    The *constrained* class (``constrained_class``, default ``classes_[0]``, the class 0 of
+    Tong, Feng & Li, "Neyman-Pearson classification algorithms and NP receiver operating
+    characteristics", Science Advances 2018) is the one whose misclassification, the type-I error,
+    must stay below ``alpha``. The fit has two steps:
+
+    1. **Scores.** The Neyman–Pearson problem of Lin & Deng and of Liu & Xu (see
+       docs/references.md: [LD23], [LX25]) with a smooth surrogate,
+
+       .. math::
+
+           \min_{w, b}\ \frac1{n_1}\sum_{y_i \ne c_0}\phi(s_i) + \frac{\text{ridge}}2\|w\|^2
+           \quad\text{s.t.}\quad \frac1{n_0}\sum_{y_i = c_0}\sigma(s_i/\tau) \le \alpha,
+
+       :math:`s_i = w^\top x_i + b` (the smoothed type-I error bounded, the surrogate type-II error
+       minimised), solved by the augmented Lagrangian method (hinge loss: switching subgradient).
+    2. **Threshold.** The intercept is shifted so that the *hard* type-I error is controlled:
+       with ``delta=None``, on the training rows of the constrained class (the
+       :math:`\lceil(1-\alpha)n_0\rceil`-th smallest score: at most :math:`\alpha n_0` of them are
+       above it); with ``delta``, by the umbrella order-statistic rule of Tong, Feng & Li on a held-out
+       ``calibration_fraction`` of the constrained class, which guarantees
+       :math:`P(\text{type-I error} > \alpha) \le \delta` over the draw of the data
+       (`fastcon.metrics.np_umbrella_threshold`).
+
+    Parameters
+    ----------
+    alpha : float
+        Bound on the type-I error, in (0, 1).
+    delta : float, optional
+        Violation probability of the umbrella guarantee, in (0, 1); None thresholds on the training rows.
+    constrained_class : label, optional
+        The class whose error is bounded; default ``classes_[0]``.
+    loss : {"logistic", "hinge"}
+    ridge : float
+        L2 penalty on :math:`w`.
+    fit_intercept : bool
+        The threshold step shifts the intercept; without an intercept the threshold is stored in
+        ``threshold_`` and ``intercept_`` holds its negative.
+    solver : {"auto", "augmented_lagrangian", "switching_subgradient"}
+        As in `FairClassifier`.
+    max_iter : int, optional
+    smoothing : float
+        :math:`\tau` of the smoothed type-I error.
+    calibration_fraction : float
+        With ``delta``: the fraction of the constrained class held out for the threshold.
+    random_state : int, optional
+        Seed of the calibration split.
+    verbose : bool
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_
+        As in scikit-learn's linear classifiers (``predict`` gives ``classes_[1]`` where the score is
+        positive; the constrained class's scores are the negated ones when it is ``classes_[1]``).
+    threshold_ : float
+        The shift applied to the fitted scores.
+    solve_result_ : fastcon.SolveResult
+    fit_type_one_error_ : float
+        Type-I error on the rows the threshold was set on.
+    """
+
+    def __init__(self, alpha=0.05, delta=None, *, constrained_class=None, loss="logistic", ridge=1e-4,
+                 fit_intercept=True, solver="auto", max_iter=None, smoothing=0.5, calibration_fraction=0.5,
+                 random_state=None, verbose=False):
+        self.alpha = alpha
+        self.delta = delta
+        self.constrained_class = constrained_class
+        self.loss = loss
+        self.ridge = ridge
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.max_iter = max_iter
+        self.smoothing = smoothing
+        self.calibration_fraction = calibration_fraction
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self):
+        for name, value in (("alpha", self.alpha), ("delta", self.delta),
+                            ("calibration_fraction", self.calibration_fraction)):
+            if name == "delta" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not 0.0 < value < 1.0:
+                raise ValueError(f"{name}: must be a number in (0, 1), got {value!r}")
+        if self.loss not in ("logistic", "hinge"):
+            raise ValueError(f"loss: expected 'logistic' or 'hinge', got {self.loss!r}")
+        if isinstance(self.smoothing, bool) or not (np.isfinite(self.smoothing) and self.smoothing > 0):
+            raise ValueError(f"smoothing: must be a positive finite number, got {self.smoothing!r}")
+        if isinstance(self.ridge, bool) or not (np.isfinite(self.ridge) and self.ridge >= 0):
+            raise ValueError(f"ridge: must be a finite number >= 0, got {self.ridge!r}")
+        return choose_solver(self.solver, self.loss, "neyman_pearson")
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit scores under the smoothed type-I bound, then set the threshold (class docstring).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Two classes of any type.
+        sample_weight : array-like of shape (n_samples,), optional
+            Weights of the type-II loss.
+        """
+        solver = self._check_params()
+        X, y_index, self.classes_ = check_binary_target(self, X, y)
+        n = X.shape[0]
+        weight = np.ones(n) if sample_weight is None else _check_weight(sample_weight, n)
+        if self.constrained_class is None:
+            constrained = 0
+        else:
+            hits = np.flatnonzero(self.classes_ == self.constrained_class)
+            if hits.size == 0:
+                raise ValueError(f"constrained_class: {self.constrained_class!r} is not a class of y "
+                                 f"({self.classes_.tolist()})")
+            constrained = int(hits[0])
+        # internally the constrained class is "0" and a positive score predicts the other class
+        sign = 1.0 if constrained == 0 else -1.0
+        y01 = (y_index != constrained).astype(np.int64)
+        rows0 = np.flatnonzero(y01 == 0)
+        calibration_rows = None
+        if self.delta is not None:
+            rng = np.random.default_rng(self.random_state)
+            shuffled = rng.permutation(rows0)
+            k = int(round(self.calibration_fraction * rows0.size))
+            calibration_rows = np.sort(shuffled[:k])
+            np_umbrella_threshold(np.zeros(k), float(self.alpha), float(self.delta))   # enough rows?
+            keep = np.ones(n, dtype=bool)
+            keep[calibration_rows] = False
+            fit_rows = np.flatnonzero(keep)
+        else:
+            fit_rows = np.arange(n)
+        X_fit, y_fit = X[fit_rows], y01[fit_rows]
+        if not np.any(y_fit == 0) or not np.any(y_fit == 1):
+            raise ValueError("y: both classes need training rows (after the calibration hold-out)")
+        dataset = fit_dataset(X_fit, y_fit)
+        scores = LinearScores(dataset, self.fit_intercept)
+        objective = LinearLoss(scores, dataset.y, weight[fit_rows] * (y_fit == 1), self.loss, float(self.ridge))
+        block = rate_bound_constraint(scores, np.flatnonzero(y_fit == 0), float(self.alpha),
+                                      smoothing=float(self.smoothing), name="smoothed type-I error")
+        problem = LinearModelProblem(objective, [block], name="NeymanPearsonClassifier")
+        result = solve_linear(problem, solver, np.zeros(scores.n_features), None, self.max_iter, self.verbose)
+        x = result.x
+        d = X.shape[1]
+        w, b = x[:d], (x[d] if self.fit_intercept else 0.0)
+
+        if calibration_rows is None:
+            s0 = np.asarray(X_fit[y_fit == 0] @ w).ravel() + b
+            k = int(np.ceil((1.0 - float(self.alpha)) * s0.size - 1e-9))
+            threshold = float(np.sort(s0)[max(k, 1) - 1])
+        else:
+            s0 = np.asarray(X[calibration_rows] @ w).ravel() + b
+            threshold = float(np_umbrella_threshold(s0, float(self.alpha), float(self.delta)))
+        self.threshold_ = threshold
+        self.coef_ = (sign * w).reshape(1, -1)
+        self.intercept_ = np.array([sign * (b - threshold)])
+        self.solve_result_ = result
+        self.n_iter_ = result.n_iter
+        self.fit_type_one_error_ = float(np.mean(s0 > threshold))
+        return self
+
+    def constraint_report(self, X, y):
+        """Type-I error on (X, y) against ``alpha``, both class errors, and the solver's status.
+
+        Returns
+        -------
+        ConstraintReport
+            ``per_group`` holds each class's error rate.
+        """
+        y = np.asarray(y)
+        _labels_to_01(y, self.classes_)
+        y_pred = self.predict(X)
+        constrained = self.classes_[0] if self.constrained_class is None else self.constrained_class
+        value = type_one_error(y_pred == constrained, y == constrained, True)
+        per_class = {c: {"n": int(np.sum(y == c)), "error": float(np.mean(y_pred[y == c] != c))
+                         if np.any(y == c) else float("nan")} for c in self.classes_.tolist()}
+        result = self.solve_result_
+        certificate = {k: result.info[k] for k in ("kkt_stationarity", "complementarity") if k in result.info}
+        return ConstraintReport("type_one_error", float(self.alpha), float(value), bool(value <= self.alpha),
+                                per_class, result.status, result.message, certificate,
+                                fit_value=self.fit_type_one_error_)

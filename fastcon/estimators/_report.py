@@ -1,0 +1,98 @@
+"""`ConstraintReport`: does the constraint hold on these data? The bound, the hard value, per-group rates, the solve."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import metrics
+
+__all__ = ["ConstraintReport", "fairness_gap"]
+
+
+_RATE_OF = {"demographic_parity": ("selection_rate",), "equal_opportunity": ("true_positive_rate",),
+            "false_positive_parity": ("false_positive_rate",),
+            "equalized_odds": ("true_positive_rate", "false_positive_rate")}
+
+
+def fairness_gap(constraint, scores, y01, codes) -> float:
+    """The hard gap of a named constraint (`fastcon.metrics`; prediction: score > 0), worst pair of groups."""
+    if constraint in _RATE_OF:
+        rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01)
+        return max(rates.gap(rate) for rate in _RATE_OF[constraint])
+    if constraint == "wasserstein":
+        return metrics.wasserstein_gap(scores, codes)
+    if constraint == "roc":
+        n_groups = int(codes.max()) + 1
+        gaps = [metrics.roc_gap(scores[(codes == a) | (codes == b)], codes[(codes == a) | (codes == b)])
+                for a in range(n_groups) for b in range(a + 1, n_groups)]
+        return float(max(gaps))
+    raise ValueError(f"constraint: unknown {constraint!r}")
+
+
+@dataclass
+class ConstraintReport:
+    """What a fitted constrained estimator promises and what it achieves on given data.
+
+    Attributes
+    ----------
+    constraint : str
+        The constraint's name.
+    bound : float
+        The requested tolerance on the hard metric.
+    value : float
+        The hard metric on the data given to ``constraint_report``.
+    satisfied : bool
+        ``value <= bound``.
+    per_group : dict
+        Group label -> dict of rates (``n``, ``selection_rate``, ``true_positive_rate``,
+        ``false_positive_rate``; NaN where a group has no rows of a label).
+    solver_status : str
+        Status of the solve behind the model; ``solver_message`` explains it.
+    certificate : dict
+        The solver's certificate (KKT residuals and multipliers for the augmented Lagrangian).
+    fit_value : float
+        The hard metric where calibration measured it (training or validation rows).
+    """
+    constraint: str
+    bound: float
+    value: float
+    satisfied: bool
+    per_group: dict = field(default_factory=dict)
+    solver_status: str = ""
+    solver_message: str = ""
+    certificate: dict = field(default_factory=dict)
+    fit_value: float = float("nan")
+
+    @classmethod
+    def for_fairness(cls, estimator, scores, y01, codes):
+        value = fairness_gap(estimator.constraint, scores, y01, codes)
+        rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01)
+        present = {int(k) for k in np.unique(codes)}
+        per_group = {}
+        for k, label in enumerate(estimator.groups_):
+            if k not in present:
+                continue
+            r = rates.labels.index(k)
+            per_group[label] = {"n": int(rates.counts[r]), "selection_rate": float(rates.selection_rate[r]),
+                                "true_positive_rate": float(rates.true_positive_rate[r]),
+                                "false_positive_rate": float(rates.false_positive_rate[r])}
+        return cls(estimator.constraint, float(estimator.tolerance), float(value), bool(value <= estimator.tolerance),
+                   per_group, *_solve_summary(estimator), fit_value=float(estimator.fit_gap_))
+
+    def __str__(self):
+        lines = [f"{self.constraint}: {self.value:.4g} (bound {self.bound:.4g}) -> "
+                 f"{'satisfied' if self.satisfied else 'VIOLATED'}; fit: {self.fit_value:.4g}; solver: {self.solver_status}"]
+        for label, rates in self.per_group.items():
+            lines.append(f"  {label!r}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                                                     for k, v in rates.items()))
+        return "\n".join(lines)
+
+
+def _solve_summary(estimator):
+    result = estimator.solve_result_
+    certificate = {k: result.info[k] for k in ("kkt_stationarity", "complementarity") if k in result.info}
+    certificate["max_violation"] = result.max_violation
+    if result.multipliers is not None:
+        certificate["multipliers"] = result.multipliers.tolist()
+    return result.status, result.message, certificate

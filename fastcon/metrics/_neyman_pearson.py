@@ -1,0 +1,205 @@
+r"""Neyman-Pearson classification: type-I / type-II errors and the umbrella threshold.
+
+In Neyman-Pearson (NP) classification one class, the *constrained* class (class 0 in Tong, Feng &
+Li [TFL18]; label -1 in `fastcon.problems.neyman_pearson`), must be misclassified with probability
+at most :math:`\alpha` (the type-I error), and the other class's error (type II) is minimised.
+
+The umbrella algorithm of [TFL18] turns any scoring function into a classifier with a
+high-probability type-I guarantee: on :math:`n` held-out scores :math:`s_1, \dots, s_n` of the
+constrained class, not used to fit the scores, sorted :math:`s_{(1)} \le \dots \le s_{(n)}`, it
+predicts the other class iff :math:`s > s_{(k)}` with the smallest rank :math:`k` such that
+
+.. math::
+
+    v(k) = \sum_{j=k}^{n} \binom{n}{j} (1-\alpha)^j \alpha^{n-j} \le \delta,
+
+and then :math:`P(R_0 > \alpha) \le \delta`, :math:`R_0` being the type-I error of the resulting
+classifier and the probability being over the held-out sample. This is a pure function of scores,
+hence its place among the metrics (the estimators call it after fitting the scores).
+
+Why the rule holds, for *any* score distribution (ties included, as long as the prediction is the
+strict :math:`s > t`): let :math:`G(x) = P(S > x)` for a constrained-class score :math:`S` and
+:math:`q = \inf\{x : G(x) \le \alpha\}`. :math:`G` is right-continuous, so :math:`R_0 = G(s_{(k)})
+> \alpha` iff :math:`s_{(k)} < q`, i.e. iff at least :math:`k` held-out scores lie below
+:math:`q`; each does independently with probability :math:`P(S < q) \le 1 - \alpha`, so this has
+probability at most :math:`P(\mathrm{Bin}(n, 1-\alpha) \ge k) = v(k) \le \delta`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import binom
+
+__all__ = ["np_umbrella_rank", "np_umbrella_threshold", "np_umbrella_min_samples", "type_one_error",
+           "type_two_error"]
+
+
+def _level(value, field):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{field}: expected a number in (0, 1), got {type(value).__name__}")
+    value = float(value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{field}: expected a number in (0, 1), got {value}")
+    return value
+
+
+def np_umbrella_min_samples(alpha, delta) -> int:
+    r"""Smallest held-out size :math:`n` for which the umbrella rule exists.
+
+    The largest rank :math:`k = n` has :math:`v(n) = (1-\alpha)^n`, so
+    :math:`n_{\min} = \lceil \log\delta / \log(1-\alpha) \rceil` (59 for
+    :math:`\alpha = \delta = 0.05`).
+    """
+    alpha, delta = _level(alpha, "alpha"), _level(delta, "delta")
+    n = max(1, math.ceil(math.log(delta) / math.log1p(-alpha)))
+    # The ratio may round across an integer: settle on (1-alpha)^n <= delta with binom.sf itself,
+    # the quantity np_umbrella_rank compares.
+    while n > 1 and binom.sf(n - 2, n - 1, 1.0 - alpha) <= delta:
+        n -= 1
+    while binom.sf(n - 1, n, 1.0 - alpha) > delta:
+        n += 1
+    return n
+
+
+def np_umbrella_rank(n, alpha, delta) -> int:
+    r"""1-based rank :math:`k` of the umbrella threshold among :math:`n` held-out scores.
+
+    The smallest :math:`k` with :math:`v(k) = P(\mathrm{Bin}(n, 1-\alpha) \ge k) \le \delta`
+    (module docstring), found by bisection on :math:`k` (:math:`v` decreases in :math:`k`), each
+    :math:`v(k)` computed by ``scipy.stats.binom.sf(k - 1, n, 1 - alpha)``, which is accurate
+    in relative terms even where :math:`v(k)` underflows a direct sum of terms.
+
+    Parameters
+    ----------
+    n : int
+        Number of held-out scores of the constrained class.
+    alpha : float in (0, 1)
+        Type-I error bound.
+    delta : float in (0, 1)
+        Allowed probability that the type-I error exceeds ``alpha``.
+
+    Returns
+    -------
+    int in [1, n]
+
+    Raises
+    ------
+    ValueError
+        ``"n: ..."`` when :math:`(1-\alpha)^n > \delta` (no rank works), with the smallest valid n.
+    """
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n: expected an integer, got {type(n).__name__}")
+    n = int(n)
+    alpha, delta = _level(alpha, "alpha"), _level(delta, "delta")
+    p = 1.0 - alpha
+    if n < 1 or binom.sf(n - 1, n, p) > delta:
+        raise ValueError(f"n: {n} held-out samples of the constrained class are too few for alpha={alpha:g}, "
+                         f"delta={delta:g}: even the largest score leaves P(type-I error > alpha) = "
+                         f"(1 - alpha)^n > delta; the umbrella rule needs n >= "
+                         f"{np_umbrella_min_samples(alpha, delta)}")
+    lo, hi = 1, n  # invariant: v(hi) <= delta; v(k) > delta for every k < lo
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if binom.sf(mid - 1, n, p) <= delta:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def np_umbrella_threshold(scores_constrained, alpha, delta) -> float:
+    r"""Umbrella threshold of Tong, Feng & Li [TFL18]: a high-probability type-I error bound.
+
+    Predicting the other class iff :math:`s > t` with :math:`t = s_{(k)}`,
+    :math:`k` = :func:`np_umbrella_rank` (n, alpha, delta), gives a type-I error above
+    :math:`\alpha` with probability at most :math:`\delta` over the held-out sample (module
+    docstring; any score distribution, ties included).
+
+    Parameters
+    ----------
+    scores_constrained : array-like of shape (n,)
+        Scores of :math:`n` held-out samples of the constrained class (higher score = predicted as
+        the other class), independent of the data that fitted the scoring function.
+    alpha : float in (0, 1)
+        Type-I error bound.
+    delta : float in (0, 1)
+        Violation probability.
+
+    Returns
+    -------
+    float
+        The :math:`k`-th smallest score. Use the strict rule ``score > threshold``.
+
+    Raises
+    ------
+    ValueError
+        ``"scores_constrained: ..."`` for non-finite or non 1-D scores, or ``n`` below
+        :func:`np_umbrella_min_samples` (the message names n and the smallest valid n).
+    """
+    s = np.asarray(scores_constrained, dtype=np.float64)
+    if s.ndim != 1:
+        raise ValueError(f"scores_constrained: expected a 1-D array, got shape {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("scores_constrained: contains NaN or inf")
+    try:
+        k = np_umbrella_rank(s.shape[0], alpha, delta)
+    except ValueError as exc:
+        if str(exc).startswith("n:"):
+            raise ValueError("scores_constrained: " + str(exc)) from None
+        raise
+    return float(np.partition(s, k - 1)[k - 1])
+
+
+def _labels(y_pred, y_true):
+    y_pred, y_true = np.asarray(y_pred), np.asarray(y_true)
+    if y_true.ndim != 1:
+        raise ValueError(f"y_true: expected a 1-D array, got shape {y_true.shape}")
+    if y_pred.shape != y_true.shape:
+        raise ValueError(f"y_pred: expected shape {y_true.shape} (as y_true), got {y_pred.shape}")
+    return y_pred, y_true
+
+
+def type_one_error(y_pred, y_true, constrained_class) -> float:
+    r"""Type-I error :math:`P(\hat y \ne c \mid y = c)` of the constrained class :math:`c`.
+
+    Parameters
+    ----------
+    y_pred, y_true : array-like of shape (n,)
+        Predicted and true labels, in one encoding (compared with ``==``).
+    constrained_class
+        The label :math:`c` whose misclassification is bounded (class 0 of [TFL18]).
+
+    Raises
+    ------
+    ValueError
+        ``"constrained_class: ..."`` when no sample has that label.
+    """
+    y_pred, y_true = _labels(y_pred, y_true)
+    mask = y_true == constrained_class
+    if not np.any(mask):
+        raise ValueError(f"constrained_class: no sample of y_true has the label {constrained_class!r}")
+    return float(np.mean(y_pred[mask] != constrained_class))
+
+
+def type_two_error(y_pred, y_true, constrained_class) -> float:
+    r"""Type-II error :math:`P(\hat y = c \mid y \ne c)`: the other class predicted as :math:`c`.
+
+    Parameters
+    ----------
+    y_pred, y_true : array-like of shape (n,)
+        Predicted and true labels, in one encoding (compared with ``==``).
+    constrained_class
+        The label :math:`c` of the constrained class.
+
+    Raises
+    ------
+    ValueError
+        ``"y_true: ..."`` when every sample has the label ``constrained_class``.
+    """
+    y_pred, y_true = _labels(y_pred, y_true)
+    mask = y_true != constrained_class
+    if not np.any(mask):
+        raise ValueError(f"y_true: every sample has the constrained label {constrained_class!r}; the type-II "
+                         "error needs samples of the other class")
+    return float(np.mean(y_pred[mask] == constrained_class))

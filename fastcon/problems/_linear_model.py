@@ -1,0 +1,239 @@
+r"""Linear models in score space: one product :math:`z = Xw + b` shared by the loss and every constraint.
+
+A linear classifier's loss and its fairness or Neyman–Pearson constraints all depend on the data
+through the scores :math:`z = Xw + b` only. `LinearScores` computes :math:`z` once per point (and
+caches it for the last point), `LinearLoss` is the regularised margin loss
+
+.. math::
+
+    f(w, b) = \sum_i c_i\,\phi(y_i z_i) + \frac{\lambda}{2}\|w\|^2,\qquad \textstyle\sum_i c_i = 1,
+
+and the constraint blocks of `fastcon.problems._score_constraints` read the same :math:`z`.
+`LinearModelProblem` is a `ConstrainedProblem` whose :meth:`~LinearModelProblem.lagrangian`
+fuses everything: one :math:`Xw`, the row kernels, one :math:`X^\top v` for the gradient of
+:math:`f + \sum_j \lambda_j g_j`, whatever the number of constraints. Groups are index arrays into
+the one design matrix: no part of the data is copied per group.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._kernels._group_rates import weighted_margin_loss
+from .._kernels._losses import LOSS_CODES
+from ._design import DesignMatrix
+from ._problem import ConstrainedProblem
+from ._validation import check_out, check_x
+
+__all__ = ["LinearScores", "LinearLoss", "LinearModelProblem"]
+
+
+class LinearScores:
+    r"""Scores :math:`z = Xw + b` of a dataset at :math:`x = (w, b)`, cached for the last point.
+
+    Parameters
+    ----------
+    dataset : fastcon.Dataset
+        Its X (dense or CSR, kept as stored).
+    fit_intercept : bool
+        With an intercept :math:`x = (w, b)` has ``n_features + 1`` entries, else :math:`x = w`.
+
+    Attributes
+    ----------
+    n_samples, n_features : int
+        Rows of X and entries of :math:`x`.
+    rows_read : int
+        Rows read by :math:`Xw` and :math:`X^\top v` products.
+    """
+
+    def __init__(self, dataset, fit_intercept=True):
+        self.design = DesignMatrix(dataset)
+        self.n_samples = int(self.design.n_rows)
+        self.n_weights = int(self.design.n_features)
+        self.fit_intercept = bool(fit_intercept)
+        self.n_features = self.n_weights + int(self.fit_intercept)
+        self._x = np.full(self.n_features, np.nan)
+        self._z = np.empty(self.n_samples)
+        self.rows_read = 0
+
+    def scores(self, x) -> np.ndarray:
+        """:math:`z` at ``x`` (read-only view of the cache; recomputed only when ``x`` changed)."""
+        if not np.array_equal(x, self._x):
+            self.design.matvec(x[:self.n_weights], self._z)
+            if self.fit_intercept:
+                self._z += x[self.n_weights]
+            self._x[:] = x
+            self.rows_read += self.n_samples
+        return self._z
+
+    def backprop(self, v, out):
+        r"""``out = (X^T v, sum v)`` (or ``X^T v`` without intercept): the gradient in :math:`x` of a function of :math:`z`."""
+        out[:self.n_weights] = 0.0
+        self.design.rmatvec(v, out[:self.n_weights])
+        if self.fit_intercept:
+            out[self.n_weights] = v.sum()
+        self.rows_read += self.n_samples
+        return out
+
+
+class LinearLoss:
+    r"""Weighted mean margin loss plus a ridge on :math:`w` (not on the intercept), on `LinearScores`.
+
+    Parameters
+    ----------
+    scores : LinearScores
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    weight : ndarray of shape (n,)
+        Row weights :math:`c_i \ge 0` (0 leaves a row out of the loss), normalised here to sum to 1.
+    loss : {"logistic", "hinge", "squared_hinge", "sigmoid"}
+    alpha : float
+        Ridge :math:`\lambda \ge 0`.
+    """
+
+    def __init__(self, scores, y, weight, loss="logistic", alpha=0.0):
+        if loss not in LOSS_CODES:
+            raise ValueError(f"loss: expected one of {sorted(LOSS_CODES)}, got {loss!r}")
+        self.scores = scores
+        self.loss = loss
+        self._code = LOSS_CODES[loss]
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        weight = np.asarray(weight, dtype=np.float64)
+        total = weight.sum()
+        if not total > 0:
+            raise ValueError("weight: the loss needs at least one row with a positive weight")
+        self.weight = np.ascontiguousarray(weight / total)
+        self.alpha = float(alpha)
+        self.n_features = scores.n_features
+        self.n_samples = int(np.count_nonzero(self.weight))
+        self._v = np.empty(scores.n_samples)
+
+    @property
+    def rows_read(self):
+        return self.scores.rows_read
+
+    def reset_counters(self):
+        self.scores.rows_read = 0
+
+    def _ridge(self, x):
+        w = x[:self.scores.n_weights]
+        return 0.5 * self.alpha * float(w @ w)
+
+    def value_and_grad_scores(self, z, v) -> float:
+        """Loss without ridge at scores ``z``; writes its gradient in ``z`` into ``v``."""
+        return float(weighted_margin_loss(self._code, z, self.y, self.weight, v))
+
+    def value(self, x) -> float:
+        x = check_x(x, self.n_features)
+        return self.value_and_grad_scores(self.scores.scores(x), self._v) + self._ridge(x)
+
+    def value_and_subgradient(self, x, out) -> float:
+        x = check_x(x, self.n_features)
+        out = check_out(out, self.n_features)
+        value = self.value_and_grad_scores(self.scores.scores(x), self._v)
+        self.scores.backprop(self._v, out)
+        self.add_ridge_gradient(x, out)
+        return value + self._ridge(x)
+
+    def add_ridge_gradient(self, x, out):
+        k = self.scores.n_weights
+        out[:k] += self.alpha * x[:k]
+
+
+class _ConstraintView:
+    """Constraint ``index`` of a block as a scalar term (the protocol every solver reads)."""
+
+    def __init__(self, block, index):
+        self.block = block
+        self.index = int(index)
+        self.n_features = block.scores.n_features
+        self.n_samples = block.scores.n_samples
+        self._v = np.empty(block.scores.n_samples)
+        self._weights = np.zeros(block.n_constraints)
+        self._weights[self.index] = 1.0
+
+    @property
+    def rows_read(self):
+        return self.block.scores.rows_read
+
+    def reset_counters(self):
+        self.block.scores.rows_read = 0
+
+    def value(self, x) -> float:
+        x = check_x(x, self.n_features)
+        return float(self.block.values_from_scores(self.block.scores.scores(x))[self.index])
+
+    def value_and_subgradient(self, x, out) -> float:
+        x = check_x(x, self.n_features)
+        out = check_out(out, self.n_features)
+        z = self.block.scores.scores(x)
+        value = float(self.block.values_from_scores(z)[self.index])
+        self._v[:] = 0.0
+        self.block.vjp_from_scores(z, self._weights, self._v)
+        self.block.scores.backprop(self._v, out)
+        return value
+
+
+class LinearModelProblem(ConstrainedProblem):
+    r"""A `ConstrainedProblem` over a linear model's :math:`x = (w, b)` with constraint blocks on its scores.
+
+    Every constraint of every block is a scalar term in ``constraints`` (so any solver runs on it);
+    :meth:`lagrangian` evaluates the loss, all constraints and the gradient of
+    :math:`f + \sum_j \lambda_j g_j` with one :math:`Xw` and one :math:`X^\top v`.
+
+    Parameters
+    ----------
+    objective : LinearLoss
+    blocks : sequence of constraint blocks
+        Objects with ``scores`` (the same `LinearScores` as the objective), ``n_constraints``,
+        ``values_from_scores(z)`` and ``vjp_from_scores(z, weights, v)``
+        (`fastcon.problems._score_constraints`).
+    name : str
+    """
+
+    def __init__(self, objective, blocks=(), name=""):
+        self.blocks = list(blocks)
+        self.linear_scores = objective.scores
+        for k, block in enumerate(self.blocks):
+            if block.scores is not objective.scores:
+                raise ValueError(f"blocks: block {k} reads other scores than the objective")
+        views = [_ConstraintView(b, j) for b in self.blocks for j in range(b.n_constraints)]
+        parts = {"w": slice(0, objective.scores.n_weights)}
+        if objective.scores.fit_intercept:
+            parts["b"] = slice(objective.scores.n_weights, objective.scores.n_features)
+        super().__init__(objective, views, parts=parts, name=name)
+        self._v = np.empty(objective.scores.n_samples)
+
+    def constraint_values(self, x) -> np.ndarray:
+        """All constraint values at ``x`` from one :math:`Xw`."""
+        x = self.check_x(x)
+        z = self.linear_scores.scores(x)
+        if not self.blocks:
+            return np.empty(0)
+        return np.concatenate([b.values_from_scores(z) for b in self.blocks])
+
+    def lagrangian(self, x, multipliers_of, out):
+        r"""``(f(x), g(x))``; writes :math:`\nabla f(x) + \sum_j \lambda_j \nabla g_j(x)` into ``out``.
+
+        Parameters
+        ----------
+        x : ndarray
+        multipliers_of : callable
+            ``g_values -> lambda`` (non-negative, one per constraint), called once the constraint
+            values at ``x`` are known (an augmented Lagrangian's weights depend on them).
+        out : ndarray
+            Gradient output.
+        """
+        z = self.linear_scores.scores(x)
+        f = self.objective.value_and_grad_scores(z, self._v) + self.objective._ridge(x)
+        values = [b.values_from_scores(z) for b in self.blocks]
+        g = np.concatenate(values) if values else np.empty(0)
+        lam = np.asarray(multipliers_of(g), dtype=np.float64)
+        start = 0
+        for block, vals in zip(self.blocks, values):
+            weights = lam[start:start + vals.shape[0]]
+            start += vals.shape[0]
+            if np.any(weights != 0.0):
+                block.vjp_from_scores(z, weights, self._v)
+        self.linear_scores.backprop(self._v, out)
+        self.objective.add_ridge_gradient(x, out)
+        return f, g

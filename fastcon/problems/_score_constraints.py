@@ -1,0 +1,260 @@
+r"""Constraint blocks on a linear model's scores: smoothed group-rate gaps and 1-D transport gaps.
+
+**Rates.** Rows fall into *cells* :math:`c = (k, y)` (group :math:`k`, label :math:`y \in \{0, 1\}`).
+A smoothed rate is a mean of :math:`\sigma((z_i - \theta)/\tau)` over a union of cells (the logistic
+sigmoid with temperature :math:`\tau` in place of the step :math:`[z_i \ge \theta]`):
+
+=============================  ============================  ====================================
+constraint                     rate of group :math:`k`       rows
+=============================  ============================  ====================================
+``demographic_parity``         selection rate                all rows of group :math:`k`
+``equal_opportunity``          true-positive rate            positive rows of group :math:`k`
+``false_positive_parity``      false-positive rate           negative rows of group :math:`k`
+``equalized_odds``             both of the previous two      (two families of rates)
+``roc``                        selection rate at every       all rows of group :math:`k`
+                               :math:`\theta_j` of a grid
+=============================  ============================  ====================================
+
+and a `RateGapConstraints` block bounds **every ordered pair** of groups within a family:
+:math:`r_a(\theta_j) - r_b(\theta_j) - \kappa \le 0` for all :math:`a \ne b` (and all grid points),
+i.e. the largest rate minus the smallest, which is how the hard gaps of `fastcon.metrics` measure
+it (``roc`` is the threshold sweep of Huang & Lin [HL23], eq. (11), for any number of groups).
+One pass of `cell_sigmoid_sums` gives every rate; the gradient of a weighted sum of constraints
+is one pass of `cell_sigmoid_vjp` with the cell coefficients :math:`C = (DM)^\top\lambda`
+(:math:`M`: rates from cell sums, :math:`D`: pair differences).
+
+**Transport.** `TransportGapConstraints` bounds the Wasserstein-1 distance between the score laws
+of every pair of groups, :math:`W_1(z_a, z_b) - \kappa \le 0` (the quantity [HL23] §5 minimises
+through a transport plan; on scores, which are one-dimensional, it is exact by sorting).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._kernels._group_rates import cell_sigmoid_sums, cell_sigmoid_vjp, transport_gap
+
+__all__ = ["RateGapConstraints", "TransportGapConstraints", "group_fairness_constraints", "rate_bound_constraint",
+           "FAIRNESS_CONSTRAINTS"]
+
+#: Constraint names of `group_fairness_constraints`.
+FAIRNESS_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds",
+                        "roc", "wasserstein")
+
+
+class RateGapConstraints:
+    r"""Linear constraints on smoothed rates: :math:`D\,M\,S(z)/\ldots - \kappa \le 0` per grid point (module docstring).
+
+    Parameters
+    ----------
+    scores : LinearScores
+    cell : int64[n]
+        Cell id of every row (-1: in no cell).
+    rate_matrix : float64[R, n_cells]
+        Rate :math:`r = M S` from the cell sums :math:`S` (entries :math:`1/|\text{rows of the rate}|`).
+    pairs : float64[K, R]
+        Constraint :math:`k` is :math:`(D r)_k - \kappa_k`.
+    bound : float or float64[K]
+        :math:`\kappa`.
+    thresholds : float64[m]
+        Grid :math:`\theta` (one point, 0, for rates at the decision threshold).
+    smoothing : float
+        :math:`\tau > 0`.
+    names : list of str
+        One description per row of ``pairs``.
+
+    Constraint values are ordered pair-major: index ``k * m + j`` is pair ``k`` at ``thresholds[j]``.
+    """
+
+    def __init__(self, scores, cell, rate_matrix, pairs, bound, thresholds, smoothing, names):
+        self.scores = scores
+        self.cell = np.ascontiguousarray(cell, dtype=np.int64)
+        self.rate_matrix = np.ascontiguousarray(rate_matrix, dtype=np.float64)
+        self.pairs = np.ascontiguousarray(pairs, dtype=np.float64)
+        self.thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+        smoothing = float(smoothing)
+        if not (np.isfinite(smoothing) and smoothing > 0):
+            raise ValueError(f"smoothing: must be a positive finite number, got {smoothing}")
+        self.smoothing = smoothing
+        self.names = list(names)
+        self._pair_cells = self.pairs @ self.rate_matrix          # (K, n_cells)
+        self._sums = np.empty((self.rate_matrix.shape[1], self.thresholds.shape[0]))
+        self.bound = bound
+
+    @property
+    def bound(self):
+        return self._bound
+
+    @bound.setter
+    def bound(self, value):
+        value = np.broadcast_to(np.asarray(value, dtype=np.float64), (self.pairs.shape[0],)).copy()
+        if not np.all(np.isfinite(value)):
+            raise ValueError("bound: must be finite")
+        self._bound = value
+
+    @property
+    def n_constraints(self) -> int:
+        return self.pairs.shape[0] * self.thresholds.shape[0]
+
+    def rates_from_scores(self, z) -> np.ndarray:
+        """Smoothed rates, shape (R, m)."""
+        cell_sigmoid_sums(z, self.cell, 1.0 / self.smoothing, self.thresholds, self._sums)
+        return self.rate_matrix @ self._sums
+
+    def values_from_scores(self, z) -> np.ndarray:
+        cell_sigmoid_sums(z, self.cell, 1.0 / self.smoothing, self.thresholds, self._sums)
+        return (self._pair_cells @ self._sums - self._bound[:, None]).ravel()
+
+    def vjp_from_scores(self, z, weights, v):
+        r"""``v += d(sum_k weights_k g_k)/dz``."""
+        lam = np.asarray(weights, dtype=np.float64).reshape(self.pairs.shape[0], self.thresholds.shape[0])
+        coef = np.ascontiguousarray(self._pair_cells.T @ lam)     # (n_cells, m)
+        active = np.flatnonzero(np.any(coef != 0.0, axis=0)).astype(np.int64)
+        if active.size:
+            cell_sigmoid_vjp(z, self.cell, 1.0 / self.smoothing, self.thresholds, coef, active, v)
+
+
+class TransportGapConstraints:
+    r""":math:`W_1(z_a, z_b) - \kappa \le 0` for every pair of groups :math:`a < b` (module docstring).
+
+    Parameters
+    ----------
+    scores : LinearScores
+    group_rows : list of int64 arrays
+        The rows of every group.
+    bound : float
+        :math:`\kappa`.
+    names : list of str, optional
+    """
+
+    def __init__(self, scores, group_rows, bound, names=None):
+        self.scores = scores
+        self.group_rows = [np.ascontiguousarray(r, dtype=np.int64) for r in group_rows]
+        self.pair_index = [(a, b) for a in range(len(self.group_rows)) for b in range(a + 1, len(self.group_rows))]
+        self.names = list(names) if names is not None else [f"W1(group {a}, group {b})" for a, b in self.pair_index]
+        self.bound = bound
+
+    @property
+    def bound(self):
+        return self._bound
+
+    @bound.setter
+    def bound(self, value):
+        value = np.broadcast_to(np.asarray(value, dtype=np.float64), (len(self.pair_index),)).copy()
+        if not np.all(np.isfinite(value)):
+            raise ValueError("bound: must be finite")
+        self._bound = value
+
+    @property
+    def n_constraints(self) -> int:
+        return len(self.pair_index)
+
+    def values_from_scores(self, z) -> np.ndarray:
+        dummy = np.empty(0)
+        return np.array([transport_gap(z, self.group_rows[a], self.group_rows[b], 0.0, dummy)
+                         for a, b in self.pair_index]) - self._bound
+
+    def vjp_from_scores(self, z, weights, v):
+        for (a, b), weight in zip(self.pair_index, weights):
+            if weight != 0.0:
+                transport_gap(z, self.group_rows[a], self.group_rows[b], float(weight), v)
+
+
+def _ordered_pairs(n_rates, offset, total):
+    """Rows of D for every ordered pair (a, b), a != b, among rates offset..offset+n_rates-1."""
+    rows, index = [], []
+    for a in range(n_rates):
+        for b in range(n_rates):
+            if a != b:
+                row = np.zeros(total)
+                row[offset + a], row[offset + b] = 1.0, -1.0
+                rows.append(row)
+                index.append((a, b))
+    return rows, index
+
+
+def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smoothing=1.0, thresholds=None,
+                               group_labels=None):
+    r"""The constraint block of a named group-fairness constraint on a linear model's scores.
+
+    Parameters
+    ----------
+    scores : LinearScores
+    y01 : int array of shape (n,)
+        Labels, 1 for the positive class and 0 for the negative one.
+    groups : int array of shape (n,)
+        Group codes 0..K-1 (every group non-empty), K >= 1.
+    constraint : str
+        One of `FAIRNESS_CONSTRAINTS` (module docstring for each definition).
+    bound : float
+        :math:`\kappa`, the largest allowed gap between any two groups.
+    smoothing : float
+        :math:`\tau` of the sigmoid rates.
+    thresholds : array, optional
+        The grid of ``"roc"`` (required for it); ignored otherwise (rates at threshold 0).
+    group_labels : list, optional
+        Names of the groups for the constraint descriptions.
+
+    Returns
+    -------
+    RateGapConstraints or TransportGapConstraints
+        With K = 1 the block has no constraints (a gap needs two groups).
+    """
+    if constraint not in FAIRNESS_CONSTRAINTS:
+        raise ValueError(f"constraint: expected one of {FAIRNESS_CONSTRAINTS}, got {constraint!r}")
+    groups = np.asarray(groups, dtype=np.int64)
+    y01 = np.asarray(y01, dtype=np.int64)
+    n_groups = int(groups.max()) + 1 if groups.size else 0
+    labels = list(group_labels) if group_labels is not None else list(range(n_groups))
+    if constraint == "wasserstein":
+        rows = [np.flatnonzero(groups == k) for k in range(n_groups)]
+        pairs = [(a, b) for a in range(n_groups) for b in range(a + 1, n_groups)]
+        return TransportGapConstraints(scores, rows, bound,
+                                       names=[f"W1(scores | {labels[a]!r}, scores | {labels[b]!r})"
+                                              for a, b in pairs])
+    cell = groups * 2 + y01
+    counts = np.bincount(cell, minlength=2 * n_groups).astype(np.float64)
+    families = {"demographic_parity": [("selection rate", (0, 1))], "roc": [("selection rate", (0, 1))],
+                "equal_opportunity": [("true-positive rate", (1,))],
+                "false_positive_parity": [("false-positive rate", (0,))],
+                "equalized_odds": [("true-positive rate", (1,)), ("false-positive rate", (0,))]}[constraint]
+    rate_rows, pair_rows, names = [], [], []
+    total_rates = n_groups * len(families)
+    for f, (what, ys) in enumerate(families):
+        for k in range(n_groups):
+            row = np.zeros(2 * n_groups)
+            n_rows = sum(counts[2 * k + t] for t in ys)
+            if n_rows == 0:
+                kind = "positive" if ys == (1,) else "negative"
+                raise ValueError(f"sensitive_features: group {labels[k]!r} has no {kind} samples, so its "
+                                 f"{what} is undefined; the {constraint!r} constraint needs both labels in every group")
+            for t in ys:
+                row[2 * k + t] = 1.0 / n_rows
+            rate_rows.append(row)
+        rows, index = _ordered_pairs(n_groups, f * n_groups, total_rates)
+        pair_rows += rows
+        names += [f"{what}({labels[a]!r}) - {what}({labels[b]!r})" for a, b in index]
+    if constraint == "roc":
+        if thresholds is None:
+            raise ValueError("thresholds: the 'roc' constraint needs a threshold grid")
+        grid = np.ascontiguousarray(thresholds, dtype=np.float64)
+        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)):
+            raise ValueError("thresholds: expected a non-empty 1-D array of finite numbers")
+    else:
+        grid = np.zeros(1)
+    pairs = np.array(pair_rows).reshape(len(pair_rows), total_rates)
+    return RateGapConstraints(scores, cell, np.array(rate_rows), pairs, bound, grid, smoothing, names)
+
+
+def rate_bound_constraint(scores, rows, bound, *, smoothing=1.0, name="rate"):
+    r"""One constraint :math:`\frac1{|I|}\sum_{i \in I}\sigma(z_i/\tau) - \kappa \le 0`: a smoothed positive rate of ``rows``.
+
+    With ``rows`` the negative-class rows this is the smoothed type-I error of Neyman–Pearson
+    classification (the hard one is the fraction of them with :math:`z_i \ge 0`).
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size == 0:
+        raise ValueError("rows: a rate needs at least one row")
+    cell = np.full(scores.n_samples, -1, dtype=np.int64)
+    cell[rows] = 0
+    return RateGapConstraints(scores, cell, np.array([[1.0 / rows.size]]), np.ones((1, 1)), bound, np.zeros(1),
+                              smoothing, [name])
