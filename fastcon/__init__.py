@@ -21,8 +21,28 @@ from .problems import (  # noqa: E402
 )
 from .solvers import conex, proximal_point, switching_subgradient  # noqa: E402
 
+#: Estimators live in `fastcon.estimators`, which needs scikit-learn (the ``sklearn`` extra); they are
+#: imported on first access so that ``import fastcon`` works without it.
+_ESTIMATORS = ("FairClassifier", "NeymanPearsonClassifier", "MultiClassNeymanPearsonClassifier")
+
+
+def __getattr__(name):
+    if name in _ESTIMATORS or name == "estimators":
+        try:
+            from . import estimators
+        except ImportError as exc:
+            raise ImportError(f"fastcon.{name} needs scikit-learn: pip install 'fastcon[sklearn]' ({exc})") from exc
+        return estimators if name == "estimators" else getattr(estimators, name)
+    raise AttributeError(f"module 'fastcon' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ESTIMATORS) | {"estimators"})
+
+
 __all__ = [
     "__version__", "Dataset", "SolveResult", "load", "load_libsvm", "ConstrainedProblem", "custom_term",
     "erm_optimum", "hinge_risk", "less_equal", "roc_fairness", "wasserstein_fairness", "switching_subgradient",
     "conex", "proximal_point", "near_stationarity", "datasets", "problems", "solvers", "metrics",
+    "estimators", *_ESTIMATORS,
 ]

@@ -21,7 +21,7 @@ The sigmoid is evaluated with the branch-free ``exp_minus`` of `_vecmath`, the l
 import numpy as np
 
 from ._jit import njit
-from ._losses import margin_loss
+from ._losses import LOGISTIC, SIGMOID, logistic, margin_loss, sigmoid
 from ._vecmath import exp_minus
 
 __all__ = ["weighted_margin_loss", "cell_sigmoid_sums", "cell_sigmoid_vjp", "transport_gap"]
@@ -47,16 +47,34 @@ def weighted_margin_loss(loss, z, y, weight, v):
         Scores, labels in {-1, +1}, row weights :math:`c_i \ge 0` (0 leaves the row out).
     v : float64[n]
         Output, overwritten.
+
+    The smooth losses run as two loops: a branch-free one over all rows (``logistic`` of `_losses`
+    vectorises) into a buffer, then the weighted sum (a float reduction, which would keep the first
+    loop from vectorising if it were inside it). 0.6 ms -> 0.15 ms on a9a's 32k rows.
     """
+    n = z.shape[0]
+    if loss == LOGISTIC or loss == SIGMOID:
+        phi = np.empty(n)
+        if loss == LOGISTIC:
+            for i in range(n):
+                phi[i], v[i] = logistic(y[i] * z[i])
+        else:
+            for i in range(n):
+                phi[i], v[i] = sigmoid(y[i] * z[i])
+        total = 0.0
+        for i in range(n):
+            total += weight[i] * phi[i]
+            v[i] *= weight[i] * y[i]
+        return total
     total = 0.0
-    for i in range(z.shape[0]):
+    for i in range(n):
         c = weight[i]
         if c == 0.0:
             v[i] = 0.0
             continue
-        phi, dphi = margin_loss(loss, y[i] * z[i])
-        total += c * phi
-        v[i] = c * y[i] * dphi
+        value, slope = margin_loss(loss, y[i] * z[i])
+        total += c * value
+        v[i] = c * y[i] * slope
     return total
 
 
@@ -64,40 +82,67 @@ def weighted_margin_loss(loss, z, y, weight, v):
 def cell_sigmoid_sums(z, cell, inv_tau, thresholds, sums):
     r""":math:`S_{cj} = \sum_{i:\,c(i) = c}\sigma((z_i - \theta_j)/\tau)`, written into ``sums`` (n_cells, m).
 
-    Rows with a negative cell id belong to no cell and are skipped.
+    Rows with a negative cell id belong to no cell and are skipped. One exponential per row (the
+    factoring of `fastcon._kernels._threshold_sweep`): with the anchor :math:`c = \min_j\theta_j`,
+    :math:`\sigma((z - \theta_j)/\tau) = 1/(1 + a f_j)`, :math:`a = e^{(c - z)/\tau}`,
+    :math:`f_j = e^{(\theta_j - c)/\tau} \ge 1`. Grids spanning more than :math:`350\tau` (where
+    :math:`f_j` could overflow) take one exponential per pair. ``a = inf`` gives 0 (true value
+    below 1e-307); ``a = 0`` gives 1 (exact in float64 there).
     """
     sums[:, :] = 0.0
     m = thresholds.shape[0]
+    anchor = thresholds.min()
+    if (thresholds.max() - anchor) * inv_tau > 350.0:
+        for i in range(z.shape[0]):
+            c = cell[i]
+            if c >= 0:
+                for j in range(m):
+                    sums[c, j] += _sigmoid((z[i] - thresholds[j]) * inv_tau)
+        return
+    f = np.exp((thresholds - anchor) * inv_tau)
     for i in range(z.shape[0]):
         c = cell[i]
         if c < 0:
             continue
+        a = np.exp((anchor - z[i]) * inv_tau)
+        row = sums[c]
         for j in range(m):
-            sums[c, j] += _sigmoid((z[i] - thresholds[j]) * inv_tau)
+            row[j] += 1.0 / (1.0 + a * f[j])
 
 
 @njit(cache=True)
-def cell_sigmoid_vjp(z, cell, inv_tau, thresholds, coef, active, v):
-    r""":math:`v_i \mathrel{+}= \tau^{-1}\sum_{j \in J} C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`.
+def cell_sigmoid_vjp(z, cell, inv_tau, thresholds, coef, v):
+    r""":math:`v_i \mathrel{+}= \tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`.
 
     Parameters
     ----------
-    coef : float64[n_cells, m]
-        The cell coefficients :math:`C` (the vector-Jacobian product of the rates).
-    active : int64[k]
-        The thresholds :math:`J` with a non-zero column of ``coef`` (the others add nothing).
+    coef : float64[n_cells, k]
+        The cell coefficients :math:`C` (the vector-Jacobian product of the rates) of the
+        thresholds ``thresholds`` (callers pass only the columns that are not all zero).
+
+    Same factoring as `cell_sigmoid_sums`, with :math:`\sigma' = \sigma(1 - \sigma)` as
+    :math:`\frac{1}{1 + u}\cdot\frac{1}{1 + 1/u}`, :math:`u = a f_j`, which is 0 (not NaN) at
+    :math:`u = 0` and :math:`u = \infty`.
     """
+    m = thresholds.shape[0]
+    anchor = thresholds.min()
+    per_pair = (thresholds.max() - anchor) * inv_tau > 350.0
+    f = np.exp((thresholds - anchor) * inv_tau)
     for i in range(z.shape[0]):
         c = cell[i]
         if c < 0:
             continue
+        row = coef[c]
         acc = 0.0
-        for jj in range(active.shape[0]):
-            j = active[jj]
-            a = coef[c, j]
-            if a != 0.0:
+        if per_pair:
+            for j in range(m):
                 s = _sigmoid((z[i] - thresholds[j]) * inv_tau)
-                acc += a * s * (1.0 - s)
+                acc += row[j] * s * (1.0 - s)
+        else:
+            a = np.exp((anchor - z[i]) * inv_tau)
+            for j in range(m):
+                u = a * f[j]
+                acc += row[j] / ((1.0 + u) * (1.0 + 1.0 / u))
         v[i] += acc * inv_tau
 
 

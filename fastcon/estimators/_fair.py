@@ -60,6 +60,9 @@ class FairClassifier(LinearConstrainedClassifier):
     max_iter : int, optional
         The solver's iteration budget (outer iterations of the augmented Lagrangian; iterations of
         the subgradient method). Default: the solver's own.
+    tol : float
+        Stationarity tolerance of the augmented Lagrangian (the gradient of the Lagrangian, as
+        scikit-learn's ``LogisticRegression(tol=...)``).
     smoothing : float
         :math:`\tau > 0` of the smoothed rates.
     n_thresholds : int
@@ -92,7 +95,7 @@ class FairClassifier(LinearConstrainedClassifier):
     """
 
     def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=1e-4,
-                 fit_intercept=True, solver="auto", max_iter=None, smoothing=0.5, n_thresholds=50,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, n_thresholds=50,
                  validation_fraction=None, max_calibration=8, drop_sensitive=False, random_state=None,
                  verbose=False):
         self.constraint = constraint
@@ -102,6 +105,7 @@ class FairClassifier(LinearConstrainedClassifier):
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.max_iter = max_iter
+        self.tol = tol
         self.smoothing = smoothing
         self.n_thresholds = n_thresholds
         self.validation_fraction = validation_fraction
@@ -115,7 +119,7 @@ class FairClassifier(LinearConstrainedClassifier):
             raise ValueError(f"constraint: expected one of {FAIRNESS_CONSTRAINTS}, got {self.constraint!r}")
         if self.loss not in ("logistic", "hinge"):
             raise ValueError(f"loss: expected 'logistic' or 'hinge', got {self.loss!r}")
-        for name in ("tolerance", "smoothing"):
+        for name in ("tolerance", "smoothing", "tol"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
                     np.isfinite(value) and value > 0):
@@ -174,7 +178,7 @@ class FairClassifier(LinearConstrainedClassifier):
 
         # the unconstrained model: the warm start, and the score range of the "roc" grid
         x_free = solve_linear(LinearModelProblem(objective, []), solver, np.zeros(scores.n_features), None,
-                              self.max_iter, self.verbose).x
+                              self.max_iter, self.verbose, self.tol).x
         thresholds = None
         if self.constraint == "roc":
             thresholds = threshold_grid(scores.scores(x_free).copy(), self.n_thresholds)
@@ -188,7 +192,7 @@ class FairClassifier(LinearConstrainedClassifier):
 
         def solve_at(bound):
             block.bound = bound
-            result = solve_linear(problem, solver, state["x"], state["multipliers"], self.max_iter, self.verbose)
+            result = solve_linear(problem, solver, state["x"], state["multipliers"], self.max_iter, self.verbose, self.tol)
             state["x"] = result.x
             if result.multipliers is not None and result.multipliers.shape == (problem.n_constraints,):
                 state["multipliers"] = result.multipliers
@@ -204,7 +208,7 @@ class FairClassifier(LinearConstrainedClassifier):
             return fairness_gap(self.constraint, s, y_check, g_check)
 
         if n_groups < 2:
-            x, result = x_free, solve_linear(problem, solver, x_free, None, self.max_iter, False)
+            x, result = x_free, solve_linear(problem, solver, x_free, None, self.max_iter, False, self.tol)
             x = result.x
             from ._solve import Calibration
             record = Calibration(met=True)

@@ -58,6 +58,9 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
     solver : {"auto", "augmented_lagrangian", "switching_subgradient"}
         As in `FairClassifier`.
     max_iter : int, optional
+    tol : float
+        Stationarity tolerance of the augmented Lagrangian (the gradient of the Lagrangian, as
+        scikit-learn's ``LogisticRegression(tol=...)``).
     smoothing : float
         :math:`\tau` of the smoothed type-I error.
     calibration_fraction : float
@@ -79,7 +82,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
     """
 
     def __init__(self, alpha=0.05, delta=None, *, constrained_class=None, loss="logistic", ridge=1e-4,
-                 fit_intercept=True, solver="auto", max_iter=None, smoothing=0.5, calibration_fraction=0.5,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, calibration_fraction=0.5,
                  random_state=None, verbose=False):
         self.alpha = alpha
         self.delta = delta
@@ -89,6 +92,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.max_iter = max_iter
+        self.tol = tol
         self.smoothing = smoothing
         self.calibration_fraction = calibration_fraction
         self.random_state = random_state
@@ -103,8 +107,11 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
                 raise ValueError(f"{name}: must be a number in (0, 1), got {value!r}")
         if self.loss not in ("logistic", "hinge"):
             raise ValueError(f"loss: expected 'logistic' or 'hinge', got {self.loss!r}")
-        if isinstance(self.smoothing, bool) or not (np.isfinite(self.smoothing) and self.smoothing > 0):
-            raise ValueError(f"smoothing: must be a positive finite number, got {self.smoothing!r}")
+        for name in ("smoothing", "tol"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
+                    np.isfinite(value) and value > 0):
+                raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
         if isinstance(self.ridge, bool) or not (np.isfinite(self.ridge) and self.ridge >= 0):
             raise ValueError(f"ridge: must be a finite number >= 0, got {self.ridge!r}")
         return choose_solver(self.solver, self.loss, "neyman_pearson")
@@ -157,7 +164,8 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         block = rate_bound_constraint(scores, np.flatnonzero(y_fit == 0), float(self.alpha),
                                       smoothing=float(self.smoothing), name="smoothed type-I error")
         problem = LinearModelProblem(objective, [block], name="NeymanPearsonClassifier")
-        result = solve_linear(problem, solver, np.zeros(scores.n_features), None, self.max_iter, self.verbose)
+        result = solve_linear(problem, solver, np.zeros(scores.n_features), None, self.max_iter, self.verbose,
+                              self.tol)
         x = result.x
         d = X.shape[1]
         w, b = x[:d], (x[d] if self.fit_intercept else 0.0)
@@ -169,6 +177,14 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         else:
             s0 = np.asarray(X[calibration_rows] @ w).ravel() + b
             threshold = float(np_umbrella_threshold(s0, float(self.alpha), float(self.delta)))
+        # The rule is "other class iff s > threshold", and the threshold is one of the scores s0: that
+        # row's decision_function (another order of sums) came out as +5.6e-17 and was misclassified,
+        # and with the sign flipped (constrained class classes_[1]) an exact 0 goes to classes_[0].
+        # Moving the boundary halfway to the next larger score keeps the same rows on each side (the
+        # umbrella guarantee only improves: the error at a higher threshold is no larger).
+        above = s0[s0 > threshold]
+        threshold = (0.5 * (threshold + float(above.min())) if above.size
+                     else threshold + 1e-9 * (1.0 + float(np.abs(s0).max())))
         self.threshold_ = threshold
         self.coef_ = (sign * w).reshape(1, -1)
         self.intercept_ = np.array([sign * (b - threshold)])

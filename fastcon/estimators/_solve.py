@@ -30,11 +30,16 @@ def choose_solver(solver, loss, constraint):
     return "augmented_lagrangian"
 
 
-def solve_linear(problem, solver, x0, multipliers, max_iter, verbose):
-    """One solve from ``x0`` (and multipliers, where the solver keeps them); returns the `SolveResult`."""
+def solve_linear(problem, solver, x0, multipliers, max_iter, verbose, tol=1e-4):
+    """One solve from ``x0`` (and multipliers, where the solver keeps them); returns the `SolveResult`.
+
+    ``tol`` is the stationarity tolerance of the augmented Lagrangian (L-BFGS's ``gtol``, as
+    scikit-learn's ``LogisticRegression(tol=1e-4)``); the smoothed constraints are held to 1e-4.
+    """
     if solver == "augmented_lagrangian":
         kwargs = {} if max_iter is None else {"max_iter": max_iter}
-        return augmented_lagrangian(problem, x0, multipliers=multipliers, verbose=verbose, **kwargs)
+        return augmented_lagrangian(problem, x0, multipliers=multipliers, verbose=verbose,
+                                    stationarity_tolerance=tol, **kwargs)
     # switching subgradient ([HL23] Algorithm 1): a step of 1/sqrt(t+1) scaled to the start's
     # subgradient, the best nearly-feasible iterate (an estimator needs one model, not a random draw)
     n_iter = 2000 if max_iter is None else max_iter

@@ -108,9 +108,12 @@ class RateGapConstraints:
         r"""``v += d(sum_k weights_k g_k)/dz``."""
         lam = np.asarray(weights, dtype=np.float64).reshape(self.pairs.shape[0], self.thresholds.shape[0])
         coef = np.ascontiguousarray(self._pair_cells.T @ lam)     # (n_cells, m)
-        active = np.flatnonzero(np.any(coef != 0.0, axis=0)).astype(np.int64)
-        if active.size:
-            cell_sigmoid_vjp(z, self.cell, 1.0 / self.smoothing, self.thresholds, coef, active, v)
+        active = np.flatnonzero(np.any(coef != 0.0, axis=0))
+        if active.size == coef.shape[1]:
+            cell_sigmoid_vjp(z, self.cell, 1.0 / self.smoothing, self.thresholds, coef, v)
+        elif active.size:
+            cell_sigmoid_vjp(z, self.cell, 1.0 / self.smoothing, np.ascontiguousarray(self.thresholds[active]),
+                             np.ascontiguousarray(coef[:, active]), v)
 
 
 class TransportGapConstraints:
