@@ -147,7 +147,7 @@ def cell_sigmoid_vjp(z, cell, inv_tau, thresholds, coef, v):
 
 
 @njit(cache=True)
-def transport_gap(z, rows_a, rows_b, coef, v):
+def transport_gap(z, rows_a, rows_b, huber, coef, v):
     r"""Wasserstein-1 distance between the score laws of ``rows_a`` and ``rows_b``; with ``coef != 0``
     adds ``coef`` times its subgradient to ``v``.
 
@@ -157,7 +157,11 @@ def transport_gap(z, rows_a, rows_b, coef, v):
         \frac{\partial W_1}{\partial z_{a,(k)}} = \int_{(k-1)/n_a}^{k/n_a}\mathrm{sign}(Q_a - Q_b)\,du,
 
     with :math:`Q` the empirical quantile functions and :math:`z_{a,(k)}` the k-th smallest score of
-    ``rows_a`` (and symmetrically for b, with the opposite sign). The quantile breakpoints
+    ``rows_a`` (and symmetrically for b, with the opposite sign). With ``huber`` :math:`= \mu > 0`
+    the absolute value is Huber's :math:`\psi_\mu(d) = d^2/(2\mu)` for :math:`|d| \le \mu`, else
+    :math:`|d| - \mu/2` (derivative :math:`\mathrm{clip}(d/\mu, -1, 1)`): the value drops by at most
+    :math:`\mu/2` and the function becomes once differentiable (at a swap of two scores of a group
+    the two matchings have equal gradients), which quasi-Newton methods need. The quantile breakpoints
     :math:`k/n_a` and :math:`l/n_b` are merged in integer units of :math:`1/(n_a n_b)`, so every
     interval length is exact.
     """
@@ -182,9 +186,15 @@ def transport_gap(z, rows_a, rows_b, coef, v):
         end = end_a if end_a < end_b else end_b
         width = (end - pos) * scale
         d = za[oa[ka]] - zb[ob[kb]]
-        total += width * abs(d)
-        if coef != 0.0 and d != 0.0:
-            s = coef * width if d > 0.0 else -coef * width
+        ad = abs(d)
+        if ad <= huber:     # only when huber > 0
+            total += width * (d * d / (2.0 * huber))
+            slope = d / huber
+        else:
+            total += width * (ad - 0.5 * huber)
+            slope = 1.0 if d > 0.0 else (-1.0 if d < 0.0 else 0.0)
+        if coef != 0.0 and slope != 0.0:
+            s = coef * width * slope
             v[rows_a[oa[ka]]] += s
             v[rows_b[ob[kb]]] -= s
         pos = end

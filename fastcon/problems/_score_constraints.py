@@ -127,10 +127,16 @@ class TransportGapConstraints:
     bound : float
         :math:`\kappa`.
     names : list of str, optional
+    huber : float
+        :math:`\mu \ge 0`: Huber-smoothed distances between matched quantiles (`transport_gap`); 0 is
+        the exact :math:`W_1`.
     """
 
-    def __init__(self, scores, group_rows, bound, names=None):
+    def __init__(self, scores, group_rows, bound, names=None, huber=0.0):
         self.scores = scores
+        self.huber = float(huber)
+        if not (np.isfinite(self.huber) and self.huber >= 0):
+            raise ValueError(f"huber: must be a finite number >= 0, got {huber}")
         self.group_rows = [np.ascontiguousarray(r, dtype=np.int64) for r in group_rows]
         self.pair_index = [(a, b) for a in range(len(self.group_rows)) for b in range(a + 1, len(self.group_rows))]
         self.names = list(names) if names is not None else [f"W1(group {a}, group {b})" for a, b in self.pair_index]
@@ -153,13 +159,13 @@ class TransportGapConstraints:
 
     def values_from_scores(self, z) -> np.ndarray:
         dummy = np.empty(0)
-        return np.array([transport_gap(z, self.group_rows[a], self.group_rows[b], 0.0, dummy)
+        return np.array([transport_gap(z, self.group_rows[a], self.group_rows[b], self.huber, 0.0, dummy)
                          for a, b in self.pair_index]) - self._bound
 
     def vjp_from_scores(self, z, weights, v):
         for (a, b), weight in zip(self.pair_index, weights):
             if weight != 0.0:
-                transport_gap(z, self.group_rows[a], self.group_rows[b], float(weight), v)
+                transport_gap(z, self.group_rows[a], self.group_rows[b], self.huber, float(weight), v)
 
 
 def _ordered_pairs(n_rates, offset, total):
@@ -191,7 +197,8 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
     bound : float
         :math:`\kappa`, the largest allowed gap between any two groups.
     smoothing : float
-        :math:`\tau` of the sigmoid rates.
+        :math:`\tau` of the sigmoid rates; for ``"wasserstein"`` the Huber width of the matched-quantile
+        distances is :math:`\tau/50` (a differentiable :math:`W_1`, at most :math:`\tau/100` below it).
     thresholds : array, optional
         The grid of ``"roc"`` (required for it); ignored otherwise (rates at threshold 0).
     group_labels : list, optional
@@ -211,7 +218,7 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
     if constraint == "wasserstein":
         rows = [np.flatnonzero(groups == k) for k in range(n_groups)]
         pairs = [(a, b) for a in range(n_groups) for b in range(a + 1, n_groups)]
-        return TransportGapConstraints(scores, rows, bound,
+        return TransportGapConstraints(scores, rows, bound, huber=smoothing / 50.0,
                                        names=[f"W1(scores | {labels[a]!r}, scores | {labels[b]!r})"
                                               for a, b in pairs])
     cell = groups * 2 + y01
