@@ -78,7 +78,7 @@ def weighted_margin_loss(loss, z, y, weight, v):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def cell_sigmoid_sums(z, cell, inv_tau, thresholds, sums):
     r""":math:`S_{cj} = \sum_{i:\,c(i) = c}\sigma((z_i - \theta_j)/\tau)`, written into ``sums`` (n_cells, m).
 
@@ -110,7 +110,8 @@ def cell_sigmoid_sums(z, cell, inv_tau, thresholds, sums):
             row[j] += 1.0 / (1.0 + a * f[j])
 
 
-@njit(cache=True)
+# error_model="numpy": IEEE division (1/0 = inf) as the formula needs, where numba's default raises
+@njit(cache=True, error_model="numpy")
 def cell_sigmoid_vjp(z, cell, inv_tau, thresholds, coef, v):
     r""":math:`v_i \mathrel{+}= \tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`.
 

@@ -58,7 +58,11 @@ class LinearConstrainedClassifier(ClassifierMixin, BaseEstimator):
 
         Available for ``loss="logistic"`` only (``hasattr`` says so).
         """
-        p = expit(self.decision_function(X))
+        s = self.decision_function(X)
+        p = expit(s)
+        # predict says classes_[1] for every s > 0, but expit rounds a tiny s to exactly 1/2 (a tie
+        # that argmax breaks towards classes_[0]): one ulp above 1/2 keeps the two consistent
+        p[(s > 0.0) & (p <= 0.5)] = np.nextafter(0.5, 1.0)
         return np.column_stack([1.0 - p, p])
 
     @available_if(_has_proba)
@@ -66,3 +70,9 @@ class LinearConstrainedClassifier(ClassifierMixin, BaseEstimator):
         """Logarithm of `predict_proba`, computed without underflow."""
         s = self.decision_function(X)
         return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])
+
+    def save(self, path):
+        """Write the fitted estimator to ``path`` without pickle (`fastcon.estimators.load` reads it back)."""
+        from ._persist import save
+
+        save(self, path)

@@ -1,0 +1,487 @@
+r"""`MultiClassNeymanPearsonClassifier`: bounds on chosen classes' error rates, the priority class's error minimised."""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import log_softmax, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..datasets import Dataset
+from ..problems._domains import Whole
+from ..problems._multiclass_np import ClassPairwiseRisk, multiclass_neyman_pearson
+from ..problems._problem import ConstrainedProblem
+from ..problems._validation import check_out, check_x
+from ..solvers.augmented_lagrangian import augmented_lagrangian
+from ._fair import _check_weight
+from ._input import check_features
+from ._report import ConstraintReport, _solve_summary
+
+__all__ = ["MultiClassNeymanPearsonClassifier"]
+
+#: Losses the estimator accepts (the margin losses of `fastcon.problems.multiclass_neyman_pearson` that
+#: are differentiable, as the augmented Lagrangian's L-BFGS needs).
+LOSSES = ("sigmoid", "logistic")
+
+
+class _PooledRidge:
+    r"""Objective term :math:`\sum_k c_k L_k(x) + \frac{\lambda}2\|x_{\text{weights}}\|^2` (intercepts not penalised).
+
+    One `ClassPairwiseRisk` :math:`L_k` per entry of ``terms`` with fixed weights :math:`c_k`; the
+    estimator passes one term (the priority class) or every class weighted by its share of the
+    rows (the unconstrained model). ``penalised`` masks the entries of :math:`x` the ridge reads.
+    """
+
+    def __init__(self, terms, weights, ridge, penalised):
+        self.terms = list(terms)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.ridge = float(ridge)
+        self.penalised = penalised
+        self.n_features = self.terms[0].n_features
+        self.n_samples = int(sum(t.n_samples for t in self.terms))
+        self._work = np.empty(self.n_features)
+
+    @property
+    def rows_read(self):
+        return int(sum(t.rows_read for t in self.terms))
+
+    def reset_counters(self):
+        for t in self.terms:
+            t.reset_counters()
+
+    def _ridge_value(self, x):
+        w = x[self.penalised]
+        return 0.5 * self.ridge * float(w @ w)
+
+    def value(self, x):
+        x = check_x(x, self.n_features)
+        return float(sum(c * t.value(x) for c, t in zip(self.weights, self.terms))) + self._ridge_value(x)
+
+    def value_and_subgradient(self, x, out):
+        x = check_x(x, self.n_features)
+        out = check_out(out, self.n_features)
+        value = self.weights[0] * self.terms[0].value_and_subgradient(x, out)
+        out *= self.weights[0]
+        for c, t in zip(self.weights[1:], self.terms[1:]):
+            value += c * t.value_and_subgradient(x, self._work)
+            out += c * self._work
+        out[self.penalised] += self.ridge * x[self.penalised]
+        return float(value) + self._ridge_value(x)
+
+
+class MultiClassNeymanPearsonClassifier(ClassifierMixin, BaseEstimator):
+    r"""Multi-class Neyman–Pearson linear classifier: a bound on the error rate of chosen classes.
+
+    With classes :math:`c = 0..C-1`, scores :math:`s_c(x) = w_c^\top x + b_c` and the prediction
+    :math:`\hat y(x) = \arg\max_c s_c(x)`, the user bounds the **hard** error rate
+    :math:`P(\hat y \ne k \mid y = k) \le \alpha_k` of every class :math:`k` in ``class_bounds``
+    and the fit minimises the error of the priority class :math:`p`. The fit has two levels:
+
+    1. **Surrogate problem.** The multi-class Neyman–Pearson problem of Ma, Lin & Yang, "Quadratically
+       regularized subgradient methods for weakly convex optimization with weakly convex
+       constraints" (ICML 2020), eq. (11) (`fastcon.problems.multiclass_neyman_pearson`),
+
+       .. math::
+
+           \min_{W, b}\ L_p(W, b) + \frac{\text{ridge}}2\|W\|_F^2
+           \quad\text{s.t.}\quad L_k(W, b) \le r_k,\ k \ne p,\qquad
+           L_k = \frac1{n_k}\sum_{y_i = k}\sum_{l \ne k}\phi(s_k(x_i) - s_l(x_i)),
+
+       with the sigmoid loss :math:`\phi(z) = 1/(1 + e^{z})` of the paper (``loss="sigmoid"``):
+       :math:`\phi(s_k - s_l)` is a smoothed indicator that class :math:`l` outscores :math:`k`, so
+       :math:`L_k` smooths the expected number of classes ranked above the true one, which is at
+       least the error indicator. The paper's ball :math:`\|w_c\| \le \lambda` is replaced by the
+       ridge (its Lagrangian form), so the augmented Lagrangian method with L-BFGS
+       (`fastcon.solvers.augmented_lagrangian`) applies; the intercepts are an appended column of
+       ones, not penalised.
+    2. **Calibration of the levels.** The unconstrained model (below) is solved first; with its
+       surrogate values :math:`L_k^0` and hard training errors :math:`h_k^0`, round 0 solves at
+       :math:`r_k = L_k^0\,\text{clip}(\alpha_k/h_k^0, 1/4, 4)`, which puts each level in the
+       loss's own units (a logistic :math:`L_k` is never near an error rate). After each solve
+       (warm-started from the previous point and multipliers) the hard training error
+       :math:`h_k` of every bounded class is measured; a class with :math:`h_k > \alpha_k` gets
+       :math:`r_k \leftarrow r_k\cdot\text{clip}(0.95\,\alpha_k/h_k, 1/4, 4)` (tightened), and a
+       class whose constraint is active (positive multiplier) with :math:`h_k < 0.8\,\alpha_k`
+       is loosened by the same rule (a looser level lowers the priority error; an inactive one
+       would change nothing). The loop stops when no class needs either, when two solves in a
+       row found no feasible point and the same hard errors (tighter levels are out of reach),
+       or after ``max_calibration`` solves. Among the solves meeting every bound the one with the
+       smallest priority error is kept; if none meets them, the one with the smallest
+       :math:`\max_k h_k/\alpha_k`, and a `ConvergenceWarning` says so (``calibration_["met"]``
+       is False).
+
+    Without ``class_bounds`` the fit is the unconstrained model: the objective is
+    :math:`\sum_k (n_k/n) L_k`, the mean pairwise loss over all rows.
+
+    Parameters
+    ----------
+    class_bounds : dict, optional
+        Class label -> bound :math:`\alpha_k \in (0, 1]` on that class's hard error rate. Every
+        class except the priority class needs a bound (a class with neither a bound nor the
+        objective would be learnt from nothing); 1.0 bounds nothing. None: no bound (the
+        unconstrained model).
+    priority_class : label, optional
+        The class :math:`p` whose error is minimised; default: the one class of ``y`` not in
+        ``class_bounds`` (required when ``class_bounds`` bounds every class); unused without
+        ``class_bounds`` (it must still be a class of ``y``).
+    loss : {"sigmoid", "logistic"}
+        :math:`\phi`. ``"logistic"``, :math:`\log(1 + e^{-z})`, is convex and makes the scores
+        log-odds between pairs of classes, :math:`\sigma(s_k - s_l) = p_k / (p_k + p_l)` under the
+        softmax model, so ``predict_proba`` (the softmax of the scores) exists for it only.
+    ridge : float
+        :math:`\ge 0`, the L2 penalty on :math:`W` (not on the intercepts).
+    fit_intercept : bool
+    max_iter : int, optional
+        Outer iterations of each augmented Lagrangian solve; default the solver's own.
+    max_calibration : int
+        Largest number of solves in the level calibration.
+    verbose : bool
+        Progress of each solve on stderr.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_classes, n_features)
+    intercept_ : ndarray of shape (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    priority_class_ : label or None
+        :math:`p` (None without bounds).
+    class_bounds_ : dict
+        Class label -> :math:`\alpha_k`, in the order of ``classes_``.
+    levels_ : dict
+        Class label -> the surrogate level :math:`r_k` of the kept solve.
+    fit_errors_ : dict
+        Class label -> hard error rate on the training rows (weighted by ``sample_weight``).
+    calibration_ : dict
+        ``levels`` (one list of :math:`r_k` per solve, in ``class_bounds_`` order), ``errors``
+        (the :math:`h_k` reached), ``priority_errors``, ``statuses``, ``chosen``, ``met``.
+    solve_result_ : fastcon.SolveResult
+        The kept solve (status, multipliers, KKT residuals in ``info``).
+    n_iter_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        With a DataFrame ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 300)
+    >>> X = 3.0 * np.eye(3)[y] + rng.normal(size=(300, 3))
+    >>> clf = MultiClassNeymanPearsonClassifier({1: 0.05, 2: 0.05}).fit(X, y)
+    >>> all(clf.fit_errors_[k] <= 0.05 for k in (1, 2))
+    True
+    >>> clf.priority_class_
+    0
+    """
+
+    def __init__(self, class_bounds=None, *, priority_class=None, loss="sigmoid", ridge=1e-4, fit_intercept=True,
+                 max_iter=None, max_calibration=8, verbose=False):
+        self.class_bounds = class_bounds
+        self.priority_class = priority_class
+        self.loss = loss
+        self.ridge = ridge
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.max_calibration = max_calibration
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # ------------------------------------------------------------------ parameters
+    def _check_params(self):
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss: expected one of {LOSSES}, got {self.loss!r}")
+        if isinstance(self.ridge, bool) or not isinstance(self.ridge, numbers.Real) or not (
+                np.isfinite(self.ridge) and self.ridge >= 0):
+            raise ValueError(f"ridge: must be a finite number >= 0, got {self.ridge!r}")
+        if (isinstance(self.max_calibration, bool) or not isinstance(self.max_calibration, numbers.Integral)
+                or self.max_calibration < 1):
+            raise ValueError(f"max_calibration: must be a positive integer, got {self.max_calibration!r}")
+        if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(
+                self.max_iter, numbers.Integral) or self.max_iter < 1):
+            raise ValueError(f"max_iter: must be None or a positive integer, got {self.max_iter!r}")
+        if self.class_bounds is not None and not isinstance(self.class_bounds, dict):
+            raise TypeError(f"class_bounds: expected a dict of class label -> error bound, got "
+                            f"{type(self.class_bounds).__name__}")
+
+    def _resolve_classes(self, classes):
+        """``(priority index or None, {class index: bound})`` from the parameters and ``classes_``."""
+        position = {label: k for k, label in enumerate(classes.tolist())}
+
+        def index_of(label, field):
+            key = label.item() if isinstance(label, np.generic) else label
+            try:
+                return position[key]
+            except (KeyError, TypeError):
+                raise ValueError(f"{field}: {label!r} is not a class of y ({classes.tolist()})") from None
+
+        bounds = {}
+        for label, bound in (self.class_bounds or {}).items():
+            k = index_of(label, "class_bounds")
+            if isinstance(bound, bool) or not isinstance(bound, numbers.Real) or not 0.0 < bound <= 1.0:
+                raise ValueError(f"class_bounds: the bound of class {label!r} must be a number in (0, 1], "
+                                 f"got {bound!r}")
+            bounds[k] = float(bound)
+        if not bounds:
+            if self.priority_class is not None:
+                index_of(self.priority_class, "priority_class")
+            return None, {}
+        free = [k for k in range(classes.size) if k not in bounds]
+        if self.priority_class is None:
+            if len(free) != 1:
+                raise ValueError(f"priority_class: required, since class_bounds leaves "
+                                 f"{'no class' if not free else f'{len(free)} classes'} without a bound "
+                                 f"(classes {classes.tolist()})")
+            p = free[0]
+        else:
+            p = index_of(self.priority_class, "priority_class")
+            if p in bounds:
+                raise ValueError(f"priority_class: {self.priority_class!r} also has a bound in class_bounds; "
+                                 "the priority class's error is minimised, not bounded")
+            if len(free) > 1:
+                others = [_python(classes[k]) for k in free if k != p]
+                raise ValueError(f"class_bounds: classes {others} have no bound; every class except "
+                                 "priority_class needs one (1.0 leaves a class's error free)")
+        return p, dict(sorted(bounds.items()))
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, sample_weight=None):
+        """Fit the scores under the class bounds, calibrating the surrogate levels (class docstring).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            CSR input stays sparse (a column of ones is appended for the intercepts).
+        y : array-like of shape (n_samples,)
+            At least two classes, labels of any type.
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights of every class's loss and hard error (each class needs a positive total).
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=False)
+        check_classification_targets(y)
+        classes, y_index = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"y: needs at least 2 classes; got {classes.size} class")
+        self.classes_ = classes
+        C = classes.size
+        n, d = X.shape
+        p, bounds = self._resolve_classes(classes)
+        weight = np.ones(n) if sample_weight is None else _check_weight(sample_weight, n)
+        class_weight = np.bincount(y_index, weights=weight, minlength=C)
+        if np.any(class_weight <= 0):
+            raise ValueError(f"sample_weight: class(es) {classes[class_weight <= 0].tolist()} have zero total weight")
+
+        design = X
+        if self.fit_intercept:   # the intercepts as a column of ones (a CSR matrix gets a new CSR)
+            design = sp.hstack([X, np.ones((n, 1))], format="csr") if sp.issparse(X) else \
+                np.hstack([X, np.ones((n, 1))])
+        dataset = Dataset(design, y_index.astype(np.int64), sample_weight=None if sample_weight is None else weight,
+                          copy=False, task="multiclass")
+        # "features" (vec of W^T) is the CSR kernels' native layout; dense data costs the same in both
+        layout = "features" if dataset.is_sparse else "classes"
+        bounded = list(bounds)
+        alpha = np.array([bounds[k] for k in bounded])
+        if bounded:
+            levels = np.ones(C - 1)   # [MLY20] order: every class but p, increasing; all are bounded here
+            levels[:] = [bounds[k] for k in range(C) if k != p]
+            base = multiclass_neyman_pearson(dataset, p, levels, radius=np.inf, loss=self.loss, layout=layout)
+            terms, term_weights, constraints = [base.objective], [1.0], base.constraints
+        else:
+            terms = [ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout) for k in range(C)]
+            term_weights, constraints = class_weight / class_weight.sum(), []
+        d_full = design.shape[1]
+        # entries of x holding intercepts: read through the term's own layout map
+        slots = terms[0].weights(np.arange(C * d_full, dtype=np.float64)).astype(np.int64)
+        penalised = np.ones(C * d_full, dtype=bool)
+        if self.fit_intercept:
+            penalised[slots[:, -1]] = False
+        objective = _PooledRidge(terms, term_weights, float(self.ridge), penalised)
+        problem = ConstrainedProblem(objective, constraints, Whole(), x0=np.zeros(C * d_full),
+                                     name="MultiClassNeymanPearsonClassifier")
+        constraint_of = {k: i for i, k in enumerate(k for k in range(C) if k != p)} if bounded else {}
+        kwargs = {} if self.max_iter is None else {"max_iter": int(self.max_iter)}
+
+        def weights_of(x):
+            W = terms[0].weights(x)
+            return W[:, :d], (W[:, d] if self.fit_intercept else np.zeros(C))
+
+        def hard_errors(x):
+            W, b = weights_of(x)
+            wrong = _argmax(np.asarray(safe_sparse_dot(X, W.T, dense_output=True)) + b) != y_index
+            return np.bincount(y_index, weights=weight * wrong, minlength=C) / class_weight
+
+        x, multipliers = np.zeros(C * d_full), None
+        r = alpha.copy()
+        if bounded:
+            # Start from the unconstrained model (pooled loss, same ridge): its surrogate values
+            # L_k and hard errors h_k scale the first levels, r_k = L_k clip(alpha_k / h_k, 1/4, 4),
+            # which puts each level in the loss's own units (a logistic L_k is never near alpha_k).
+            free = ConstrainedProblem(_PooledRidge([ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout)
+                                                    for k in range(C)], class_weight / class_weight.sum(),
+                                                   float(self.ridge), penalised), [], Whole(),
+                                      x0=np.zeros(C * d_full))
+            x = augmented_lagrangian(free, x, verbose=self.verbose, **kwargs).x
+            h_free = hard_errors(x)[bounded]
+            surrogate = np.array([constraints[constraint_of[k]].term.value(x) for k in bounded])
+            r = surrogate * np.clip(alpha / np.maximum(h_free, 1e-300), 0.25, 4.0)
+        record = {"levels": [], "errors": [], "priority_errors": [], "statuses": [], "chosen": 0, "met": True}
+        solutions = []
+        for _ in range(int(self.max_calibration) if bounded else 1):
+            for k, level in zip(bounded, r):
+                constraints[constraint_of[k]].bound = float(level)
+            result = augmented_lagrangian(problem, x, multipliers=multipliers, verbose=self.verbose, **kwargs)
+            x, multipliers = result.x, result.multipliers
+            h_all = hard_errors(x)
+            h = h_all[bounded]
+            priority_error = float(h_all[p]) if p is not None else float(
+                class_weight @ h_all / class_weight.sum())
+            record["levels"].append(r.tolist())
+            record["errors"].append(h.tolist())
+            record["priority_errors"].append(priority_error)
+            record["statuses"].append(result.status)
+            solutions.append((x, result, h_all, r.copy()))
+            if not bounded:
+                break
+            lam = np.array([multipliers[constraint_of[k]] for k in bounded])
+            tighten = h > alpha
+            loosen = (h < 0.8 * alpha) & (lam > 0)
+            if not np.any(tighten | loosen):
+                break
+            if (len(solutions) > 1 and np.array_equal(h_all, solutions[-2][2])
+                    and result.status == solutions[-2][1].status == "no_feasible_iterate"):
+                break   # the surrogate levels are out of reach and tighter ones moved no prediction
+            move = tighten | loosen
+            ratio = np.where(h > 0, 0.95 * alpha / np.maximum(h, 1e-300), 4.0)
+            r = np.where(move, r * np.clip(ratio, 0.25, 4.0), r)
+
+        met = [j for j, e in enumerate(record["errors"]) if np.all(np.asarray(e) <= alpha)]
+        if met:
+            chosen = min(met, key=lambda j: (record["priority_errors"][j], j))
+        else:
+            chosen = int(np.argmin([np.max(np.asarray(e) / alpha) for e in record["errors"]]))
+        record["chosen"], record["met"] = chosen, bool(met)
+        x, result, h_all, r = solutions[chosen]
+        W, b = weights_of(x)
+        self.coef_ = np.ascontiguousarray(W)
+        self.intercept_ = np.array(b, dtype=np.float64)
+        self.priority_class_ = None if p is None else _python(classes[p])
+        self.class_bounds_ = {_python(classes[k]): bounds[k] for k in bounded}
+        self.levels_ = {_python(classes[k]): float(level) for k, level in zip(bounded, r)}
+        self.fit_errors_ = {_python(c): float(e) for c, e in zip(classes, h_all)}
+        self.calibration_ = record
+        self.solve_result_ = result
+        self.n_iter_ = result.n_iter
+        if not record["met"]:
+            excess = {_python(classes[k]): round(float(h_all[k]), 4) for k in bounded if h_all[k] > bounds[k]}
+            warnings.warn(f"class_bounds: the training error of class(es) {excess} exceeds its bound after "
+                          f"{len(record['errors'])} solves (calibration_ has the trace); the bounds may be "
+                          "unreachable by a linear model, or raise max_calibration / max_iter", ConvergenceWarning,
+                          stacklevel=2)
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def decision_function(self, X):
+        """Scores :math:`s_c(x) = w_c^\\top x + b_c`, shape (n, n_classes); for two classes :math:`s_1 - s_0`, shape (n,).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense, CSR (kept sparse) or a pandas DataFrame with the training columns.
+        """
+        check_is_fitted(self, "coef_")
+        X = check_features(self, X, reset=False)
+        scores = np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True)) + self.intercept_
+        if self.classes_.size == 2:   # scikit-learn's binary convention: positive means classes_[1]
+            return scores[:, 1] - scores[:, 0]
+        return scores
+
+    def predict(self, X):
+        """The class of the largest score (the first of tied classes); deterministic."""
+        s = self.decision_function(X)
+        if s.ndim == 1:
+            return self.classes_[(s > 0).astype(np.int64)]
+        return self.classes_[_argmax(s)]
+
+    def _has_proba(self):
+        if self.loss != "logistic":
+            raise AttributeError(f"predict_proba: available for loss='logistic' only, not {self.loss!r} "
+                                 "(sigmoid-loss scores are not log-odds)")
+        return True
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Softmax of the scores, shape (n, n_classes) (``loss="logistic"`` only; class docstring)."""
+        s = self.decision_function(X)
+        if s.ndim == 1:   # softmax of (s_0, s_1) = (1 - sigma(s_1 - s_0), sigma(s_1 - s_0))
+            return softmax(np.column_stack([np.zeros_like(s), s]), axis=1)
+        return softmax(s, axis=1)
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of `predict_proba`, computed without underflow."""
+        s = self.decision_function(X)
+        if s.ndim == 1:
+            return log_softmax(np.column_stack([np.zeros_like(s), s]), axis=1)
+        return log_softmax(s, axis=1)
+
+    def constraint_report(self, X, y):
+        """Each bounded class's error on (X, y) against its bound, every class's error, the solver's status.
+
+        Returns
+        -------
+        ConstraintReport
+            ``constraint`` is ``"class_error_rates"``; ``value`` the largest excess
+            :math:`\\max_k(\\text{error}_k - \\alpha_k)` over the bounded classes present in ``y``
+            (NaN when none is), ``bound`` 0, ``satisfied`` whether every bounded class present is
+            within its bound; ``per_group`` maps each class to ``n``, ``error`` (NaN without
+            rows) and ``bound`` (None for an unbounded class); ``fit_value`` is the largest excess
+            on the training rows.
+        """
+        check_is_fitted(self, "coef_")
+        y = np.asarray(y)
+        unknown = np.setdiff1d(np.unique(y), self.classes_) if y.size else np.empty(0)
+        if unknown.size:
+            raise ValueError(f"y: labels {unknown[:5].tolist()} were not seen in fit "
+                             f"(classes_ = {self.classes_.tolist()})")
+        y_pred = self.predict(X)
+        if y_pred.shape[0] != y.shape[0]:
+            raise ValueError(f"y: has {y.shape[0]} labels but X has {y_pred.shape[0]} rows")
+        per_class, excess = {}, []
+        for label in self.classes_.tolist():
+            rows = y == label
+            error = float(np.mean(y_pred[rows] != label)) if np.any(rows) else float("nan")
+            bound = self.class_bounds_.get(label)
+            per_class[label] = {"n": int(np.sum(rows)), "error": error, "bound": bound}
+            if bound is not None and np.any(rows):
+                excess.append(error - bound)
+        value = max(excess) if excess else float("nan")
+        fit_excess = [self.fit_errors_[c] - a for c, a in self.class_bounds_.items()]
+        return ConstraintReport("class_error_rates", 0.0, float(value), bool(not excess or value <= 0.0), per_class,
+                                *_solve_summary(self), fit_value=float(max(fit_excess)) if fit_excess else float("nan"))
+
+    def save(self, path):
+        """Write the fitted estimator to ``path`` without pickle (`fastcon.estimators.load` reads it back)."""
+        from ._persist import save
+
+        save(self, path)
+
+
+def _argmax(scores):
+    """Row-wise argmax; the first of tied classes, as ``np.argmax``."""
+    return np.argmax(scores, axis=1)
+
+
+def _python(label):
+    """A class label as a Python scalar (dict keys that JSON and users compare by value)."""
+    return label.item() if isinstance(label, np.generic) else label

@@ -1,0 +1,274 @@
+r"""Saving and loading fitted estimators without pickle: one ``.npz`` file of arrays and a JSON header.
+
+A pickle runs code when it is loaded, so a model file from an untrusted source is a security hole,
+and it ties the file to the exact classes of the version that wrote it. `save` writes instead
+
+- every NumPy array of the fitted model (``coef_``, ``intercept_``, ``classes_`` when numeric,
+  boolean or string, the solve's ``x`` and multipliers, ...) as an entry of an ``.npz`` archive,
+  read back with ``allow_pickle=False`` (bit for bit, NaN included);
+- one JSON header (entry ``__header__``, UTF-8 bytes): the format and its version, the fastcon
+  version that wrote it, the estimator's class name, ``get_params()``, and the fitted attributes
+  that are not arrays.
+
+JSON has no tuples, non-string keys or non-finite numbers, so those are written as one-key
+objects that name their type (``{"__tuple__": [...]}``, ``{"__dict__": [[key, value], ...]}``,
+``{"__float__": "nan"}``, ...); a dict whose keys are all strings not starting with ``__`` stays a
+plain JSON object, so a marker is never confused with data. Two fitted objects get their own
+markers: the solve's `fastcon.SolveResult` (status, message, iterations, multipliers, counters,
+``info``; **not** the history, which can be long and is not needed to predict) and the group
+encoder `fastcon.datasets.GroupEncoding` (group labels and column count; its ``codes`` come back
+as ``0..K-1``, the training rows' codes are not saved). Anything else, e.g. a group label that is an
+arbitrary Python object, makes `save` raise TypeError naming the attribute rather than drop it.
+
+`load` only constructs classes of `ESTIMATORS` by name and only sets attributes named like fitted
+attributes (``name_``), so nothing in the file is ever executed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import zipfile
+
+import numpy as np
+
+from .._results import SolveResult
+from .._version import __version__
+from ..datasets import GroupEncoding
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "load", "save"]
+
+#: Value of the header's ``format`` field.
+FORMAT = "fastcon.estimator"
+#: Version of the layout `save` writes; `load` reads this and every earlier version.
+FORMAT_VERSION = 1
+
+_HEADER = "__header__"
+_ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
+_MARKERS = ("__array__", "__object_array__", "__tuple__", "__dict__", "__float__", "__solve_result__",
+            "__group_encoding__")
+
+
+def _estimators():
+    """Class name -> class of every estimator `load` may rebuild (imported here: the modules import this one)."""
+    from ._fair import FairClassifier
+    from ._multiclass import MultiClassNeymanPearsonClassifier
+    from ._neyman_pearson import NeymanPearsonClassifier
+
+    return {cls.__name__: cls for cls in (FairClassifier, NeymanPearsonClassifier,
+                                          MultiClassNeymanPearsonClassifier)}
+
+
+class _Encoder:
+    """JSON-ready values out of Python/NumPy ones; arrays are set aside for the ``.npz`` entries."""
+
+    def __init__(self):
+        self.arrays = {}
+
+    def __call__(self, value, where):
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, (int, np.integer)) and not isinstance(value, np.bool_):
+            return int(value)
+        if isinstance(value, np.bool_):
+            return bool(value)
+        if isinstance(value, (float, np.floating)):
+            value = float(value)
+            return value if math.isfinite(value) else {"__float__": repr(value)}
+        if isinstance(value, np.ndarray):
+            return self._array(value, where)
+        if isinstance(value, tuple):
+            return {"__tuple__": [self(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        if isinstance(value, list):
+            return [self(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            if all(isinstance(k, str) and not k.startswith("__") for k in value):
+                return {k: self(v, f"{where}[{k!r}]") for k, v in value.items()}
+            return {"__dict__": [[self(k, f"{where} key {k!r}"), self(v, f"{where}[{k!r}]")]
+                                 for k, v in value.items()]}
+        if isinstance(value, SolveResult):
+            return {"__solve_result__": {
+                "x": self(value.x, f"{where}.x"), "status": value.status, "message": value.message,
+                "n_iter": value.n_iter, "objective": self(value.objective, f"{where}.objective"),
+                "max_violation": self(value.max_violation, f"{where}.max_violation"),
+                "multipliers": self(value.multipliers, f"{where}.multipliers"),
+                "counters": self(value.counters, f"{where}.counters"), "info": self(value.info, f"{where}.info"),
+                "solver": value.solver}}
+        if isinstance(value, GroupEncoding):
+            return {"__group_encoding__": {"labels": self(list(value.labels), f"{where}.labels"),
+                                           "n_columns": int(value.n_columns)}}
+        raise TypeError(f"{where}: a value of type {type(value).__name__} ({value!r:.80}) cannot be saved "
+                        "without pickle (supported: numbers, strings, bools, None, tuples, lists, dicts, "
+                        "NumPy arrays of numbers, bools or strings)")
+
+    def _array(self, value, where):
+        if value.dtype.kind in "biufcUS":
+            key = f"a{len(self.arrays)}"
+            self.arrays[key] = value
+            return {"__array__": key}
+        if value.dtype.kind == "O" and value.ndim == 1:
+            # e.g. feature_names_in_ (strings in an object array): its items as JSON, dtype kept
+            return {"__object_array__": [self(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        raise TypeError(f"{where}: an array of dtype {value.dtype} and shape {value.shape} cannot be saved "
+                        "without pickle")
+
+
+def _decode(value, arrays, where):
+    """The inverse of `_Encoder`; ``where`` names the value in error messages."""
+    if isinstance(value, list):
+        return [_decode(v, arrays, f"{where}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, dict):
+        return value
+    marker = next(iter(value)) if len(value) == 1 else None
+    if marker not in _MARKERS:
+        return {k: _decode(v, arrays, f"{where}[{k!r}]") for k, v in value.items()}
+    body = value[marker]
+    if marker == "__array__":
+        if not isinstance(body, str) or body not in arrays:
+            raise ValueError(f"{where}: refers to array {body!r}, which the file does not hold")
+        return arrays[body]
+    if marker == "__object_array__":
+        items = _decode(body, arrays, where)
+        out = np.empty(len(items), dtype=object)
+        out[:] = items
+        return out
+    if marker == "__tuple__":
+        return tuple(_decode(body, arrays, where))
+    if marker == "__dict__":
+        pairs = [(_decode(k, arrays, where), _decode(v, arrays, where)) for k, v in body]
+        return {_hashable(k): v for k, v in pairs}
+    if marker == "__float__":
+        if body not in ("nan", "inf", "-inf"):
+            raise ValueError(f"{where}: {body!r} is not a non-finite float")
+        return float(body)
+    if marker == "__solve_result__":
+        fields = _decode(body, arrays, where)
+        return SolveResult(fields["x"], fields["status"], fields["message"], n_iter=fields["n_iter"],
+                           objective=fields["objective"], max_violation=fields["max_violation"],
+                           multipliers=fields["multipliers"], counters=fields["counters"], info=fields["info"],
+                           solver=fields["solver"])
+    fields = _decode(body, arrays, where)   # __group_encoding__
+    labels = [_hashable(g) for g in fields["labels"]]
+    return GroupEncoding(codes=np.arange(len(labels), dtype=np.int64), labels=labels, n_groups=len(labels),
+                         n_columns=int(fields["n_columns"]))
+
+
+def _hashable(key):
+    # a dict key or group label that JSON gave back as a list (never written so: tuples are marked)
+    return tuple(key) if isinstance(key, list) else key
+
+
+def save(estimator, path):
+    """Write a fitted estimator to ``path`` (an ``.npz`` archive: arrays and a JSON header; no pickle).
+
+    Parameters
+    ----------
+    estimator : FairClassifier, NeymanPearsonClassifier or MultiClassNeymanPearsonClassifier
+        Fitted.
+    path : str or os.PathLike
+        Written as given (no suffix is added); ``.npz`` is the conventional suffix.
+
+    Raises
+    ------
+    TypeError
+        ``estimator`` is not one of the estimators `load` knows, or a fitted attribute holds a
+        value that cannot be written without pickle (the message names it).
+    sklearn.exceptions.NotFittedError
+        ``estimator`` is not fitted.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    name = type(estimator).__name__
+    if _estimators().get(name) is not type(estimator):
+        raise TypeError(f"estimator: {name} is not a fastcon estimator that load() can rebuild "
+                        f"(known: {sorted(_estimators())})")
+    check_is_fitted(estimator)
+    encode = _Encoder()
+    params = {k: encode(v, f"params[{k!r}]") for k, v in estimator.get_params(deep=False).items()}
+    attributes = {k: encode(v, k) for k, v in sorted(vars(estimator).items()) if _ATTRIBUTE.match(k)}
+    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastcon_version": __version__,
+              "class": name, "params": params, "attributes": attributes}
+    text = json.dumps(header, allow_nan=False, ensure_ascii=False)
+    arrays = dict(encode.arrays)
+    arrays[_HEADER] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    with open(os.fspath(path), "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def load(path):
+    """Rebuild an estimator written by `save`: same parameters, same fitted arrays (bit for bit).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    FairClassifier, NeymanPearsonClassifier or MultiClassNeymanPearsonClassifier
+        Fitted: ``predict``, ``decision_function``, ``predict_proba`` and ``constraint_report``
+        give what the saved estimator gave. ``solve_result_.history`` is empty (not saved).
+
+    Raises
+    ------
+    ValueError
+        ``"path: ..."`` when the file is not an estimator file of this format, was written by a
+        newer format version, names an unknown estimator class or parameter, or is inconsistent.
+        Nothing in the file is executed: arrays are read with ``allow_pickle=False``, classes are
+        looked up in a fixed table.
+    """
+    where = os.fspath(path)
+    try:
+        archive = np.load(where, allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        raise ValueError(f"path: {where!r} is not a fastcon estimator file ({exc})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):   # a bare .npy array
+        raise ValueError(f"path: {where!r} is not a fastcon estimator file (a single array, not an archive)")
+    try:
+        arrays = {k: archive[k] for k in archive.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        raise ValueError(f"path: {where!r} is not a fastcon estimator file ({exc})") from None
+    finally:
+        archive.close()
+    raw = arrays.pop(_HEADER, None)
+    if raw is None or raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ValueError(f"path: {where!r} has no fastcon estimator header")
+    try:
+        header = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"path: {where!r} has an unreadable header ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError(f"path: {where!r} is not a fastcon estimator file (format "
+                         f"{header.get('format') if isinstance(header, dict) else None!r})")
+    version = header.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"path: {where!r} has an invalid format_version {version!r}")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"path: {where!r} was written in format version {version} (by fastcon "
+                         f"{header.get('fastcon_version')}); this fastcon ({__version__}) reads versions up to "
+                         f"{FORMAT_VERSION}: upgrade fastcon")
+    name = header.get("class")
+    known = _estimators()
+    if name not in known:
+        raise ValueError(f"path: {where!r} holds an estimator of class {name!r}, not one of {sorted(known)}")
+    cls = known[name]
+    params, attributes = header.get("params"), header.get("attributes")
+    if not isinstance(params, dict) or not isinstance(attributes, dict):
+        raise ValueError(f"path: {where!r} has no params/attributes tables")
+    accepted = cls().get_params(deep=False)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"path: {where!r} sets parameter(s) {unknown} that {name} does not have")
+    try:
+        estimator = cls(**{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
+        for key, value in attributes.items():
+            if not isinstance(key, str) or not _ATTRIBUTE.match(key):
+                raise ValueError(f"attribute {key!r} is not a fitted attribute name (letters, digits, '_', "
+                                 "ending in '_')")
+            setattr(estimator, key, _decode(value, arrays, key))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
+    return estimator
+
