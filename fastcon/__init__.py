@@ -28,8 +28,11 @@ _ESTIMATORS = ("FairClassifier", "NeymanPearsonClassifier", "MultiClassNeymanPea
 
 def __getattr__(name):
     if name in _ESTIMATORS or name == "estimators":
+        import importlib
+
         try:
-            from . import estimators
+            # not "from . import estimators": that asks this module for the attribute first -> recursion
+            estimators = importlib.import_module(f"{__name__}.estimators")
         except ImportError as exc:
             raise ImportError(f"fastcon.{name} needs scikit-learn: pip install 'fastcon[sklearn]' ({exc})") from exc
         return estimators if name == "estimators" else getattr(estimators, name)
