@@ -36,8 +36,8 @@ import pytest
 from _references import spider_iterations
 from _roofline import csr_pass_bytes, record_roofline
 from _timing import best_time
-from fastcon.problems import ConstrainedProblem, Whole, demographic_parity_gap, hinge_risk, less_equal, penalized, \
-    scad_penalty
+from fastcon.problems import ConstrainedProblem, Whole, hinge_risk, less_equal, penalized, \
+    scad_penalty, smoothed_demographic_parity
 from fastcon.solvers import spider
 from reference.spider import Problem2Reference, spider_reference
 
@@ -57,7 +57,7 @@ def p2_a9a(data_home):
     D, T = load("a9a", data_home=data_home, subset="train"), load("a9a", data_home=data_home, subset="test")
     p, u = T.subset(T.groups == 1), T.subset(T.groups == 0)
     obj = penalized(hinge_risk(D), scad_penalty(D.n_features, 0.02))
-    prob = ConstrainedProblem(obj, [less_equal(demographic_parity_gap(p, u), 0.02)], Whole(), x0=np.zeros(D.n_features))
+    prob = ConstrainedProblem(obj, [less_equal(smoothed_demographic_parity(p, u), 0.02)], Whole(), x0=np.zeros(D.n_features))
     ref = Problem2Reference(D.X.tocsr(), D.y.astype(np.float64), p.X.tocsr(), u.X.tocsr(), 0.02, 0.02)
     binary = D.is_binary_features and p.is_binary_features and u.is_binary_features
     return prob, ref, binary

@@ -58,7 +58,7 @@ def box_problem():
 def test_linear_program_reaches_the_vertex(mode):
     # From 0 the constraints cannot activate inside the unit box (max x1 + 2 x2 = 3 < 4), so the
     # step is (1, 1); from (1, 1) the LP step is the vertex itself (see the hand-LP test).
-    res = exact_penalty_trust_region(vertex_lp(), np.zeros(2), penalty_update=mode)
+    res = exact_penalty_trust_region(vertex_lp(), np.zeros(2), penalty_update=mode, record_every=1)
     assert res.status == "converged" and res.info["stop_reason"] == "critical"
     np.testing.assert_allclose(res.x, [1.6, 1.2], atol=1e-9)
     assert res.n_iter == 3 and res.max_violation <= 1e-9 and res.objective == pytest.approx(-2.8)
@@ -79,7 +79,8 @@ X_STAR = A - (C_ROW @ A - B) / (C_ROW @ C_ROW) * C_ROW  # (0.5, 0, -0.5), multip
 @pytest.mark.parametrize("x0", [[2.0, -1.0, 1.0], [-3.0, 2.0, 0.3]])
 def test_convex_quadratic_converges_with_descent_on_the_merit(mode, x0):
     problem = ConstrainedProblem(squared_distance(A), [linear(C_ROW, -B)], Ball(10.0))
-    res = exact_penalty_trust_region(problem, np.array(x0), penalty_update=mode, tolerance=1e-9)
+    res = exact_penalty_trust_region(problem, np.array(x0), penalty_update=mode, criticality_tolerance=1e-9,
+                                     record_every=1)
     assert res.status == "converged" and res.info["stop_reason"] == "critical"
     np.testing.assert_allclose(res.x, X_STAR, atol=1e-6)
     assert res.max_violation <= 1e-9 and res.objective == pytest.approx(float((X_STAR - A) @ (X_STAR - A)), abs=1e-6)
@@ -137,7 +138,7 @@ def test_lp_step_minimises_the_model_like_vertex_enumeration(seed):
     problem = ConstrainedProblem(linear(grad), [linear(row, v) for row, v in zip(jac, values)])
     log = []
     exact_penalty_trust_region(problem, np.zeros(2), penalty=penalty, penalty_update="classic", radius=radius,
-                               max_iter=1, tolerance=1e-12, callback=record_steps(log))
+                               max_iter=1, criticality_tolerance=1e-12, callback=record_steps(log))
     (_, s, pred), = log
 
     def model(step):  # l(0; s) - f(0)
@@ -179,7 +180,8 @@ def test_criticality_uses_the_unit_lp_only_when_the_bounds_do_not_decide():
     # k = 1, D = 0.5:  pred = 0.3 > 0.2 -> not critical, psi not computed
     # k = 2, D = 0.25: pred = 0.15 <= 0.2 < 0.6 = pred / D -> unit LP: psi = 0.6 at x = 0.3
     # k = 3, D = 0.25 at x = 0.05: pred / D = 0.1 <= 0.2 -> critical without the unit LP; feasible
-    res = exact_penalty_trust_region(one_dimensional_quadratic(), np.array([0.3]), tolerance=0.2)
+    res = exact_penalty_trust_region(one_dimensional_quadratic(), np.array([0.3]), criticality_tolerance=0.2,
+                                     record_every=1)
     assert res.status == "converged" and res.n_iter == 4 and res.x[0] == pytest.approx(0.05)
     np.testing.assert_allclose(res.history["criticality"], [0.6, np.nan, 0.6, np.nan], rtol=1e-12)
     assert res.counters["lp_solves"] == 5  # 4 step LPs + 1 unit-radius LP
@@ -227,7 +229,7 @@ def test_classic_mode_raises_the_penalty_only_at_a_critical_infeasible_point():
     # sigma = 0.5 < multiplier 1: phi decreases to the box bound -2, where psi = 0 but chi = 3 - 2 = 1,
     # so sigma <- 10 * 0.5 and the run walks back to x = 1.
     res = exact_penalty_trust_region(box_problem(), np.zeros(1), penalty=0.5, penalty_increase=10.0,
-                                     penalty_update="classic")
+                                     penalty_update="classic", record_every=1)
     assert res.status == "converged" and res.x[0] == pytest.approx(1.0, abs=1e-12) and res.n_iter == 6
     np.testing.assert_allclose(res.history["objective"], [0.0, -1.0, -2.0, -1.0, 0.0, 1.0], atol=1e-12)
     np.testing.assert_array_equal(res.history["penalty"], [0.5, 0.5, 5.0, 5.0, 5.0, 5.0])
@@ -251,7 +253,8 @@ def test_penalty_starts_at_one_over_xi_and_moves_by_factors_of_tau(mode, first_p
     # min 10 x s.t. x >= 1 on [-2, 3] (multiplier 10): sigma_{-1} = 1 / 0.25 = 4 is too small, one
     # increase by tau = 3 suffices; classic raises it at the bound -2, steering at once.
     problem = ConstrainedProblem(linear([10.0]), [linear([-1.0], 1.0)], Box(-2.0, 3.0))
-    res = exact_penalty_trust_region(problem, np.zeros(1), steering=0.25, penalty_increase=3.0, penalty_update=mode)
+    res = exact_penalty_trust_region(problem, np.zeros(1), steering=0.25, penalty_increase=3.0, penalty_update=mode,
+                                     record_every=1)
     assert res.status == "converged" and res.x[0] == pytest.approx(1.0, abs=1e-12)
     penalties = res.history["penalty"]
     np.testing.assert_array_equal(penalties[:len(first_penalties)], first_penalties)
@@ -289,7 +292,7 @@ def test_ball_is_penalised_not_projected(form):
     res = exact_penalty_trust_region(problem, np.zeros(2), penalty=0.5, max_iter=1, ball_constraint=form)
     np.testing.assert_array_equal(res.x, [1.0, 1.0])
     assert res.max_violation == pytest.approx(np.sqrt(2.0) - 1.0)
-    res = exact_penalty_trust_region(problem, np.zeros(2), ball_constraint=form, tolerance=1e-9)
+    res = exact_penalty_trust_region(problem, np.zeros(2), ball_constraint=form, criticality_tolerance=1e-9)
     assert res.status == "converged" and res.info["penalized_balls"] == 1
     np.testing.assert_allclose(res.x, a / np.linalg.norm(a), atol=1e-6)
     assert res.counters["penalty_increases"] == 0  # round-off violations do not trigger steering
@@ -327,7 +330,7 @@ def test_product_domain_keeps_the_box_and_penalises_the_balls():
     domain = Product([(2, Box(0.0, 0.5)), (4, ProductOfBalls([0, 2, 4], [1.0, 1.0]))])
     problem = ConstrainedProblem(squared_distance(a), [], domain)
     log = []
-    res = exact_penalty_trust_region(problem, np.zeros(6), tolerance=1e-9, callback=record_steps(log))
+    res = exact_penalty_trust_region(problem, np.zeros(6), criticality_tolerance=1e-9, callback=record_steps(log))
     x_star = np.concatenate([[0.5, 0.0], a[2:4] / np.linalg.norm(a[2:4]), a[4:]])
     assert res.status == "converged" and res.info["penalized_balls"] == 2
     np.testing.assert_allclose(res.x, x_star, atol=1e-6)
@@ -392,7 +395,8 @@ def test_lp_failures_are_rejected_steps_not_errors(monkeypatch):
     (dict(max_iter=2.5), "max_iter"), (dict(eta1=0.0), "eta1"), (dict(eta1=0.8, eta2=0.7), "eta2"),
     (dict(eta2=1.0), "eta2"), (dict(gamma=1.0), "gamma"), (dict(gamma_accept=0.4), "gamma_accept"),
     (dict(gamma_accept=1.5), "gamma_accept"), (dict(expansion=0.5), "expansion"), (dict(min_radius=0.0), "min_radius"),
-    (dict(min_radius=2.0), "min_radius"), (dict(tolerance=0.0), "tolerance"), (dict(tolerance=np.nan), "tolerance"),
+    (dict(min_radius=2.0), "min_radius"), (dict(criticality_tolerance=0.0), "criticality_tolerance"),
+    (dict(criticality_tolerance=np.nan), "criticality_tolerance"),
     (dict(feasibility_tolerance=-1.0), "feasibility_tolerance"), (dict(ball_constraint="cubed"), "ball_constraint"),
     (dict(record_every=0), "record_every"), (dict(max_iter=True), "max_iter"), (dict(max_iter=np.nan), "max_iter"),
     (dict(record_every=1.5), "record_every"), (dict(seed=-1), "seed"),

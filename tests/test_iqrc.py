@@ -81,7 +81,9 @@ def assert_outer_iterates_feasible(res, problem, threshold, in_domain):
 # ---------------------------------------------------------------------------- Algorithm 1 + 2
 def test_iqrc_reaches_solution_and_every_outer_iterate_is_feasible():
     problem = hinge_problem()
-    res = iqrc(problem, rho_hat=1.0, tolerance=1e-2, outer_iter=30, inner_iter=1000, record_every=50)
+    # tolerance read as eps_hat (threshold eps_hat^2 = 1e-4), the paper's reading
+    res = iqrc(problem, rho_hat=1.0, tolerance=1e-2, tolerance_reading="eps_hat", outer_iter=30, inner_iter=1000,
+               record_every=50)
     assert res.status == "max_iter" and res.n_iter == 30000 and res.solver == "iqrc[switching]"
     np.testing.assert_allclose(res.x, X_HINGE, atol=3e-3)   # the inner error is O(1/K): 6e-3 at K = 300
     # feasibility invariant: g(x_t) <= G_{t-1}(x_t) <= eps_hat^2 and x_t in X for every outer t
@@ -106,14 +108,16 @@ def test_iqrc_reaches_solution_and_every_outer_iterate_is_feasible():
 def test_iqrc_is_the_proximal_point_preset_of_algorithm_2():
     """One implementation: IPP with prox on the constraint, gamma_k = 2/(mu(k+2)), threshold eps_hat^2."""
     kw = dict(outer_iter=4, inner_iter=50, seed=5)
-    res = iqrc(hinge_problem(), rho_hat=2.0, rho=0.5, tolerance=0.05, record_every=1, **kw)
+    res = iqrc(hinge_problem(), rho_hat=2.0, rho=0.5, tolerance=0.05 ** 2, record_every=1, **kw)
     ref = proximal_point(hinge_problem(), rho_hat=2.0, prox_on_constraint=True,
-                         inner_params=dict(step_size=lambda k: 2.0 / (1.5 * (k + 2)), tolerance=0.05 ** 2), **kw)
+                         inner_params=dict(step_size=lambda k: 2.0 / (1.5 * (k + 2)), tolerance=0.05 ** 2),
+                         record_every=1, **kw)
     np.testing.assert_array_equal(res.x, ref.x)
     np.testing.assert_array_equal(res.history["objective"], ref.history["objective"])
     np.testing.assert_array_equal(res.info["outer_iterates"], ref.info["outer_iterates"])
     assert res.info["mu"] == 1.5 and res.info["rho"] == 0.5
-    same = iqrc(hinge_problem(), rho_hat=2.0, mu=1.5, tolerance=0.05, record_every=1, **kw)
+    same = iqrc(hinge_problem(), rho_hat=2.0, mu=1.5, tolerance=0.05, tolerance_reading="eps_hat", record_every=1,
+                **kw)
     np.testing.assert_array_equal(same.x, res.x)
     default = iqrc(hinge_problem(), rho_hat=2.0, tolerance=0.05, **kw)   # default rho = 0: mu = rho_hat
     assert default.info["mu"] == 2.0 and not np.array_equal(default.x, res.x)
@@ -142,10 +146,12 @@ def test_weakly_convex_ring_reaches_kkt_point_with_near_monotone_objective():
 
 
 def test_tolerance_readings():
-    """"eps_hat": threshold = tolerance^2; "threshold": the tolerance itself is the switching threshold."""
+    """"threshold" (default): the tolerance itself is the switching threshold, as in switching_subgradient;
+    "eps_hat" (the old default, kept for the paper's reading): threshold = tolerance^2."""
     problem = linear_problem()
     kw = dict(rho_hat=1.0, tolerance=0.1, outer_iter=10, inner_iter=300)
-    squared, direct = iqrc(problem, **kw), iqrc(problem, tolerance_reading="threshold", **kw)
+    squared, direct = iqrc(problem, tolerance_reading="eps_hat", **kw), iqrc(problem, **kw)
+    assert direct.info["tolerance_reading"] == "threshold"
     assert squared.info["switching_threshold"] == pytest.approx(0.01) and direct.info["switching_threshold"] == 0.1
     g_squared = squared.info["outer_history"]["constraint"]
     g_direct = direct.info["outer_history"]["constraint"]
@@ -187,7 +193,7 @@ def test_callback_stops_and_sees_original_metrics():
 def test_phase_one_from_infeasible_start():
     # 1-D ring from x0 = 0.5: g = 0.75, zeta = -1; one Polyak step lands at x = 1.25 (g < 0)
     problem = ring_problem([0.0], [0.5])
-    res = iqrc(problem, rho_hat=3.0, rho=2.0, tolerance=1e-3, outer_iter=6, inner_iter=1000)
+    res = iqrc(problem, rho_hat=3.0, rho=2.0, tolerance=1e-6, outer_iter=6, inner_iter=1000)
     phase = res.info["phase_one"]
     assert phase["status"] == "feasible" and phase["n_iter"] == 1
     np.testing.assert_allclose(phase["constraint"], [0.75, 1 - 1.25 ** 2])
@@ -201,7 +207,7 @@ def test_phase_one_from_infeasible_start():
     assert res.info["phase_one"]["n_iter"] == 3 and res.info["outer_iterates"][0, 0] == pytest.approx(0.864)
     # hinge problem from 0 (g = 0.4) with a plain constant step: Phase I, then feasible outer iterates
     problem = hinge_problem(x0=(0.0, 0.0, 0.0))
-    res = iqrc(problem, rho_hat=1.0, tolerance=1e-2, outer_iter=20, inner_iter=200, phase_one_step_size=0.05)
+    res = iqrc(problem, rho_hat=1.0, tolerance=1e-4, outer_iter=20, inner_iter=200, phase_one_step_size=0.05)
     phase = res.info["phase_one"]
     assert phase["status"] == "feasible" and phase["n_iter"] == 8   # x_1 rises by 0.05 per step to 0.4
     assert hinge_constraint_value(res.info["outer_iterates"][0]) <= 1e-4
@@ -304,7 +310,7 @@ def test_online_matches_reference_loop(V, alpha):
         zs.append(z.copy())
         Qs.append(info["queues"].copy())
     res = online_stochastic_subgradient(finite_sum_problem()[0], max_iter=K, V=V, alpha=alpha, objective_batch_size=3,
-                                        constraint_batch_size=2, seed=4, callback=collect)
+                                        constraint_batch_size=2, seed=4, callback=collect, record_every=1)
     V_used, alpha_used = (np.sqrt(K), float(K)) if V is None else (V, alpha)
     assert res.info["V"] == V_used and res.info["alpha"] == alpha_used
     ref_z, ref_Q = online_reference(K, V_used, alpha_used, 4, 3, 2)
@@ -356,7 +362,7 @@ def test_online_converges_towards_deterministic_solution():
     assert errors[1] < 0.35
     assert abs(res.objective - f_ref) < 0.015 and res.max_violation < 0.015
     # IQRC with the online oracle: each subproblem is strongly convex, warm-started at x_t
-    out = iqrc(problem, rho_hat=1.0, inner="online", outer_iter=5, inner_iter=600, record_every=600,
+    out = iqrc(problem, rho_hat=1.0, inner_solver="online", outer_iter=5, inner_iter=600, record_every=600,
                inner_params=dict(objective_batch_size=8, constraint_batch_size=8))
     assert out.solver == "iqrc[online]" and out.status == "max_iter"
     assert np.linalg.norm(out.x - x_ref) < 0.2 and out.max_violation < 0.01
@@ -372,7 +378,8 @@ def test_online_seeds_reproducible():
     np.testing.assert_array_equal(a.history["queue_norm"], b.history["queue_norm"])
     c = online_stochastic_subgradient(problem, seed=8, **kw)
     assert not np.array_equal(a.x, c.x)
-    ikw = dict(rho_hat=1.0, inner="online", outer_iter=3, inner_iter=30, inner_params=dict(objective_batch_size=2))
+    ikw = dict(rho_hat=1.0, inner_solver="online", outer_iter=3, inner_iter=30,
+               inner_params=dict(objective_batch_size=2))
     x1, x2 = iqrc(problem, seed=1, **ikw).x, iqrc(problem, seed=1, **ikw).x
     np.testing.assert_array_equal(x1, x2)
     assert not np.array_equal(x1, iqrc(problem, seed=2, **ikw).x)
@@ -408,7 +415,7 @@ def test_online_inner_solver_through_proximal_point():
     (dict(tolerance=0.0), "tolerance"),
     (dict(tolerance=float("nan")), "tolerance"),
     (dict(tolerance_reading="squared"), "tolerance_reading"),
-    (dict(inner="conex"), "inner"),
+    (dict(inner_solver="conex"), "inner_solver"),
     (dict(output="best"), "output"),
     (dict(outer_iter=0), "outer_iter"),
     (dict(inner_iter=2.5), "inner_iter"),

@@ -237,12 +237,12 @@ def test_ball_domain_contains_and_projects_huge_points():
 def test_huge_step_ends_on_the_sphere_not_at_the_centre(solver):
     """A 1e200 step overflowed ||x||^2: the projection returned 0, and the run ended at x = 0."""
     from fastcon.datasets import make_fair_classification
-    from fastcon.problems import ConstrainedProblem, demographic_parity_gap, hinge_risk, less_equal
+    from fastcon.problems import ConstrainedProblem, smoothed_demographic_parity, hinge_risk, less_equal
     from fastcon.solvers import conex, spider
 
     D = make_fair_classification(200, 5, seed=0)
     p, u = D.subset(D.groups == 1), D.subset(D.groups == 0)
-    prob = ConstrainedProblem(hinge_risk(D), [less_equal(demographic_parity_gap(p, u), 0.05)], Ball(1.0),
+    prob = ConstrainedProblem(hinge_risk(D), [less_equal(smoothed_demographic_parity(p, u), 0.05)], Ball(1.0),
                               x0=np.zeros(5))
     res = conex(prob, max_iter=20, primal_step=1e200, dual_step=1.0) if solver == "conex" else \
         spider(prob, max_iter=20, step_size=1e200, seed=0)

@@ -25,7 +25,7 @@ def problem():
 def test_ipp_ssg_reaches_solution_and_records_globally():
     p = problem()
     inner_xs = []  # x_{t+1} of every inner iteration, in global order
-    res = proximal_point(p, rho_hat=1.0, outer_iter=30, inner_iter=100,
+    res = proximal_point(p, rho_hat=1.0, outer_iter=30, inner_iter=100, record_every=1,
                          inner_params=dict(step_size=0.02, tolerance=1e-4,
                                            callback=lambda t, x, info: inner_xs.append(x.copy()) and False))
     np.testing.assert_allclose(res.x, X_STAR, atol=5e-3)

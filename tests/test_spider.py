@@ -9,7 +9,7 @@ from fastcon._kernels._datafit import datafit_buffers, statistic, statistic_two_
 from fastcon._kernels._spider import draw_rows, rng_state
 from fastcon.datasets import make_fair_classification
 from fastcon.problems import (
-    Ball, ConstrainedProblem, Whole, custom_term, demographic_parity_gap, hinge_risk, less_equal, logistic_risk,
+    Ball, ConstrainedProblem, Whole, custom_term, smoothed_demographic_parity, hinge_risk, less_equal, logistic_risk,
     penalized, roc_fairness, scad_penalty,
 )
 from fastcon.solvers import spider, spider_theory_parameters
@@ -23,7 +23,7 @@ def _problem2(sparse=False, n=600, d=6, seed=0):
     G = make_fair_classification(n // 2, d, sparse=sparse, density=0.5, shift=1.5, seed=seed + 1)
     p, u = G.subset(G.groups == 1), G.subset(G.groups == 0)
     obj = penalized(hinge_risk(D), scad_penalty(d, LAM))
-    prob = ConstrainedProblem(obj, [less_equal(demographic_parity_gap(p, u), KAPPA)], Whole(), x0=np.zeros(d))
+    prob = ConstrainedProblem(obj, [less_equal(smoothed_demographic_parity(p, u), KAPPA)], Whole(), x0=np.zeros(d))
     dense = (lambda X: X.toarray()) if sparse else np.asarray
     r = ref.Problem2Reference(dense(D.X), D.y, dense(p.X), dense(u.X), LAM, KAPPA)
     return prob, r
@@ -189,7 +189,8 @@ def test_outputs_ball_and_caps():
     assert best.max_violation == 0.0 and best.objective <= best.history["objective"][best.history["constraint"] <= 0].min() + 1e-15
     capped = spider(prob, variant="deterministic", max_iter=1000, max_data_passes_g=20, seed=0)
     assert capped.status == "data_pass_limit" and 20 <= capped.counters["data_passes_g"] <= 22
-    stopped = spider(prob, max_iter=1000, record_every=10, callback=lambda k, x, info: k >= 50, seed=0)
+    # callback(t, x_{t+1}, info) as in every solver: stopping at t = 49 leaves 50 iterations run
+    stopped = spider(prob, max_iter=1000, record_every=10, callback=lambda t, x, info: t + 1 >= 50, seed=0)
     assert stopped.status == "callback_stop" and stopped.n_iter == 50
     ball = ConstrainedProblem(prob.objective, prob.constraints, Ball(0.05), x0=np.zeros(6))
     res = spider(ball, max_iter=300, step_size=1.0, seed=0)

@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
 from fastcon.datasets import make_fair_classification
-from fastcon.problems import demographic_parity_gap, hinge_risk, penalized, scad_penalty
+from fastcon.problems import smoothed_demographic_parity, hinge_risk, penalized, scad_penalty
 from fastcon.solvers import kkt_multiplier, smoothed_plus, smoothed_plus_derivative
 from reference import spider as ref
 
@@ -90,7 +90,7 @@ def test_penalized_term(rng):
 # ------------------------------------------------------------------ demographic parity gap
 def test_dp_gap_against_reference(groups, rng):
     p, u = groups
-    term = demographic_parity_gap(p, u)
+    term = smoothed_demographic_parity(p, u)
     Ap, Au = _dense(p.X), _dense(u.X)
     for _ in range(5):
         w = rng.standard_normal(8)
@@ -109,7 +109,7 @@ def test_dp_gap_against_reference(groups, rng):
 
 def test_dp_gap_rows_two_point_and_sampling(groups, rng):
     p, u = groups
-    term = demographic_parity_gap(p, u)
+    term = smoothed_demographic_parity(p, u)
     n_p = p.n_samples
     Ap, Au = _dense(p.X), _dense(u.X)
     rows = term.sample_rows(rng, 40)

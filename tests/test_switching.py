@@ -6,7 +6,7 @@ from scipy import stats
 from fastcon.datasets._synthetic import make_fair_classification
 from fastcon.problems import Ball, ConstrainedProblem, custom_term, hinge_risk, less_equal
 from fastcon.solvers import (
-    check_certificate, inverse_sqrt, switching_subgradient, theory_parameters,
+    check_certificate, inverse_sqrt, switching_subgradient, switching_theory_parameters,
 )
 from reference.switching import project_ball, switching_reference
 
@@ -96,7 +96,7 @@ def test_matches_reference_loop(stochastic):
 def test_invariants_and_history():
     problem = small_problem()
     res, xs, infos = run_collect(problem, max_iter=400, step_size=0.02, tolerance=inverse_sqrt(0.05),
-                                 start_index=20, seed=1)
+                                 start_index=20, seed=1, record_every=1)
     assert np.all(np.linalg.norm(xs, axis=1) <= RADIUS * (1 + 1e-12))
     h = res.history
     assert len(h["iteration"]) == 400
@@ -331,7 +331,7 @@ def prox_point(x):
 @pytest.mark.parametrize("case", ["static", "diminishing"])
 def test_theorem_4_2_guarantee(case):
     eps_target, M, D = 0.8, 1.0, 2.0
-    params = theory_parameters(M, D, RHO, RHO_HAT, eps_target, g_slater=-1.0 - B_HALF, case=case)
+    params = switching_theory_parameters(M, D, RHO, RHO_HAT, eps_target, g_slater=-1.0 - B_HALF, case=case)
     assert params["theorem"] == "4.2" and params["Lambda"] == pytest.approx((M * D + RHO_HAT * D * D) / 1.2)
     T, S = params["max_iter"], params["start_index"]
     cert = check_certificate(params["step_size"], params["tolerance"], S, M, D, eps_target, RHO_HAT - RHO,
@@ -356,7 +356,7 @@ def g_value_2(x):
 
 def test_certificate_rejects_misscaled_parameters():
     M, D, eps_t = 1.0, 2.0, 0.5
-    p = theory_parameters(M, D, RHO, RHO_HAT, eps_t, Lambda=3.0)
+    p = switching_theory_parameters(M, D, RHO, RHO_HAT, eps_t, Lambda=3.0)
     T = p["max_iter"]
     args = (p["start_index"], M, D, eps_t, RHO_HAT - RHO, 3.0)
     assert check_certificate(np.full(T, p["step_size"]), np.full(T, p["tolerance"]), *args)["certified"]
@@ -369,22 +369,23 @@ def test_certificate_rejects_misscaled_parameters():
 def test_theory_parameter_formulas():
     M, D, Lam, eps_t, delta = 2.0, 3.0, 4.0, 0.5, 0.05
     T_bar = (M * D * (1 + Lam)) ** 2 / (eps_t ** 4 * 1.0)
-    p = theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam)
+    p = switching_theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam)
     assert p["max_iter"] == np.ceil(25 * T_bar / 4)
     assert p["tolerance"] == pytest.approx(2.5 * M ** 2 * p["step_size"])
-    p = theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam, case="diminishing")
+    p = switching_theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam, case="diminishing")
     assert p["max_iter"] == np.ceil(50 * T_bar) and p["start_index"] == p["max_iter"] // 2
     assert p["tolerance"](0) == pytest.approx(5 * M * D) and p["step_size"](3) == pytest.approx(D / M / 2)
-    p = theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam, stochastic_constraint=True, sigma=0.1, delta=delta)
+    p = switching_theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam, stochastic_constraint=True, sigma=0.1,
+                                    delta=delta)
     assert p["theorem"] == "5.2" and p["kwargs"]["constraint_batch_size"] == p["batch_size"] > 0
     assert p["max_iter"] == np.ceil(300 * np.log(4 / delta) * T_bar)
-    p = theory_parameters(M, D, 0.0, 1.0, eps_t, mu=1.0)
+    p = switching_theory_parameters(M, D, 0.0, 1.0, eps_t, mu=1.0)
     assert p["theorem"] == "B.1" and p["tolerance"] == 0.0
     assert p["max_iter"] == np.ceil((M * D) ** 2 / (eps_t ** 4 * 0.25))
     with pytest.raises(ValueError, match="rho_hat"):
-        theory_parameters(M, D, 1.0, 1.0, eps_t, Lambda=Lam)
+        switching_theory_parameters(M, D, 1.0, 1.0, eps_t, Lambda=Lam)
     with pytest.raises(ValueError, match="g_slater"):
-        theory_parameters(M, D, 0.0, 1.0, eps_t)
+        switching_theory_parameters(M, D, 0.0, 1.0, eps_t)
 
 
 def test_strongly_convex_constraint_draws_over_all_t():

@@ -235,13 +235,15 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
     the history records when ``problem``'s objective oracle is stochastic (IPP records the values of
     ``problem`` itself, i.e. its terms' ``value``).
     """
-    from ..solvers import (conex, inverse_linear, inverse_sqrt, linear, prox_weights_to_steps, proximal_point,
-                           switching_subgradient)
+    from ..solvers import inverse_linear, inverse_sqrt, linear, prox_weights_to_steps, proximal_point
+    # the implementations behind switching_subgradient/conex: they take record_problem
+    from ..solvers.conex import _conex as conex
+    from ..solvers.switching import _switching_subgradient as switching_subgradient
 
     oracle = dict(oracle or {})
     cb = tracker.step_callback() if tracker is not None else None
     common = dict(seed=seed, record_every=record_every)
-    single = {} if record_problem is None else {"_record_problem": record_problem}
+    single = {} if record_problem is None else {"record_problem": record_problem}
     if method in ("ssg_static", "ssg_diminishing"):
         if method == "ssg_static":
             step, tol = float(params["step_size"]), float(params["tolerance"])

@@ -340,7 +340,7 @@ def run_iqrc(bundle, cfg, dataset, seed=0) -> dict:
     record_every = max(1, min(int(cfg["record_every"]), K))
     t0, c0 = time.perf_counter(), time.process_time()
     res = iqrc(problem, problem.x0, rho_hat=float(cfg["rho_hat"]), tolerance=float(cfg["tolerance"]),
-               tolerance_reading=cfg["tolerance_reading"], outer_iter=T, inner_iter=K, inner="switching",
+               tolerance_reading=cfg["tolerance_reading"], outer_iter=T, inner_iter=K, inner_solver="switching",
                output="last", seed=seed, record_every=record_every)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     outer = dict(res.info["outer_history"])
@@ -373,7 +373,7 @@ def run_exact_penalty(bundle, cfg, dataset, time_budget, seed=0) -> dict:
         problem, problem.x0, penalty=params["penalty"], penalty_update=params["penalty_update"], steering=xi,
         penalty_increase=params["penalty_increase"], radius=params["radius"], max_iter=params["max_iter"],
         eta1=params["eta1"], eta2=params["eta2"], gamma=params["gamma"], gamma_accept=params["gamma_accept"],
-        tolerance=params["tolerance"], ball_constraint=params["ball_constraint"], seed=seed, record_every=1,
+        criticality_tolerance=params["tolerance"], ball_constraint=params["ball_constraint"], seed=seed, record_every=1,
         callback=lambda k, x, info: time.perf_counter() > deadline)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     history = {key: np.asarray(value) for key, value in res.history.items()}

@@ -132,8 +132,8 @@ def load_data(dataset, data_home, seed, max_rows, download=None):
 
 def build(dataset, problem_key, cfg, data_home=None, seed=0, download=None):
     """``{"problem", "meta"}`` for one (dataset, problem)."""
-    from ..problems import (ConstrainedProblem, Whole, demographic_parity_gap, erm_optimum, hinge_constrained_problem,
-                            hinge_risk, less_equal, penalized, roc_fairness, scad_penalty)
+    from ..problems import (ConstrainedProblem, Whole, erm_optimum, hinge_constrained_problem, hinge_risk, less_equal,
+                            penalized, roc_fairness, scad_penalty, smoothed_demographic_parity)
 
     D, p, u = load_data(dataset, data_home, seed, cfg["max_rows"], download)
     rho_groups = _groups_rho(p, u)
@@ -146,7 +146,7 @@ def build(dataset, problem_key, cfg, data_home=None, seed=0, download=None):
         rho_f, rho_g, extra = rho_groups, 0.0, {"L_star": float(erm.value), "radius": float(prob.domain.radius)}
     else:
         obj = penalized(hinge_risk(D), scad_penalty(D.n_features, 0.02))
-        prob = ConstrainedProblem(obj, [less_equal(demographic_parity_gap(p, u), 0.02)], Whole(),
+        prob = ConstrainedProblem(obj, [less_equal(smoothed_demographic_parity(p, u), 0.02)], Whole(),
                                   x0=np.zeros(D.n_features), name=f"p2_demographic_parity({dataset})")
         rho_f = rho_g = max(0.04, rho_groups)
         extra = {}
@@ -235,7 +235,7 @@ def run_method(dataset, problem_key, method, params, cfg, data_home=None, seed=0
         extra = {"step_size": float(params["step_size"])} if "step_size" in params else {}
         res = spider(prob, variant=variant, beta=beta, max_iter=max_iter, **extra, max_data_passes_g=None if budget else cap,
                      record_every=every, seed=seed,
-                     callback=lambda k, x, info: record(k, x, info["data_passes_f"], info["data_passes_g"]))
+                     callback=lambda t, x, info: record(t + 1, x, info["data_passes_f"], info["data_passes_g"]))
         n_iter = res.n_iter
         dpf, dpg = res.counters["data_passes_f"], res.counters["data_passes_g"]
         x, status = res.x, res.status

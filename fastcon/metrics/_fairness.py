@@ -99,7 +99,8 @@ def demographic_parity_gap(scores, groups, threshold=0.0) -> float:
     r"""Demographic-parity gap :math:`\max_g P_g(s \ge \theta) - \min_g P_g(s \ge \theta)`.
 
     With two groups this is :math:`|P_p(s \ge \theta) - P_u(s \ge \theta)|`, the ROC gap at one
-    threshold.
+    threshold. This is the hard gap; its sigmoid relaxation, a constraint term for the solvers, is
+    `fastcon.problems.smoothed_demographic_parity`.
 
     Parameters
     ----------

@@ -1,7 +1,9 @@
 """Problems: objective and constraint terms bound to data, with value/subgradient oracles."""
 from ._compose import BlockTerm, CustomTerm, PenalizedTerm, ProximalTerm, ShiftedTerm, custom_term, less_equal, \
     penalized
-from ._demographic_parity import DemographicParityGap, demographic_parity_gap
+from ._demographic_parity import DemographicParityGap, smoothed_demographic_parity
+# Deprecated alias of smoothed_demographic_parity (FutureWarning when called); not in __all__.
+from ._demographic_parity import demographic_parity_gap
 from ._design import DesignMatrix
 from ._erm import ErmResult, erm_optimum, hinge_constrained_problem, hinge_constraint
 from ._domains import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole
@@ -23,6 +25,6 @@ __all__ = [
     "ErmResult", "erm_optimum", "hinge_constraint", "hinge_constrained_problem",
     "ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshold_grid",
     "WassersteinFairness", "wasserstein_fairness", "TransportPolytope", "transport_domain",
-    "DemographicParityGap", "demographic_parity_gap", "ScadPenalty", "scad_penalty", "PenalizedTerm", "penalized",
+    "DemographicParityGap", "smoothed_demographic_parity", "ScadPenalty", "scad_penalty", "PenalizedTerm", "penalized",
     "ClassPairwiseRisk", "multiclass_neyman_pearson", "neyman_pearson",
 ]

@@ -15,6 +15,8 @@ gap :math:`d` (a difference of means, which *is* linear in the rows) and take :m
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._kernels._datafit import GROUP_GAP, datafit_buffers, datafit_bundle, datafit_value_grad, statistic, \
@@ -23,7 +25,7 @@ from ._groups import split_group_rows, stacked_csr, stratified_rows
 from ._roc_fairness import _as_dataset
 from ._validation import check_out, check_x
 
-__all__ = ["DemographicParityGap", "demographic_parity_gap"]
+__all__ = ["DemographicParityGap", "smoothed_demographic_parity"]
 
 
 class DemographicParityGap:
@@ -128,14 +130,32 @@ class DemographicParityGap:
         return stratified_rows(rng, batch, self.n_p, self.n_u)
 
 
-def demographic_parity_gap(group_p, group_u) -> DemographicParityGap:
-    r"""The smoothed demographic-parity gap :math:`\Psi_0(w) = |d(w)|` of [LX25] eq. (47).
+def smoothed_demographic_parity(group_p, group_u) -> DemographicParityGap:
+    r"""The smoothed demographic-parity gap :math:`\Psi_0(w) = |d(w)|` of [LX25] eq. (47), as a term.
 
-    Use it as a constraint with `less_equal` (:math:`\Psi_0(w) \le \kappa_2`, paper: 0.02).
+    Use it as a constraint with `less_equal` (:math:`\Psi_0(w) \le \kappa_2`, paper: 0.02). The
+    hard gap a user measures on scores, :math:`|P_p(s \ge \theta) - P_u(s \ge \theta)|`, is
+    `fastcon.metrics.demographic_parity_gap`; this term is its sigmoid relaxation, which bounds
+    neither from above nor from below.
 
     Parameters
     ----------
     group_p, group_u : Dataset or (n, d) matrix
         The two groups' feature rows.
+
+    Returns
+    -------
+    DemographicParityGap
     """
     return DemographicParityGap(group_p, group_u)
+
+
+def demographic_parity_gap(group_p, group_u) -> DemographicParityGap:
+    """Deprecated name of `smoothed_demographic_parity` (a FutureWarning).
+
+    It clashed with `fastcon.metrics.demographic_parity_gap`, the hard gap of scores.
+    """
+    warnings.warn("demographic_parity_gap: renamed 'smoothed_demographic_parity' in fastcon.problems (the name "
+                  "fastcon.metrics.demographic_parity_gap is the hard gap of scores); the old name will be removed "
+                  "in a future version", FutureWarning, stacklevel=2)
+    return smoothed_demographic_parity(group_p, group_u)

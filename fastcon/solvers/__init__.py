@@ -2,6 +2,16 @@
 
 Every solver returns a `fastcon.SolveResult` and accepts schedules as a float or a callable of the
 iteration (see `fastcon.solvers._schedules`).
+
+Common keywords mean the same in every solver that has them (tests/test_solver_keywords.py):
+``x0`` (start, projected onto the domain), ``max_iter`` (an upper bound on the iterations run),
+``tolerance`` (a threshold on :math:`g` below which a point counts as feasible for the method's
+switching test), ``seed`` (same seed, same bits), ``record_every`` (history rows at the multiples of
+it, plus the last iteration; default None: `fastcon.solvers._common.default_record_every`),
+``callback(t, x_{t+1}, info) -> bool`` (True stops with status ``"callback_stop"``), ``verbose`` and
+``step_size`` (the primal step's scale). Deprecated names (``theory_parameters``, conex's
+``averaging_weights``, iqrc's ``inner``, exact_penalty_trust_region's ``tolerance``) still work and
+emit a FutureWarning naming the new one.
 """
 from ._schedules import as_schedule, constant, inverse_linear, inverse_sqrt, linear
 from .conex import conex, prox_weights_to_steps
@@ -10,13 +20,16 @@ from .online_stochastic import online_stochastic_subgradient
 from .iqrc import iqrc, iqrc_step_size
 from .exact_penalty import exact_penalty_trust_region
 from ._smoothed_penalty import kkt_multiplier, smoothed_plus, smoothed_plus_derivative
-from .spider import spider
-from .spider import theory_parameters as spider_theory_parameters
-from .switching import check_certificate, switching_subgradient, theory_parameters
+from .spider import spider, spider_theory_parameters
+from .switching import check_certificate, switching_subgradient, switching_theory_parameters
+# Deprecated alias of switching_theory_parameters (FutureWarning when called); not in __all__.
+from .switching import theory_parameters
+from .augmented_lagrangian import augmented_lagrangian
 from .feasibility import FeasibilityResult, check_feasibility, support_function
 
 __all__ = [
-    "switching_subgradient", "theory_parameters", "check_certificate", "conex", "prox_weights_to_steps",
+    "augmented_lagrangian",
+    "switching_subgradient", "switching_theory_parameters", "check_certificate", "conex", "prox_weights_to_steps",
     "proximal_point", "iqrc", "iqrc_step_size", "online_stochastic_subgradient", "exact_penalty_trust_region",
     "spider", "spider_theory_parameters", "smoothed_plus", "smoothed_plus_derivative",
     "kkt_multiplier", "as_schedule", "constant", "inverse_sqrt", "linear", "inverse_linear",

@@ -3,11 +3,15 @@ metering that excludes history-only evaluations, argument checks and the optiona
 certificate."""
 from __future__ import annotations
 
+import functools
+import math
 import time
+import warnings
 
 import numpy as np
 
 from .._results import Counters
+from ._validation import check_schedule
 
 
 #: Default absolute tolerance on :math:`g = \max_i g_i` below which an iterate counts as feasible for the
@@ -15,6 +19,107 @@ from .._results import Counters
 #: the default :math:`\epsilon_t` of `switching_subgradient` and the level docs/design.md holds ConEx-type
 #: methods to. It decides ``"no_feasible_iterate"`` only; it never changes the iterates.
 FEASIBILITY_TOLERANCE = 1e-5
+
+
+#: ``record_every=None`` aims at about this many history rows per run (`default_record_every`).
+DEFAULT_RECORDS = 100
+
+#: ``record_every=None`` lets the history read at most this fraction of the rows the iterations read.
+RECORD_BUDGET = 0.1
+
+
+def default_record_every(max_iter, record_rows, iteration_rows) -> int:
+    r"""The history period that ``record_every=None`` stands for, the same rule in every solver.
+
+    .. math::
+
+        p = \min\Bigl(K,\ \max\Bigl(\Bigl\lceil \frac{K}{100} \Bigr\rceil,\
+        \Bigl\lceil \frac{r_{\mathrm{rec}}}{0.1\, r_{\mathrm{it}}} \Bigr\rceil\Bigr)\Bigr)
+
+    About 100 rows per run of :math:`K` iterations (a row's Python bookkeeping is then about 1% of
+    the loop's), and fewer when a row reads data: ``record_rows`` :math:`r_{\mathrm{rec}}` is the
+    number of data rows one record reads *beyond* what the iteration computes anyway (exact values
+    only the history needs), ``iteration_rows`` :math:`r_{\mathrm{it}}` the rows one iteration reads
+    at least. The records then read at most a tenth of what the iterations read; rows stand for
+    time because every pass over a row costs about the same (a minibatch row costs more than a
+    row of a full pass, so the rule errs on the cheap side for stochastic methods). With
+    :math:`p = K` only the first and the last iteration are recorded.
+
+    Parameters
+    ----------
+    max_iter : int
+        :math:`K \ge 1`.
+    record_rows, iteration_rows : float
+        :math:`r_{\mathrm{rec}} \ge 0`, :math:`r_{\mathrm{it}} \ge 0`.
+
+    Returns
+    -------
+    int
+        The period :math:`p \in [1, K]`.
+    """
+    K = int(max_iter)
+    every = math.ceil(K / DEFAULT_RECORDS)
+    if record_rows > 0:
+        every = max(every, K if iteration_rows <= 0 else math.ceil(record_rows / (RECORD_BUDGET * iteration_rows)))
+    return max(1, min(K, every))
+
+
+def constraint_rows(problem) -> int:
+    """Rows one exact pass over every constraint reads (``ConstrainedProblem.n_samples_g`` is the max)."""
+    return int(sum(c.n_samples for c in problem.constraints))
+
+
+def average_weight_values(weights, n, step_sizes):
+    r"""The weights :math:`\gamma_0..\gamma_{n-1}` of an ``output="average"`` rule (``average_weights``).
+
+    ``"step_size"``: the primal step sizes ``step_sizes``; ``"linear"``: :math:`t + 1`; otherwise a
+    float or a schedule of ``t``, finite and :math:`\ge 0` (`check_schedule`).
+    """
+    if isinstance(weights, str):
+        check_choice("average_weights", weights, ("step_size", "linear"))
+        return np.asarray(step_sizes, dtype=np.float64) if weights == "step_size" else np.arange(1.0, n + 1.0)
+    return check_schedule("average_weights", weights, n)
+
+
+def rename_keywords(kwargs, renames, owner, stacklevel=3):
+    """Move deprecated keyword names in ``kwargs`` (in place) to their new names, with a FutureWarning.
+
+    ``renames`` maps old name -> new name; giving both is a TypeError (as a duplicated argument is).
+    """
+    for old, new in renames.items():
+        if old in kwargs:
+            if new in kwargs:
+                raise TypeError(f"{new}: given both as {new!r} and as its deprecated name {old!r} ({owner})")
+            warnings.warn(f"{old}: renamed {new!r} in {owner}; the old name will be removed in a future version",
+                          FutureWarning, stacklevel=stacklevel)
+            kwargs[new] = kwargs.pop(old)
+    return kwargs
+
+
+def renamed_keywords(**renames):
+    """Decorator: the function also accepts the deprecated keyword names ``old=new`` (see `rename_keywords`).
+
+    The wrapper keeps the function's signature (`inspect.signature` follows ``__wrapped__``), so
+    the old names appear nowhere in the public signature.
+    """
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            return func(*args, **rename_keywords(kwargs, renames, func.__name__))
+        return wrapper
+    return decorate
+
+
+def deprecated_alias(func, old_name, owner):
+    """``func`` under its old name ``old_name``: same result, plus a FutureWarning naming ``func``."""
+    @functools.wraps(func)
+    def alias(*args, **kwargs):
+        warnings.warn(f"{old_name}: renamed {func.__name__!r} in {owner}; the old name will be removed in a "
+                      "future version", FutureWarning, stacklevel=2)
+        return func(*args, **kwargs)
+    alias.__name__ = alias.__qualname__ = old_name
+    alias.__doc__ = f"Deprecated alias of `{func.__name__}` (emits a FutureWarning)."
+    return alias
 
 
 def as_seed_sequence(seed):

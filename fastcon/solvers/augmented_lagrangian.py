@@ -54,7 +54,7 @@ def _bounds(problem):
 
 def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, tolerance=1e-4,
                          stationarity_tolerance=1e-5, penalty=10.0, penalty_growth=10.0, multipliers=None,
-                         record_every=1, callback=None, verbose=False) -> SolveResult:
+                         record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Solve a smooth constrained problem by the augmented Lagrangian method (module docstring).
 
     Parameters
@@ -79,9 +79,9 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, t
     multipliers : array-like of shape (m,), optional
         Starting :math:`\lambda \ge 0` (a warm start from an earlier solve of a nearby problem);
         default 0.
-    record_every : int
-        One history row every ``record_every`` outer iterations (each row costs nothing: the values
-        are those the method computed).
+    record_every : int, optional
+        One history row every ``record_every`` outer iterations; default 1 (rows cost nothing here:
+        they hold values the method computed anyway, and outer iterations are few).
     callback : callable, optional
         ``callback(k, x, info) -> bool``; True stops the run (status ``"callback_stop"``).
     verbose : bool or int
@@ -101,7 +101,7 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, t
     growth = check_real("penalty_growth", penalty_growth, positive=True)
     if growth <= 1.0:
         raise ValueError(f"penalty_growth: must exceed 1, got {growth}")
-    record_every = check_count("record_every", record_every)
+    record_every = 1 if record_every is None else check_count("record_every", record_every)
     check_callback("callback", callback)
     bounds = _bounds(problem)
     x = problem.project(problem.x0 if x0 is None else problem.check_x(x0, "x0")).copy()

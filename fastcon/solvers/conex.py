@@ -32,8 +32,9 @@ from .._results import History, SolveResult
 from ._output import WeightedAverage
 from ._schedules import Schedule, as_schedule
 from ._common import (
-    check_choice, describe_seed, FEASIBILITY_TOLERANCE, make_objective_oracle, no_feasible_message, PassMeter,
-    start_point, stationarity_certificate, seeded_streams,
+    average_weight_values, check_choice, constraint_rows, default_record_every, describe_seed, FEASIBILITY_TOLERANCE,
+    make_objective_oracle, no_feasible_message, PassMeter, renamed_keywords, start_point, stationarity_certificate,
+    seeded_streams,
 )
 from ._validation import (
     check_callback, check_count, check_optional_count, check_optional_real, check_real, check_schedule, check_seed,
@@ -58,11 +59,12 @@ def prox_weights_to_steps(eta_prox, tau_prox):
             Schedule(lambda t: 1.0 / tau(t), f"1/({tau!r})"))
 
 
+@renamed_keywords(averaging_weights="average_weights")
 def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, theta=1.0,
-          extrapolation="linearized", output="last", averaging_weights=1.0, y0=None,
+          extrapolation="linearized", output="last", average_weights=1.0, y0=None,
           objective_oracle="deterministic", objective_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE,
-          seed=0, record_every=1, callback=None, verbose=False, record_stationarity_every=None,
-          stationarity_rho_hat=None, _record_problem=None) -> SolveResult:
+          seed=0, record_every=None, callback=None, verbose=False, record_stationarity_every=None,
+          stationarity_rho_hat=None) -> SolveResult:
     r"""ConEx primal-dual method (see the module docstring for the iteration).
 
     Parameters
@@ -84,8 +86,11 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     output : {"last", "average"}
         :math:`x_T`, or :math:`\bar x_T = \sum_t \gamma_t x_{t+1} / \sum_t \gamma_t` ([BDL22]); the
         multipliers are the last :math:`y_T` or averaged alike.
-    averaging_weights : float or callable of t
-        :math:`\gamma_t \ge 0` (1: uniform; ``linear(1)`` gives :math:`t + 1`; all 0: the plain average).
+    average_weights : {"step_size", "linear"}, float or callable of t
+        The weights :math:`\gamma_t \ge 0` of ``output="average"``, as in `switching_subgradient`:
+        1 (default) uniform, ``"linear"`` or ``linear(1)`` :math:`t + 1`, ``"step_size"`` the primal
+        step :math:`\eta_t`; all 0: the plain average. (Formerly ``averaging_weights``, still
+        accepted with a FutureWarning.)
     y0 : array-like of shape (m,), optional
         Initial multipliers (default 0).
     objective_oracle, objective_batch_size
@@ -95,8 +100,9 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
         when neither an iterate :math:`x_0..x_T` nor the output has :math:`g \le` this value
         (default 1e-5). It only decides the status.
     seed, record_every, callback, verbose, record_stationarity_every, stationarity_rho_hat
-        As in `switching_subgradient`; ``callback(t, x_{t+1}, info)`` gets ``y`` (live buffer) and
-        ``constraint`` in ``info``.
+        As in `switching_subgradient` (``record_every=None``: the shared default rule; a record here
+        reads no data unless the objective oracle is stochastic, whose exact :math:`f` it then
+        needs); ``callback(t, x_{t+1}, info)`` gets ``y`` (live buffer) and ``constraint`` in ``info``.
 
     Returns
     -------
@@ -109,11 +115,23 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
         reads only; with a deterministic objective the recorded :math:`f(x_t)` comes free with its
         subgradient).
     """
+    # locals() is exactly the parameters here: forward them all to the implementation.
+    return _conex(**locals())
+
+
+def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, theta=1.0,
+           extrapolation="linearized", output="last", average_weights=1.0, y0=None,
+           objective_oracle="deterministic", objective_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE,
+           seed=0, record_every=None, callback=None, verbose=False, record_stationarity_every=None,
+           stationarity_rho_hat=None, record_problem=None) -> SolveResult:
+    """`conex` with ``record_problem``: the problem whose exact values the history records
+    (default ``problem``). `proximal_point` solves subproblems but records the original problem.
+    """
     check_choice("extrapolation", extrapolation, ("linearized", "exact"))
     check_choice("output", output, ("last", "average"))
     check_choice("objective_oracle", objective_oracle, ("deterministic", "stochastic"))
     T = check_count("max_iter", max_iter)
-    check_count("record_every", record_every)
+    check_optional_count("record_every", record_every)
     check_optional_count("record_stationarity_every", record_stationarity_every)
     check_optional_real("stationarity_rho_hat", stationarity_rho_hat, positive=True)
     check_optional_count("objective_batch_size", objective_batch_size)
@@ -127,10 +145,10 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     eta = check_schedule("primal_step", primal_step, T)
     tau = check_schedule("dual_step", dual_step, T)
     th = check_schedule("theta", theta, T)
-    gamma = check_schedule("averaging_weights", averaging_weights, T)
+    gamma = average_weight_values(average_weights, T, eta)
 
     cons, m, d = problem.constraints, problem.n_constraints, problem.dim
-    rec = problem if _record_problem is None else _record_problem
+    rec = problem if record_problem is None else record_problem
     x = start_point(problem, x0)
     y = np.zeros(m) if y0 is None else np.array(y0, dtype=np.float64).reshape(m)
     if not np.all(y >= 0) or not np.all(np.isfinite(y)):
@@ -138,6 +156,12 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     (rng_f,) = seeded_streams(seed, 1)
     eval_f = make_objective_oracle(problem, objective_oracle, objective_batch_size, rng_f)
     reuse_f = objective_oracle == "deterministic" and rec is problem
+    if record_every is None:
+        # every iteration reads the objective (its batch) and every constraint row; a record reads
+        # the exact f unless reused, and g only when it records another problem
+        it_rows = (problem.n_samples_f if objective_oracle == "deterministic" else int(objective_batch_size or 1))
+        rec_rows = (0 if reuse_f else rec.n_samples_f) + (0 if rec is problem else constraint_rows(rec))
+        record_every = default_record_every(T, rec_rows, it_rows + constraint_rows(problem))
     # Two (values, subgradients) slots: at x_t ("cur") and x_{t+1} ("nxt"), swapped each iteration.
     g_cur, g_nxt = np.empty(m), np.empty(m)
     G_cur, G_nxt = np.empty((m, d)), np.empty((m, d))

@@ -98,8 +98,10 @@ from scipy.optimize import linprog
 from .._progress import Progress
 from .._results import History, SolveResult
 from ..problems import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole
-from ._common import check_choice, describe_seed, no_feasible_message, PassMeter, start_point
-from ._validation import check_callback, check_count, check_real, check_seed
+from ._common import (
+    check_choice, default_record_every, describe_seed, no_feasible_message, PassMeter, renamed_keywords, start_point,
+)
+from ._validation import check_callback, check_count, check_optional_count, check_real, check_seed
 
 __all__ = ["exact_penalty_trust_region"]
 
@@ -260,11 +262,12 @@ def _record(history, meter, k, row, force, passes_time=None):
 
 
 # ---------------------------------------------------------------------------- the solver
+@renamed_keywords(tolerance="criticality_tolerance")
 def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update="steering", steering=0.1,
                                penalty_increase=100.0, max_penalty=1e12, max_steering_repeats=5, radius=1.0,
                                max_iter=1000, eta1=0.3, eta2=0.7, gamma=0.5, gamma_accept=1.0, expansion=1.0,
-                               min_radius=1e-10, tolerance=1e-3, feasibility_tolerance=None,
-                               ball_constraint="squared", seed=0, record_every=1, callback=None,
+                               min_radius=1e-10, criticality_tolerance=1e-3, feasibility_tolerance=None,
+                               ball_constraint="squared", seed=0, record_every=None, callback=None,
                                verbose=False) -> SolveResult:
     r"""Exact-penalty trust-region method with LP steps (reconstruction; see the module docstring).
 
@@ -307,17 +310,22 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         :math:`\gamma_3 \ge 1`, the factor after :math:`\rho_k \ge \eta_2` (paper: 1).
     min_radius : float
         Stop when :math:`\Delta_k` falls below it (> 0; steps no longer change :math:`x` meaningfully).
-    tolerance : float
-        :math:`\epsilon > 0` for :math:`\psi_\sigma` and :math:`\chi`.
+    criticality_tolerance : float
+        :math:`\epsilon > 0` for the criticality measures :math:`\psi_\sigma` and :math:`\chi` (a
+        stopping test, not a level of :math:`g`: in the other solvers ``tolerance`` is a threshold on
+        :math:`g`). Formerly ``tolerance``, still accepted with a FutureWarning.
     feasibility_tolerance : float, optional
-        :math:`\epsilon_{\mathrm{feas}}` on the maximum violation for ``"converged"``; default ``tolerance``.
+        :math:`\epsilon_{\mathrm{feas}}` on the maximum violation for ``"converged"``; default
+        ``criticality_tolerance``.
     ball_constraint : {"squared", "norm"}
         Form of the penalised ball constraints (module docstring, *Domain*).
     seed : int or numpy.random.SeedSequence
         Accepted for the common solver signature; the method (HiGHS included) is deterministic, so
         the result does not depend on it.
-    record_every : int
-        History period; the iteration that ends the run is always recorded.
+    record_every : int, optional
+        History period; the iteration that ends the run is always recorded. Default None: the rule
+        every solver shares (`fastcon.solvers._common.default_record_every`); a record here reads no
+        data (its values are the step's model), so about 100 rows.
     callback : callable ``(k, x, info) -> bool``, optional
         Called after every iteration that reached the ratio test (all but one ending the run at its
         criticality test), with the current iterate (a live buffer: copy it to keep it) and ``info``
@@ -380,12 +388,14 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     min_radius = check_real("min_radius", min_radius, positive=True)
     if min_radius >= delta:
         raise ValueError(f"min_radius: must be below the initial radius {delta:g}, got {min_radius!r}")
-    tol = check_real("tolerance", tolerance, positive=True)
+    tol = check_real("criticality_tolerance", criticality_tolerance, positive=True)
     feas_tol = tol if feasibility_tolerance is None else check_real(
         "feasibility_tolerance", feasibility_tolerance)
     check_callback("callback", callback)
     check_seed("seed", seed)
-    check_count("record_every", record_every)
+    check_optional_count("record_every", record_every)
+    if record_every is None:
+        record_every = default_record_every(T, 0, 1)  # records reuse the step's values: no data read
 
     domain = _DomainModel(problem.domain, problem.dim, ball_constraint)
     terms, n_g, dim = problem.constraints, problem.n_constraints, problem.dim
@@ -458,7 +468,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
             # psi_sigma(x_k) <= tolerance: the trust-region loop for this sigma has converged.
             if violation <= feas_tol:
                 stop = ("converged", "critical",
-                        f"criticality measure psi <= {psi_upper:.3g} (tolerance {tol:g}) at max violation "
+                        f"criticality measure psi <= {psi_upper:.3g} (criticality_tolerance {tol:g}) at max violation "
                         f"{violation:.3g} (penalty {sigma:.6g}) after {k + 1} iterations")
                 break
             best_unit = lps.best_violation(current, x, 1.0, domain)
@@ -466,7 +476,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
             if chi <= tol:
                 stop = ("stalled_infeasible", "infeasible_critical",
                         f"infeasible critical point: max violation {violation:.3g} but the linearized "
-                        f"violation cannot decrease (chi = {chi:.3g} <= tolerance)")
+                        f"violation cannot decrease (chi = {chi:.3g} <= criticality_tolerance)")
                 break
             if sigma * tau > sigma_max:
                 stop = ("stalled_infeasible", "max_penalty",
@@ -544,7 +554,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     counters.add("penalty_increases", penalty_increases)
     info = {"stop_reason": stop_reason, "penalty": sigma, "radius": delta, "criticality_bound": psi_upper,
             "penalty_update": penalty_update, "steering": xi, "penalty_increase": tau, "max_penalty": sigma_max,
-            "ball_constraint": ball_constraint, "penalized_balls": len(domain.balls), "tolerance": tol,
+            "ball_constraint": ball_constraint, "penalized_balls": len(domain.balls), "criticality_tolerance": tol,
             "feasibility_tolerance": feas_tol, "best_violation": best_violation, "seed": describe_seed(seed),
             "reconstruction": "see the fastcon.solvers.exact_penalty module docstring"}
     return SolveResult(x.copy(), status, message, n_iter=stop_k + 1, objective=current.f,

@@ -24,15 +24,16 @@ import numpy as np
 
 from .._results import SolveResult
 from ._common import (
-    FEASIBILITY_TOLERANCE, PassMeter, check_choice, describe_seed, no_feasible_message, seeded_streams, start_point,
+    FEASIBILITY_TOLERANCE, PassMeter, check_choice, describe_seed, no_feasible_message, renamed_keywords,
+    seeded_streams, start_point,
 )
-from ._validation import check_callback, check_count, check_real, check_schedule, check_seed
+from ._validation import check_callback, check_count, check_optional_count, check_real, check_schedule, check_seed
 from ._schedules import Schedule, as_schedule
 from .proximal_point import proximal_point
 
 __all__ = ["iqrc", "iqrc_step_size"]
 
-_READINGS = ("eps_hat", "threshold")
+_READINGS = ("threshold", "eps_hat")
 
 
 def iqrc_step_size(mu) -> Schedule:
@@ -103,10 +104,11 @@ def _phase_one(problem, x, target, max_iter, step_size):
     return x_out.copy(), report
 
 
-def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, tolerance_reading="eps_hat",
-         outer_iter=50, inner_iter=20000, inner="switching", inner_params=None, output="last", phase_one=True,
-         phase_one_iter=1000, phase_one_step_size="polyak", seed=0, record_every=100, callback=None,
-         verbose=False) -> SolveResult:
+@renamed_keywords(inner="inner_solver")
+def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBILITY_TOLERANCE,
+         tolerance_reading="threshold", outer_iter=50, inner_iter=20000, inner_solver="switching", inner_params=None,
+         output="last", phase_one=True, phase_one_iter=1000, phase_one_step_size="polyak", seed=0, record_every=None,
+         callback=None, verbose=False) -> SolveResult:
     r"""IQRC ([MLY20] Algorithm 1) with the switching (Algorithm 2) or online stochastic (Algorithm 3) oracle.
 
     **Outer loop (Algorithm 1).** :math:`x_{t+1} = \mathcal A(x_t, \hat\rho, \hat\epsilon, \delta/T)`
@@ -117,7 +119,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     (Definition 2), :math:`\mathbb E_R\|x_R - \hat x_R\|^2 \le \epsilon^2` (nearly
     :math:`\epsilon`-stationary, Definition 1).
 
-    **Algorithm 2** (``inner="switching"``), for :math:`k = 0..K-1`, with threshold :math:`\tau`:
+    **Algorithm 2** (``inner_solver="switching"``), for :math:`k = 0..K-1`, with threshold :math:`\tau`:
 
     .. math::
 
@@ -134,7 +136,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     Jensen gives :math:`g(x_{t+1}) \le G_t(x_{t+1}) \le \tau`: every outer iterate is
     :math:`\tau`-feasible and in :math:`\mathcal X`.
 
-    **Algorithm 3** (``inner="online"``): `online_stochastic_subgradient` on (9) with the individual
+    **Algorithm 3** (``inner_solver="online"``): `online_stochastic_subgradient` on (9) with the individual
     constraints :math:`F_i = f_i + \frac{\hat\rho}{2}\|\cdot - x_t\|^2`, :math:`V = \sqrt K`,
     :math:`\alpha = K`, uniform average output; Theorem 3 gives accuracy
     :math:`O(\log(K/\delta)/\sqrt K)` with probability :math:`1-\delta`, so feasibility holds only up
@@ -160,19 +162,25 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
         (:math:`\rho` is rarely known; with :math:`\hat\rho = 1`,
         :math:`\gamma_k = 2/(k+2)`). The guarantees need :math:`\hat\rho > \rho`.
     tolerance : float
-        The paper's "tolerance" (0.001 in its experiments); how it sets :math:`\tau` is
-        ``tolerance_reading``.
-    tolerance_reading : {"eps_hat", "threshold"}
-        The two readings of the paper's tolerance ([MLY20] §5 does not say which). ``"eps_hat"``
-        (default): ``tolerance`` is :math:`\hat\epsilon` and :math:`\tau = \hat\epsilon^2`, as
-        Algorithm 2 prints it (1e-6 for the paper's 0.001). ``"threshold"``: ``tolerance`` is the
-        threshold :math:`\tau` itself (1e-3). :math:`\tau` is also the Phase-I target.
+        By default the threshold :math:`\tau > 0` on the constraint, the same meaning as
+        `switching_subgradient`'s ``tolerance`` (its switching test :math:`g \le \epsilon_t`, and
+        the same default 1e-5): Algorithm 2 steps on :math:`F_t` when :math:`G_t(z_k) \le \tau`,
+        Phase I stops at :math:`g \le \tau`, and the status calls a point feasible at
+        :math:`g \le \tau`.
+    tolerance_reading : {"threshold", "eps_hat"}
+        The two readings of the paper's "tolerance" (0.001 in its experiments; [MLY20] §5 does not
+        say which). ``"threshold"`` (default): ``tolerance`` is :math:`\tau` itself.
+        ``"eps_hat"``: ``tolerance`` is the oracle accuracy :math:`\hat\epsilon` of Definition 2
+        and :math:`\tau = \hat\epsilon^2`, as Algorithm 2 prints it (1e-6 for the paper's 0.001);
+        this squaring was the default before fastcon made ``tolerance`` mean the same in every
+        solver, and the iqrc-mnpc experiment asks for it explicitly.
     outer_iter : int
         :math:`T` (not reported in the paper).
     inner_iter : int
         :math:`K` per subproblem (paper: 20000, fixed rather than Theorem 2's formula).
-    inner : {"switching", "online"}
-        Algorithm 2 (deterministic oracles) or Algorithm 3 (stochastic minibatch oracles).
+    inner_solver : {"switching", "online"}
+        Algorithm 2 (deterministic oracles) or Algorithm 3 (stochastic minibatch oracles); the
+        keyword of `proximal_point` (formerly ``inner``, still accepted with a FutureWarning).
     inner_params : dict, optional
         Extra keyword arguments of the inner solver, e.g. ``V``, ``alpha``,
         ``objective_batch_size``, ``constraint_batch_size`` for ``"online"``. ``step_size`` and
@@ -193,9 +201,11 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     seed : int >= 0, SeedSequence, Generator or None
         Inner solve :math:`t` uses the :math:`t`-th child of ``SeedSequence(seed)`` (see
         `proximal_point`); the draw of :math:`R` has its own stream.
-    record_every : int
+    record_every : int, optional
         Inner history period in inner iterations (each record costs an exact :math:`f`, :math:`g`
-        evaluation, excluded from time and data passes). The outer history has every outer iterate.
+        evaluation, excluded from time and data passes). Default None: the rule every solver shares
+        (`fastcon.solvers._common.default_record_every`, applied to each inner run of
+        ``inner_iter`` iterations). The outer history has every outer iterate.
     callback : callable ``(t, x_{t+1}, info) -> bool``, optional
         ``info["inner"]`` is the inner `SolveResult`, ``info["objective"]`` and
         ``info["max_violation"]`` are :math:`f(x_{t+1})` and :math:`\max(0, g(x_{t+1}))`. True stops.
@@ -221,7 +231,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
         ``"budget_exhausted"``, ``"stationary_infeasible"``; its ``constraint`` trace, ``time``,
         rows). Both histories start after Phase I; ``counters`` include Phase I's rows.
     """
-    check_choice("inner", inner, ("switching", "online"))
+    check_choice("inner_solver", inner_solver, ("switching", "online"))
     check_choice("output", output, ("last", "random"))
     check_choice("tolerance_reading", tolerance_reading, _READINGS)
     rho_hat = check_real("rho_hat", rho_hat, positive=True)
@@ -229,14 +239,14 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     mu = _modulus(rho_hat, rho, mu)
     outer_iter, inner_iter = check_count("outer_iter", outer_iter), check_count("inner_iter", inner_iter)
     phase_one_iter = check_count("phase_one_iter", phase_one_iter, 0)
-    check_count("record_every", record_every)
+    check_optional_count("record_every", record_every)
     check_seed("seed", seed)
     check_callback("callback", callback)
     if isinstance(phase_one_step_size, str) and phase_one_step_size != "polyak":
         raise ValueError(f"phase_one_step_size: expected 'polyak', a float or a callable, got {phase_one_step_size!r}")
     threshold = tolerance ** 2 if tolerance_reading == "eps_hat" else tolerance
     params = dict(inner_params or {})
-    if inner == "switching":
+    if inner_solver == "switching":
         for key in ("step_size", "tolerance"):
             if key in params:
                 raise ValueError(f"inner_params: {key!r} is Algorithm 2's and is set by iqrc (see mu, tolerance)")
@@ -251,7 +261,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     elif g0 > threshold:
         phase["status"] = "skipped"
     settings = {"rho_hat": rho_hat, "mu": mu, "rho": rho_hat - mu, "tolerance": tolerance,
-                "tolerance_reading": tolerance_reading, "switching_threshold": threshold, "inner": inner,
+                "tolerance_reading": tolerance_reading, "switching_threshold": threshold, "inner_solver": inner_solver,
                 "output": output, "phase_one": phase, "seed": describe_seed(seed)}
     if phase["status"] in ("budget_exhausted", "stationary_infeasible"):
         how = ("its budget ran out" if phase["status"] == "budget_exhausted"
@@ -263,7 +273,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
             + no_feasible_message(phase["final_constraint"], threshold, "no Phase-I iterate"),
             objective=problem.f(x), max_violation=problem.max_violation(x),
             counters=_with_phase_one({"rows_f": 0, "rows_g": 0}, phase, problem), info=settings,
-            solver=f"iqrc[{inner}]")
+            solver=f"iqrc[{inner_solver}]")
 
     outer = _OuterHistory(problem, x)
 
@@ -272,7 +282,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
         info.update(objective=objective, max_violation=max(0.0, constraint))
         return bool(callback(t, x_next, info)) if callback is not None else False
 
-    res = proximal_point(problem, x, rho_hat=rho_hat, outer_iter=outer_iter, inner_solver=inner,
+    res = proximal_point(problem, x, rho_hat=rho_hat, outer_iter=outer_iter, inner_solver=inner_solver,
                          inner_iter=inner_iter, inner_params=params, inner_output="weighted_average",
                          prox_on_constraint=True, feasibility_tolerance=threshold, seed=seed,
                          record_every=record_every, callback=on_outer, verbose=verbose)
@@ -285,10 +295,11 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     x_out = iterates[R].copy()
     empty = res.info["inner_status"].count("no_feasible_iterate")
     info = {**res.info, **settings, "R": R, "outer_history": outer.arrays()}
-    message = (f"{n_outer} outer IQRC iterations of {inner_iter} inner {inner} iterations, threshold "
+    message = (f"{n_outer} outer IQRC iterations of {inner_iter} inner {inner_solver} iterations, threshold "
                f"{threshold:g}; output x_{R}")
     if empty:
-        message += (f"; {empty} subproblem(s) had no nearly feasible inner iterate (I empty)" if inner == "switching"
+        message += (f"; {empty} subproblem(s) had no nearly feasible inner iterate (I empty)"
+                    if inner_solver == "switching"
                     else f"; {empty} subproblem(s) ended with an inner output violating G_t by more than "
                          f"{FEASIBILITY_TOLERANCE:g}")
     if res.status == "no_feasible_iterate":
@@ -299,7 +310,8 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=1e-3, to
     return SolveResult(x_out, res.status, message, n_iter=res.n_iter, objective=problem.f(x_out),
                        max_violation=problem.max_violation(x_out),
                        multipliers=res.multipliers if R == n_outer else None, history=res.history,
-                       counters=_with_phase_one(res.counters, phase, problem), info=info, solver=f"iqrc[{inner}]")
+                       counters=_with_phase_one(res.counters, phase, problem), info=info,
+                       solver=f"iqrc[{inner_solver}]")
 
 
 def _with_phase_one(counters, phase, problem):

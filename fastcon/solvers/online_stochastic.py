@@ -23,8 +23,8 @@ import numpy as np
 from .._progress import Progress
 from .._results import History, SolveResult
 from ._common import (
-    describe_seed, FEASIBILITY_TOLERANCE, make_objective_oracle, no_feasible_message, PassMeter, RowSampler,
-    seeded_streams, start_point,
+    constraint_rows, default_record_every, describe_seed, FEASIBILITY_TOLERANCE, make_objective_oracle,
+    no_feasible_message, PassMeter, RowSampler, seeded_streams, start_point,
 )
 from ._validation import check_callback, check_count, check_optional_count, check_real, check_seed
 from ._output import WeightedAverage
@@ -57,7 +57,7 @@ def _constraint_oracle(constraints, batch, rng):
 
 def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=None, objective_batch_size=None,
                                   constraint_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0,
-                                  record_every=1, callback=None, verbose=False, _record_problem=None) -> SolveResult:
+                                  record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Online stochastic subgradient method with virtual queues ([MLY20] Algorithm 3; Yu, Neely & Wei 2017).
 
     With :math:`z_0 = x_0`, :math:`Q_0^i = 0` and, at iteration :math:`k = 0..K-1`, stochastic values
@@ -106,8 +106,11 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
         neither a recorded :math:`z_k` nor the output has :math:`g \le` this value (default 1e-5).
     seed : int >= 0, SeedSequence, Generator or None
         Objective and constraint batches use two independent streams spawned from it.
-    record_every : int
-        History period; iteration :math:`K-1` is always recorded.
+    record_every : int, optional
+        History period; iteration :math:`K-1` is always recorded. Default None: the rule every
+        solver shares (`fastcon.solvers._common.default_record_every`); a record reads the exact
+        :math:`f` and :math:`g` (every row) while an iteration reads only its minibatches, so the
+        default records few rows (often only the first and the last).
     callback : callable ``(k, z_{k+1}, info) -> bool``, optional
         ``info`` holds ``queues`` (:math:`Q_{k+1}`, a live buffer) and ``constraint_estimates``
         (:math:`\hat\theta^k`); True stops (status ``"callback_stop"``).
@@ -125,18 +128,29 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
         ``"no_feasible_iterate"`` (``feasibility_tolerance``; the uniform average has no feasibility
         selection) or ``"callback_stop"``.
     """
+    # locals() is exactly the parameters here: forward them all to the implementation.
+    return _online_stochastic_subgradient(**locals())
+
+
+def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=None, objective_batch_size=None,
+                                   constraint_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0,
+                                   record_every=None, callback=None, verbose=False, record_problem=None) -> SolveResult:
+    """`online_stochastic_subgradient` with ``record_problem``: the problem whose exact values the
+    history records (default ``problem``). `proximal_point` solves subproblems but records the original
+    problem.
+    """
     K = check_count("max_iter", max_iter)
     V = math.sqrt(K) if V is None else check_real("V", V, positive=True)
     alpha = float(K) if alpha is None else check_real("alpha", alpha, positive=True)
     batch_f = check_optional_count("objective_batch_size", objective_batch_size) or 1
     batch_g = check_optional_count("constraint_batch_size", constraint_batch_size) or 1
     feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
-    check_count("record_every", record_every)
+    check_optional_count("record_every", record_every)
     check_seed("seed", seed)
     check_callback("callback", callback)
 
     cons, m, d = problem.constraints, problem.n_constraints, problem.dim
-    rec = problem if _record_problem is None else _record_problem
+    rec = problem if record_problem is None else record_problem
     z = start_point(problem, x0)
     rng_f, rng_g = seeded_streams(seed, 2)
     kind_f = "stochastic" if problem.objective.n_samples > 0 else "deterministic"
@@ -146,6 +160,9 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
     theta, queues, linear = np.empty(m), np.zeros(m), np.empty(m)
     grads = np.empty((m, d))
     grad_rows = [grads[i] for i in range(m)]  # row views made once: no allocation in the loop
+    if record_every is None:
+        it_rows = (batch_f if problem.objective.n_samples > 0 else 0) + batch_g * sum(c.n_samples > 0 for c in cons)
+        record_every = default_record_every(K, rec.n_samples_f + constraint_rows(rec), it_rows)
 
     average = WeightedAverage(d)
     history = History(record_every)

@@ -23,13 +23,14 @@ from .._progress import Progress
 from .._results import Counters, SolveResult
 from ..problems import ConstrainedProblem, ProximalTerm
 from ._schedules import Schedule, constant, linear
-from .conex import conex
-from .online_stochastic import online_stochastic_subgradient
+from .conex import _conex
+from .online_stochastic import _online_stochastic_subgradient
 from ._common import (
-    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message, start_point,
+    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message, rename_keywords,
+    start_point,
 )
-from ._validation import check_callback, check_count, check_real, check_seed
-from .switching import switching_subgradient
+from ._validation import check_callback, check_count, check_optional_count, check_real, check_seed
+from .switching import _switching_subgradient
 
 __all__ = ["proximal_point"]
 
@@ -37,7 +38,7 @@ __all__ = ["proximal_point"]
 def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="switching", inner_iter=100,
                    inner_params=None, inner_output="weighted_average", prox_on_constraint=False,
                    dual_warm_start=True, schedule_index="inner", feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0,
-                   record_every=1, callback=None, verbose=False) -> SolveResult:
+                   record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""IPP outer loop around `switching_subgradient` (IPP-SSG), `conex` (IPP-ConEx) or
     `online_stochastic_subgradient` ([MLY20] Algorithm 3).
 
@@ -92,8 +93,11 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         only decides the status.
     seed : int >= 0, SeedSequence, Generator or None
         Inner solve k is seeded with the k-th child of the seed's `SeedSequence`.
-    record_every : int
-        Inner history period (in inner iterations).
+    record_every : int, optional
+        Inner history period (in inner iterations; every inner run also records its last
+        iteration). Default None: each inner run applies the rule every solver shares
+        (`fastcon.solvers._common.default_record_every`) to ``inner_iter`` iterations; a record
+        evaluates :math:`f` and :math:`g` of the original problem.
     callback : callable ``(k, x_{k+1}, info) -> bool``, optional
         Called after each outer step with ``info["inner"]`` the inner `SolveResult`; True stops.
     verbose : bool
@@ -117,27 +121,29 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     inner_iter = check_count("inner_iter", inner_iter)
     rho_hat = check_real("rho_hat", rho_hat, positive=True)
     feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
-    check_count("record_every", record_every)
+    check_optional_count("record_every", record_every)
     check_seed("seed", seed)
     check_callback("callback", callback)
     params = dict(inner_params or {})
-    for key in ("max_iter", "output", "seed", "record_every", "_record_problem", "y0"):
+    if inner_solver == "conex":
+        rename_keywords(params, {"averaging_weights": "average_weights"}, "conex (inner_params)")
+    for key in ("max_iter", "output", "seed", "record_every", "record_problem", "y0"):
         if key in params:
             raise ValueError(f"inner_params: {key!r} is set by proximal_point")
     if inner_solver == "switching":
-        solve = switching_subgradient
+        solve = _switching_subgradient
         params.update(output="average" if inner_output == "weighted_average" else "last",
                       average_weights="linear")
     elif inner_solver == "online":
         if inner_output != "weighted_average":
             raise ValueError("inner_output: Algorithm 3 (inner_solver='online') outputs the uniform average of "
                              "its iterates; use inner_output='weighted_average'")
-        solve = online_stochastic_subgradient
+        solve = _online_stochastic_subgradient
     else:
-        solve = conex
+        solve = _conex
         params["output"] = "average" if inner_output == "weighted_average" else "last"
         if inner_output == "weighted_average":
-            params.setdefault("averaging_weights", linear(1.0))
+            params.setdefault("average_weights", linear(1.0))
 
     x = start_point(problem, x0)
     children = as_seed_sequence(seed).spawn(K)
@@ -158,7 +164,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
             params["y0"] = res.multipliers
         step_params = params if schedule_index == "inner" else _at_outer_index(params, k)
         res = solve(sub, x, max_iter=inner_iter, seed=children[k], record_every=record_every,
-                    _record_problem=problem, **step_params)
+                    record_problem=problem, **step_params)
         x = res.x.copy()
         iterates.append(x.copy())
         statuses.append(res.status)

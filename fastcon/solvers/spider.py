@@ -1,5 +1,10 @@
 r"""3S-Econ: single-loop SPIDER-type stochastic subgradient method (Liu & Xu [LX25], Algorithm 1).
 
+The solver is named `spider` after its estimator; the method is 3S-Econ of Wei Liu and Yangyang Xu,
+*A Single-Loop SPIDER-Type Stochastic Subgradient Method for Expectation-Constrained Nonconvex
+Nonsmooth Optimization* (its 3S-Econ-D and 3S-Econ-S are ``variant="deterministic"`` and
+``"stochastic"``); `spider_theory_parameters` gives its theorems' parameters.
+
 Minimizes the smoothed exact penalty :math:`F^\nu(x) = f(x) + \beta h^\nu(g(x))`
 (`fastcon.solvers._smoothed_penalty`) by
 
@@ -24,7 +29,7 @@ batches, constant :math:`\alpha = 0.01`) and ``"stochastic"`` (3S-Econ-S: :math:
 
 The iteration loop is compiled (`fastcon._kernels._spider`): problems are built from terms that
 expose a compiled datafit (`hinge_risk` and the other margin risks, `roc_fairness`,
-`demographic_parity_gap`), optionally with a data-free `scad_penalty` (`penalized`) on the
+`smoothed_demographic_parity`), optionally with a data-free `scad_penalty` (`penalized`) on the
 objective and a level (`less_equal`) on the constraint, over `Whole` or a `Ball`. Python runs only
 between history records.
 """
@@ -41,15 +46,15 @@ from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ..problems import Ball, PenalizedTerm, ShiftedTerm, Whole
 from ._common import (
-    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message, start_point,
-    stationarity_certificate,
+    as_seed_sequence, check_choice, default_record_every, deprecated_alias, describe_seed, FEASIBILITY_TOLERANCE,
+    no_feasible_message, start_point, stationarity_certificate,
 )
 from ._validation import (
     check_callback, check_count, check_optional_count, check_optional_real, check_real, check_seed,
 )
 from ._smoothed_penalty import kkt_multiplier
 
-__all__ = ["spider", "theory_parameters"]
+__all__ = ["spider", "spider_theory_parameters"]
 
 _VARIANTS = ("deterministic", "stochastic")
 _OUTPUTS = ("last", "random", "best_feasible")
@@ -58,7 +63,7 @@ _OUTPUTS = ("last", "random", "best_feasible")
 def _datafit_of(term, role):
     if not hasattr(term, "compiled_datafit"):
         raise TypeError(f"{role}: spider runs a compiled loop and needs a term with a compiled datafit "
-                        f"(hinge_risk/margin_risk, roc_fairness, demographic_parity_gap), got {term!r}")
+                        f"(hinge_risk/margin_risk, roc_fairness, smoothed_demographic_parity), got {term!r}")
     return term.compiled_datafit()
 
 
@@ -102,7 +107,10 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
            q=None, batch_size=None, objective_batch_size=None, project=True, output="last", max_iter=10000,
            max_data_passes_g=None, feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0, record_every=None,
            callback=None, verbose=False, record_stationarity_every=None, stationarity_rho_hat=None) -> SolveResult:
-    r"""3S-Econ (module docstring) on a problem with one constraint.
+    r"""3S-Econ of Liu & Xu [LX25] (Algorithm 1; module docstring) on a problem with one constraint.
+
+    The name says how it estimates the constraint (SPIDER); the method is the papers' 3S-Econ.
+    Parameters prescribed by its Theorems 3.6 and 3.8: `spider_theory_parameters`.
 
     Parameters
     ----------
@@ -149,12 +157,20 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     seed : int >= 0, SeedSequence, Generator or None
         Seeds the batch sampler and the ``random`` output.
     record_every : int, optional
-        History period (default ``max(1, max_iter // 1000)``); every record evaluates the exact
-        :math:`f` and :math:`g` (not counted as data passes).
-    callback : callable ``(k, x, info) -> bool``, optional
-        Called at every record with ``info`` = ``{"constraint_estimate", "penalty_weight",
-        "data_passes_f", "data_passes_g", "history"}``; True stops with status ``"callback_stop"`` ([LX25] §4.3's
-        SVio stopping rule is such a callback).
+        History period: rows at :math:`k = 0` (the start) and at every multiple of ``record_every``
+        up to :math:`K`, where row :math:`k` describes :math:`x_k`, the iterate after :math:`k`
+        updates (so the last row is :math:`x_K`, the output of ``output="last"``). Every record
+        evaluates the exact :math:`f` and :math:`g` (not counted as data passes). Default None: the
+        rule every solver shares (`fastcon.solvers._common.default_record_every`): about 100 rows,
+        fewer when the records' two full passes would read more than a tenth of the rows the
+        iterations read.
+    callback : callable ``(t, x, info) -> bool``, optional
+        Called at every record after the first, like the other solvers' callbacks after iteration
+        :math:`t` with the new iterate :math:`x_{t+1}` (:math:`t + 1` the record's row, a live
+        buffer), and ``info`` = ``{"constraint_estimate", "penalty_weight", "data_passes_f",
+        "data_passes_g", "history"}``; True stops with status ``"callback_stop"`` after
+        :math:`t + 1` iterations ([LX25] §4.3's SVio stopping rule is such a callback). Only at
+        records: the compiled loop runs without Python in between.
     verbose : bool
         Progress bar / lines.
     record_stationarity_every, stationarity_rho_hat
@@ -238,7 +254,13 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     ss_loop, ss_out = ss.spawn(2)
     rng = rng_state(ss_loop)
     tau = int(np.random.default_rng(ss_out).integers(K)) if output == "random" else -1
-    every = max(1, K // 1000) if record_every is None else record_every
+    if record_every is None:
+        # a record reads f and g on every row; an iteration reads its objective batch and its
+        # constraint batch, except every q-th, which reads the whole constraint instead
+        it_rows = bf + (n_g if s2 == n_g else ((q - 1) * s2 + n_g) / q)
+        every = default_record_every(K, n_f + n_g, it_rows)
+    else:
+        every = record_every
 
     history = History(every)
     progress = Progress(K, verbose, desc=f"spider[{variant}]")
@@ -287,7 +309,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
                 best = (f_val, x.copy(), k)
             if progress.active:
                 progress.update(k - 1, f=f_val, g=g_val)
-            if callback is not None and callback(k, x, {"constraint_estimate": float(est[1]),
+            if callback is not None and callback(k - 1, x, {"constraint_estimate": float(est[1]),
                                                         "penalty_weight": float(est[2]),
                                                         "data_passes_f": float(counters_arr[0]),
                                                         "data_passes_g": float(dpg), "history": history}):
@@ -335,9 +357,11 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
                        counters=counters, info=info, solver=f"spider[{variant}]")
 
 
-def theory_parameters(epsilon_bar, *, nu, beta, l_f, l_g, rho, Delta, L_g, sigma=0.0, sigma1=0.0, sigma2=0.0,
-                      n_samples=None) -> dict:
-    r"""Parameters of [LX25] Theorem 3.6 (general :math:`P_g`) or 3.8 (finite sum, ``n_samples``).
+def spider_theory_parameters(epsilon_bar, *, nu, beta, l_f, l_g, rho, Delta, L_g, sigma=0.0, sigma1=0.0,
+                             sigma2=0.0, n_samples=None) -> dict:
+    r"""Parameters of 3S-Econ ([LX25] Theorem 3.6, general :math:`P_g`, or 3.8, finite sum with ``n_samples``).
+
+    For `spider`; `switching_theory_parameters` is the switching subgradient method's counterpart.
 
     .. math::
 
@@ -391,4 +415,6 @@ def theory_parameters(epsilon_bar, *, nu, beta, l_f, l_g, rho, Delta, L_g, sigma
             "L_F": L_F, "output": "random"}
 
 
-spider.theory_parameters = theory_parameters
+spider.theory_parameters = spider_theory_parameters
+#: Deprecated module-level alias (a FutureWarning); `fastcon.solvers` exports `spider_theory_parameters`.
+theory_parameters = deprecated_alias(spider_theory_parameters, "theory_parameters", "fastcon.solvers.spider")

@@ -11,7 +11,7 @@ possibly non-smooth. One iteration:
     \quad (t \ge S \Rightarrow t \in I), \\ \partial g(x_t) & \text{otherwise,} \end{cases}
 
 and the output is :math:`x_\tau`, :math:`P(\tau = t) = \eta_t / \sum_{s \in I} \eta_s` (eq. 8 and
-Algorithm 1). Theory helpers (`theory_parameters`, `check_certificate`) implement Theorems 4.2, 4.3,
+Algorithm 1). Theory helpers (`switching_theory_parameters`, `check_certificate`) implement Theorems 4.2, 4.3,
 5.2, B.1 and the sufficient conditions (29)–(30) that their proofs use.
 
 Implementation choices (the loop is Python over fused whole-pass oracles; at full-batch sizes the
@@ -39,15 +39,16 @@ from .._results import History, SolveResult
 from .._kernels._vector import axpy
 from ._output import BestIterate, RandomIterate, WeightedAverage
 from ._common import (
-    check_choice, describe_seed, make_objective_oracle, no_feasible_message, PassMeter, RowSampler, start_point,
-    stationarity_certificate, seeded_streams,
+    average_weight_values, check_choice, constraint_rows, default_record_every, deprecated_alias, describe_seed,
+    make_objective_oracle, no_feasible_message, PassMeter, RowSampler, start_point, stationarity_certificate,
+    seeded_streams,
 )
 from ._schedules import as_schedule, inverse_sqrt
 from ._validation import (
     check_callback, check_count, check_optional_count, check_optional_real, check_schedule, check_seed,
 )
 
-__all__ = ["switching_subgradient", "theory_parameters", "check_certificate"]
+__all__ = ["switching_subgradient", "switching_theory_parameters", "check_certificate"]
 
 _ORACLES = ("deterministic", "stochastic")
 _OUTPUTS = ("random", "last", "best", "average")
@@ -60,7 +61,7 @@ def _constraint_oracle(problem, kind, batch, rng):
         return problem.g_and_subgradient
     if batch is None:
         raise ValueError("constraint_batch_size: a stochastic constraint needs the batch size B of "
-                         "Algorithm 2 (theory_parameters gives Theorem 5.2's B)")
+                         "Algorithm 2 (switching_theory_parameters gives Theorem 5.2's B)")
     cons = problem.constraints
     sampler = RowSampler([c.n_samples for c in cons], batch, rng)
     if len(cons) == 1:
@@ -85,8 +86,8 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
                           objective_oracle="deterministic", objective_batch_size=None,
                           constraint_oracle="deterministic", constraint_batch_size=None, output="random",
                           average_weights="step_size", strongly_convex_constraint=False, seed=0,
-                          record_every=1, callback=None, verbose=False, record_stationarity_every=None,
-                          stationarity_rho_hat=None, _record_problem=None) -> SolveResult:
+                          record_every=None, callback=None, verbose=False, record_stationarity_every=None,
+                          stationarity_rho_hat=None) -> SolveResult:
     r"""Switching subgradient method ([HL23] Algorithm 1; Algorithm 2 with a stochastic constraint).
 
     Parameters
@@ -126,8 +127,10 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         none of it was recorded, the random rule's pick is returned
         (``info["output_fallback"] = "random"``). ``"average"``: the weighted average of
         :math:`x_t, t \in I` with weights ``average_weights``.
-    average_weights : {"step_size", "linear"}
-        :math:`\eta_t`, or :math:`t + 1` (the inner output of IPP-SSG in [MLY20] Algorithm 2).
+    average_weights : {"step_size", "linear"}, float or callable of t
+        The weights :math:`\gamma_t \ge 0` of ``output="average"`` (the same keyword as `conex`'s):
+        ``"step_size"`` :math:`\eta_t` (default), ``"linear"`` :math:`t + 1` (the inner output of
+        IPP-SSG in [MLY20] Algorithm 2), or any schedule (all 0: the plain average).
     strongly_convex_constraint : bool
         Theorem B.1: :math:`\epsilon_t = 0` and :math:`\tau` is drawn over **all** :math:`t \ge S`
         (not only :math:`I`) with :math:`P(\tau = t) \propto \eta_t`; the other output rules use the
@@ -135,8 +138,12 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
     seed : int >= 0, numpy.random.SeedSequence, numpy.random.Generator or None
         Seeds minibatches and the output draw (same seed, same result; a Generator is drawn from
         once, None takes fresh entropy).
-    record_every : int
-        History period (a positive integer); the last iteration is always recorded.
+    record_every : int, optional
+        History period: rows at the iterations :math:`t` with ``t % record_every == 0`` and at
+        :math:`t = T-1` (row :math:`t` describes :math:`x_t`, before step :math:`t`). Default None:
+        the rule every solver shares (`fastcon.solvers._common.default_record_every`): about 100
+        rows, fewer when the exact :math:`f` a record needs on constraint steps would cost more than a
+        tenth of the iterations' data reads.
     callback : callable ``(t, x, info) -> bool``, optional
         Called after iteration ``t`` with the new iterate :math:`x_{t+1}` (a live buffer: copy it to
         keep it) and ``info`` (``constraint`` :math:`g(x_t)`, ``step_kind``, ``step_size``,
@@ -165,15 +172,27 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         :math:`g(x_t)` the switching test saw, a batch estimate under a stochastic constraint) and the
         parameters.
     """
+    # locals() is exactly the parameters here: forward them all to the implementation.
+    return _switching_subgradient(**locals())
+
+
+def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, tolerance=None, start_index=0,
+                           objective_oracle="deterministic", objective_batch_size=None,
+                           constraint_oracle="deterministic", constraint_batch_size=None, output="random",
+                           average_weights="step_size", strongly_convex_constraint=False, seed=0,
+                           record_every=None, callback=None, verbose=False, record_stationarity_every=None,
+                           stationarity_rho_hat=None, record_problem=None) -> SolveResult:
+    """`switching_subgradient` with ``record_problem``: the problem whose exact values the history records
+    (default ``problem``). `proximal_point` solves subproblems but records the original problem.
+    """
     check_choice("objective_oracle", objective_oracle, _ORACLES)
     check_choice("constraint_oracle", constraint_oracle, _ORACLES)
     check_choice("output", output, _OUTPUTS)
-    check_choice("average_weights", average_weights, ("step_size", "linear"))
     T = check_count("max_iter", max_iter)
     S = check_count("start_index", start_index, 0)
     if S >= T:
         raise ValueError(f"start_index: must be below max_iter = {T} (no t >= S = {S} would enter I), got {S}")
-    check_count("record_every", record_every)
+    check_optional_count("record_every", record_every)
     check_optional_count("record_stationarity_every", record_stationarity_every)
     check_optional_real("stationarity_rho_hat", stationarity_rho_hat, positive=True)
     check_optional_count("objective_batch_size", objective_batch_size)
@@ -191,10 +210,10 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         tolerance = 1e-5
     eta = check_schedule("step_size", step_size, T)
     eps = check_schedule("tolerance", tolerance, T, signed=True, allow_inf=True)
-    weights = eta if average_weights == "step_size" else np.arange(1.0, T + 1.0)
+    weights = average_weight_values(average_weights, T, eta)
 
     x = start_point(problem, x0)
-    rec = problem if _record_problem is None else _record_problem
+    rec = problem if record_problem is None else record_problem
     rng_f, rng_g, rng_out = seeded_streams(seed, 3)
     eval_g = _constraint_oracle(problem, constraint_oracle, constraint_batch_size, rng_g)
     eval_f = make_objective_oracle(problem, objective_oracle, objective_batch_size, rng_f)
@@ -203,6 +222,15 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
     reuse_f = objective_oracle == "deterministic" and rec is problem
     reuse_g = constraint_oracle == "deterministic" and rec is problem
     f_grad, g_grad = np.empty(problem.dim), np.empty(problem.dim)
+    if record_every is None:
+        # A record reads f on constraint steps (always, unless reused) and g unless reused; an
+        # iteration reads at least the constraint's rows (or the objective's without a constraint).
+        n_cons = len(problem.constraints)
+        it_rows = (constraint_rows(problem) if constraint_oracle == "deterministic"
+                   else n_cons * int(constraint_batch_size or 1))
+        if n_cons == 0:
+            it_rows = problem.n_samples_f if objective_oracle == "deterministic" else int(objective_batch_size or 1)
+        record_every = default_record_every(T, rec.n_samples_f + (0 if reuse_g else constraint_rows(rec)), it_rows)
 
     sampler = RandomIterate(problem.dim, rng_out)
     rule = {"random": sampler, "best": BestIterate(problem.dim), "average": WeightedAverage(problem.dim),
@@ -298,10 +326,13 @@ def _log_terms(delta):
     return max(math.sqrt(12.0 * l8), 4.0 / 3.0 * l8), l8
 
 
-def theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lambda=None, case="static",
-                      stochastic_objective=False, stochastic_constraint=False, delta=0.05, sigma=None,
-                      mu=None) -> dict:
-    r"""Parameters prescribed by [HL23]'s theorems for a target :math:`\epsilon`.
+def switching_theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lambda=None, case="static",
+                                stochastic_objective=False, stochastic_constraint=False, delta=0.05, sigma=None,
+                                mu=None) -> dict:
+    r"""Parameters prescribed by [HL23]'s theorems for a target :math:`\epsilon`, for `switching_subgradient`.
+
+    (Formerly ``fastcon.solvers.theory_parameters``, kept as a deprecated alias; 3S-Econ's are
+    `spider_theory_parameters`.)
 
     With :math:`\Delta = \hat\rho - \rho` and :math:`\Lambda` from Lemma 3.3 eq. (7),
     :math:`\Lambda = (MD + \hat\rho D^2) / (-g(x_{feas}))` when ``g_slater`` :math:`= g(x_{feas}) < 0`
@@ -388,6 +419,11 @@ def theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lambda=None, c
     if theorem == "5.2":
         out["kwargs"].update(constraint_oracle="stochastic", constraint_batch_size=out["batch_size"])
     return out
+
+
+#: Deprecated alias (a FutureWarning): the bare name did not say which solver's theory it is.
+theory_parameters = deprecated_alias(switching_theory_parameters, "theory_parameters", "fastcon.solvers")
+switching_subgradient.theory_parameters = switching_theory_parameters
 
 
 def _theory_strongly_convex(M, D, Delta, epsilon, mu, case, stochastic):

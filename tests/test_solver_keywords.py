@@ -1,0 +1,309 @@
+"""One name, one meaning: the keywords every solver shares, and the deprecated names that still work.
+
+Signatures are introspected, then every public solver runs on one tiny fairness problem (logistic
+risk s.t. a smoothed demographic-parity bound) to check that ``x0``, ``max_iter``, ``tolerance``,
+``seed``, ``record_every``, ``callback``, ``verbose`` and ``step_size`` behave alike.
+"""
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+from fastcon import metrics, problems, solvers
+from fastcon.datasets import make_fair_classification
+from fastcon.problems import ConstrainedProblem, DemographicParityGap, Whole, less_equal, logistic_risk, \
+    smoothed_demographic_parity
+from fastcon.solvers import conex, exact_penalty_trust_region, iqrc, online_stochastic_subgradient, \
+    proximal_point, spider, switching_subgradient
+from fastcon.solvers._common import DEFAULT_RECORDS, RECORD_BUDGET, default_record_every
+from fastcon.solvers.conex import _conex
+from fastcon.solvers.online_stochastic import _online_stochastic_subgradient
+from fastcon.solvers.switching import _switching_subgradient
+
+D = 5  # features
+
+
+def tiny_problem():
+    data = make_fair_classification(200, D, shift=1.5, seed=0)
+    p, u = data.subset(data.groups == 1), data.subset(data.groups == 0)
+    return ConstrainedProblem(logistic_risk(data), [less_equal(smoothed_demographic_parity(p, u), 0.05)], Whole(),
+                              x0=np.zeros(D))
+
+
+# Each entry: (solver, settings that make it run fast here). Single-loop solvers take max_iter; the
+# proximal-point family counts inner iterations (outer_iter x inner_iter).
+SINGLE_LOOP = {
+    "switching_subgradient": (switching_subgradient, dict(step_size=0.05)),
+    "switching_stochastic": (switching_subgradient, dict(step_size=0.05, objective_oracle="stochastic",
+                                                         objective_batch_size=8, output="last")),
+    "conex": (conex, dict(primal_step=0.05, dual_step=1.0)),
+    "online_stochastic_subgradient": (online_stochastic_subgradient, dict(objective_batch_size=8,
+                                                                          constraint_batch_size=8)),
+    "exact_penalty_trust_region": (exact_penalty_trust_region, dict(criticality_tolerance=1e-12)),
+    "spider": (spider, dict(q=5, batch_size=10, objective_batch_size=10, step_size=0.05)),
+}
+NESTED = {
+    "proximal_point": (proximal_point, dict(rho_hat=1.0, inner_params=dict(step_size=0.05))),
+    "iqrc": (iqrc, dict(rho_hat=1.0)),
+}
+STOCHASTIC = ("switching_stochastic", "online_stochastic_subgradient", "spider")
+PUBLIC = [switching_subgradient, conex, proximal_point, iqrc, online_stochastic_subgradient,
+          exact_penalty_trust_region, spider]
+
+
+def run(name, **kw):
+    solver, settings = {**SINGLE_LOOP, **NESTED}[name]
+    return solver(tiny_problem(), **{**settings, **kw})
+
+
+def last_row(name, res):
+    """Row of the last recorded iterate: x_{T-1} (before the last step) except spider, which records x_K."""
+    return res.n_iter if name == "spider" else res.n_iter - 1
+
+
+def without_time(history):
+    return {k: v for k, v in history.items() if k not in ("time", "wall_time")}
+
+
+def assert_same_bits(a, b):
+    np.testing.assert_array_equal(a.x, b.x)
+    ha, hb = without_time(a.history), without_time(b.history)
+    assert ha.keys() == hb.keys()
+    for key in ha:
+        np.testing.assert_array_equal(ha[key], hb[key], err_msg=key)
+
+
+# ---------------------------------------------------------------------------- signatures
+@pytest.mark.parametrize("solver", PUBLIC, ids=lambda f: f.__name__)
+def test_common_keywords_exist_with_the_same_defaults(solver):
+    params = inspect.signature(solver).parameters
+    names = list(params)
+    assert names[:2] == ["problem", "x0"] and params["x0"].default is None
+    assert not [n for n in names if n.startswith("_")], "private plumbing in a public signature"
+    for key, default in (("seed", 0), ("record_every", None), ("callback", None), ("verbose", False)):
+        assert params[key].default == default, (solver.__name__, key)
+        assert params[key].kind is inspect.Parameter.KEYWORD_ONLY
+    nested = solver in (proximal_point, iqrc)
+    assert ("max_iter" in params) != nested  # the proximal-point family counts outer_iter x inner_iter
+    if nested:
+        assert {"outer_iter", "inner_iter", "inner_solver", "inner_params"} <= set(params)
+    # one spelling per idea across solvers
+    for old in ("averaging_weights", "inner", "_record_problem", "record_problem"):
+        assert old not in params, (solver.__name__, old)
+
+
+def test_tolerance_and_step_size_appear_where_they_mean_the_same():
+    has_tolerance = {f.__name__ for f in PUBLIC if "tolerance" in inspect.signature(f).parameters}
+    assert has_tolerance == {"switching_subgradient", "iqrc"}  # a threshold on g in both
+    has_step = {f.__name__ for f in PUBLIC if "step_size" in inspect.signature(f).parameters}
+    assert has_step == {"switching_subgradient", "spider"}
+    for f in (switching_subgradient, conex):
+        assert "average_weights" in inspect.signature(f).parameters
+
+
+@pytest.mark.parametrize("public, impl", [(switching_subgradient, _switching_subgradient), (conex, _conex),
+                                          (online_stochastic_subgradient, _online_stochastic_subgradient)])
+def test_private_implementation_adds_only_record_problem(public, impl):
+    pub, imp = inspect.signature(public).parameters, inspect.signature(impl).parameters
+    assert list(imp) == list(pub) + ["record_problem"]
+    for name, p in pub.items():
+        assert (imp[name].kind, imp[name].default) == (p.kind, p.default), name
+
+
+# ---------------------------------------------------------------------------- behaviour
+@pytest.mark.parametrize("name", sorted(SINGLE_LOOP))
+def test_max_iter_bounds_the_iterations(name):
+    calls = []
+    res = run(name, max_iter=7, record_every=1, callback=lambda t, x, info: calls.append(t) and False)
+    assert res.n_iter <= 7
+    if name != "exact_penalty_trust_region":  # may stop early at a critical point; the others run out
+        assert res.n_iter == 7 and res.status in ("max_iter", "no_feasible_iterate")
+    assert max(calls) <= 6 and calls == sorted(calls)
+    assert max(res.history["iteration"]) <= last_row(name, res)
+
+
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_nested_solvers_count_inner_iterations(name):
+    res = run(name, outer_iter=2, inner_iter=15, record_every=5)
+    assert res.n_iter == 30 and res.counters["outer_iterations"] == 2
+    # inner runs of 15 recorded every 5 (and at their last iteration), on the global inner count
+    expected = [0, 5, 10, 14, 15, 20, 25, 29]
+    np.testing.assert_array_equal(res.history["iteration"], expected)
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE_LOOP))
+@pytest.mark.parametrize("k", [1, 4])
+def test_record_every_gives_rows_at_the_same_iterations(name, k):
+    res = run(name, max_iter=14, record_every=k)
+    last = last_row(name, res)
+    expected = sorted(set(range(0, last + 1, k)) | {last})
+    np.testing.assert_array_equal(res.history["iteration"], expected)
+    # row t describes x_t: row 0 is the start
+    assert res.history["objective"][0] == pytest.approx(tiny_problem().f(np.zeros(D)), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE_LOOP))
+def test_default_record_every_keeps_about_a_hundred_rows_or_fewer(name):
+    res = run(name, max_iter=500)
+    rows = res.history["iteration"]
+    assert 2 <= len(rows) <= DEFAULT_RECORDS + 2
+    if name == "exact_penalty_trust_region":  # records read no data here: every ceil(500 / 100) = 5
+        assert np.all(rows[:-1] % 5 == 0) and rows[-1] == res.n_iter - 1
+
+
+def test_default_record_every_rule():
+    assert default_record_every(1000, 0, 5) == 10  # free records: about 100 rows
+    assert default_record_every(50, 0, 5) == 1
+    # a record reads 65,122 rows, an iteration 540 (3S-Econ-S on a9a): records read <= a tenth
+    p = default_record_every(10_000, 65_122, 540)
+    assert p == 1206 and 65_122 <= RECORD_BUDGET * 540 * p < 65_122 + RECORD_BUDGET * 540
+    assert default_record_every(100, 10, 0) == 100  # iterations read nothing: first and last rows only
+    assert default_record_every(30, 10 ** 9, 1) == 30  # never beyond max_iter
+
+
+def test_default_spider_history_reads_at_most_a_tenth_of_the_iterations_rows():
+    res = run("spider", max_iter=3000)
+    problem = tiny_problem()
+    rows_per_record = problem.n_samples_f + problem.n_samples_g
+    c = res.counters
+    iteration_rows = c["rows_f_subgradient"] + c["rows_g_read"]
+    # the start and the end are always recorded; the periodic rows obey the budget
+    periodic = len(res.history["iteration"]) - 2
+    assert periodic * rows_per_record <= RECORD_BUDGET * iteration_rows
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE_LOOP) + sorted(NESTED))
+def test_seed_gives_the_same_bits(name):
+    kw = dict(outer_iter=2, inner_iter=20) if name in NESTED else dict(max_iter=40)
+    a, b = run(name, seed=3, record_every=4, **kw), run(name, seed=3, record_every=4, **kw)
+    assert_same_bits(a, b)
+    if name in STOCHASTIC:
+        assert not np.array_equal(a.x, run(name, seed=4, record_every=4, **kw).x)
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE_LOOP))
+def test_callback_true_stops_after_iteration_t(name):
+    seen = []
+
+    def stop(t, x, info):
+        seen.append((t, x.copy()))
+        return t >= 5
+
+    res = run(name, max_iter=40, record_every=2, callback=stop)
+    if name == "exact_penalty_trust_region" and res.status != "callback_stop":
+        pytest.skip("stopped at a critical point before t = 5")
+    t, x = seen[-1]
+    assert res.status == "callback_stop" and res.n_iter == t + 1
+    if name == "spider":  # called at records only: t + 1 is a recorded row holding x = x_{t+1}
+        row = list(res.history["iteration"]).index(t + 1)
+        assert res.history["objective"][row] == pytest.approx(tiny_problem().f(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_callback_true_stops_after_outer_iteration_k(name):
+    res = run(name, outer_iter=5, inner_iter=10, callback=lambda k, x, info: k >= 1)
+    assert res.status == "callback_stop" and res.n_iter == 20 and res.counters["outer_iterations"] == 2
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE_LOOP) + sorted(NESTED))
+def test_x0_is_the_start(name):
+    x0 = np.full(D, 0.01)
+    kw = dict(outer_iter=1, inner_iter=5) if name in NESTED else dict(max_iter=5)
+    res = run(name, x0=x0, record_every=1, **kw)
+    assert res.history["iteration"][0] == 0
+    assert res.history["objective"][0] == pytest.approx(tiny_problem().f(x0), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE_LOOP))
+def test_verbose_does_not_change_the_result(name, capsys):
+    quiet, loud = run(name, max_iter=20, verbose=False), run(name, max_iter=20, verbose=True)
+    capsys.readouterr()
+    np.testing.assert_array_equal(quiet.x, loud.x)
+
+
+def test_tolerance_is_the_switching_threshold_in_switching_and_iqrc():
+    tol = 2e-3
+    ssg = run("switching_subgradient", max_iter=20, tolerance=tol, record_every=1)
+    np.testing.assert_array_equal(ssg.history["tolerance"], tol)
+    np.testing.assert_array_equal(ssg.history["constraint"] <= tol, ssg.history["step_kind"] == "f")
+    res = run("iqrc", outer_iter=1, inner_iter=10, tolerance=tol)
+    assert res.info["switching_threshold"] == tol and res.info["tolerance_reading"] == "threshold"
+    # the old squaring stays reachable, explicitly
+    old = run("iqrc", outer_iter=1, inner_iter=10, tolerance=tol, tolerance_reading="eps_hat")
+    assert old.info["switching_threshold"] == pytest.approx(tol ** 2)
+
+
+@pytest.mark.parametrize("name", ["switching_subgradient", "spider"])
+def test_step_size_scales_the_primal_step(name):
+    kw = dict(variant="deterministic") if name == "spider" else {}
+    res = run(name, max_iter=5, record_every=1, step_size=0.02, **kw)
+    assert res.history["step_size"][0] == 0.02
+    frozen_start = run(name, max_iter=1, record_every=1, step_size=1e-300, **kw)
+    np.testing.assert_allclose(frozen_start.x, np.zeros(D), atol=1e-290)
+
+
+def test_average_weights_mean_the_same_in_switching_and_conex():
+    x_lin = run("conex", max_iter=30, output="average", average_weights="linear").x
+    from fastcon.solvers import linear
+    np.testing.assert_array_equal(x_lin, run("conex", max_iter=30, output="average",
+                                             average_weights=linear(1.0)).x)
+    x_step = run("conex", max_iter=30, output="average", average_weights="step_size").x
+    np.testing.assert_array_equal(x_step, run("conex", max_iter=30, output="average", average_weights=0.05).x)
+    ssg = run("switching_subgradient", max_iter=30, output="average", average_weights="linear", tolerance=np.inf)
+    np.testing.assert_array_equal(ssg.x, run("switching_subgradient", max_iter=30, output="average",
+                                             average_weights=lambda t: t + 1.0, tolerance=np.inf).x)
+    with pytest.raises(ValueError, match="^average_weights"):
+        run("conex", max_iter=5, average_weights="uniform")
+
+
+# ---------------------------------------------------------------------------- deprecated names
+def test_problems_demographic_parity_gap_is_a_deprecated_alias():
+    data = make_fair_classification(60, D, seed=1)
+    p, u = data.subset(data.groups == 1), data.subset(data.groups == 0)
+    with pytest.warns(FutureWarning, match="^demographic_parity_gap: renamed 'smoothed_demographic_parity'"):
+        old = problems.demographic_parity_gap(p, u)
+    new = smoothed_demographic_parity(p, u)
+    assert isinstance(old, DemographicParityGap)
+    x = np.linspace(-1.0, 1.0, D)
+    assert old.value(x) == new.value(x)
+    assert "demographic_parity_gap" not in problems.__all__
+    # the metric keeps the name: the hard gap of scores, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert metrics.demographic_parity_gap(np.array([1.0, -1.0, 1.0, 1.0]), np.array([0, 0, 1, 1])) == 0.5
+
+
+def test_theory_parameters_are_deprecated_aliases():
+    args = (1.0, 1.0, 0.0, 1.0, 0.1)
+    with pytest.warns(FutureWarning, match="^theory_parameters: renamed 'switching_theory_parameters'"):
+        old = solvers.theory_parameters(*args, Lambda=1.0)
+    assert old == solvers.switching_theory_parameters(*args, Lambda=1.0)
+    assert "theory_parameters" not in solvers.__all__
+    assert switching_subgradient.theory_parameters is solvers.switching_theory_parameters
+    assert spider.theory_parameters is solvers.spider_theory_parameters
+    import importlib
+    spider_module = importlib.import_module("fastcon.solvers.spider")
+    kw = dict(nu=0.01, beta=10.0, l_f=1.0, l_g=2.0, rho=3.0, Delta=1.0, L_g=2.0, n_samples=400)
+    with pytest.warns(FutureWarning, match="^theory_parameters: renamed 'spider_theory_parameters'"):
+        assert spider_module.theory_parameters(0.1, **kw) == solvers.spider_theory_parameters(0.1, **kw)
+    assert "3S-Econ" in spider.__doc__ and "Liu & Xu" in spider.__doc__
+
+
+def test_renamed_keywords_warn_and_mean_the_same():
+    kw = dict(max_iter=20, output="average", record_every=5)
+    with pytest.warns(FutureWarning, match="^averaging_weights: renamed 'average_weights' in conex"):
+        old = run("conex", averaging_weights="linear", **kw)
+    assert_same_bits(old, run("conex", average_weights="linear", **kw))
+    with pytest.raises(TypeError, match="^average_weights: given both"):
+        run("conex", averaging_weights=1.0, average_weights=1.0, **kw)
+    with pytest.warns(FutureWarning, match="^averaging_weights: renamed 'average_weights' in conex"):
+        run("proximal_point", outer_iter=1, inner_iter=10, inner_solver="conex",
+            inner_params=dict(averaging_weights=1.0))
+    with pytest.warns(FutureWarning, match="^inner: renamed 'inner_solver' in iqrc"):
+        old = run("iqrc", outer_iter=1, inner_iter=10, inner="switching")
+    assert_same_bits(old, run("iqrc", outer_iter=1, inner_iter=10, inner_solver="switching"))
+    with pytest.warns(FutureWarning, match="^tolerance: renamed 'criticality_tolerance' in exact_penalty"):
+        old = exact_penalty_trust_region(tiny_problem(), max_iter=5, tolerance=1e-6, record_every=1)
+    new = exact_penalty_trust_region(tiny_problem(), max_iter=5, criticality_tolerance=1e-6, record_every=1)
+    assert_same_bits(old, new)
