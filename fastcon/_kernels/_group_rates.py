@@ -188,7 +188,7 @@ def transport_gap(z, rows_a, rows_b, huber, coef, v):
         width = (end - pos) * scale
         d = za[oa[ka]] - zb[ob[kb]]
         ad = abs(d)
-        if ad <= huber:     # only when huber > 0
+        if huber > 0.0 and ad <= huber:
             total += width * (d * d / (2.0 * huber))
             slope = d / huber
         else:

@@ -246,11 +246,12 @@ class FairClassifier(LinearConstrainedClassifier):
         -------
         ConstraintReport
         """
-        X_feat, sensitive = split_sensitive(X, sensitive_features, self.drop_sensitive)
+        # decision_function drops the sensitive columns itself (drop_sensitive): pass it the full X
+        _, sensitive = split_sensitive(X, sensitive_features, False)
         codes = self.group_encoder_.transform(sensitive)
         y = np.asarray(y)
         y01 = _labels_to_01(y, self.classes_)
-        scores = self.decision_function(X_feat)
+        scores = self.decision_function(X)
         return ConstraintReport.for_fairness(self, scores, y01, codes)
 
 

@@ -41,7 +41,22 @@ FAIRNESS_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positi
                         "roc", "wasserstein")
 
 
-class RateGapConstraints:
+class _PairBound:
+    """:math:`\kappa` of a block, one entry per pair (a scalar is broadcast); settable between solves."""
+
+    @property
+    def bound(self):
+        return self._bound
+
+    @bound.setter
+    def bound(self, value):
+        value = np.broadcast_to(np.asarray(value, dtype=np.float64), (self.n_pairs,)).copy()
+        if not np.all(np.isfinite(value)):
+            raise ValueError("bound: must be finite")
+        self._bound = value
+
+
+class RateGapConstraints(_PairBound):
     r"""Linear constraints on smoothed rates: :math:`D\,M\,S(z)/\ldots - \kappa \le 0` per grid point (module docstring).
 
     Parameters
@@ -78,18 +93,9 @@ class RateGapConstraints:
         self.names = list(names)
         self._pair_cells = self.pairs @ self.rate_matrix          # (K, n_cells)
         self._sums = np.empty((self.rate_matrix.shape[1], self.thresholds.shape[0]))
+        self.n_pairs = self.pairs.shape[0]
         self.bound = bound
 
-    @property
-    def bound(self):
-        return self._bound
-
-    @bound.setter
-    def bound(self, value):
-        value = np.broadcast_to(np.asarray(value, dtype=np.float64), (self.pairs.shape[0],)).copy()
-        if not np.all(np.isfinite(value)):
-            raise ValueError("bound: must be finite")
-        self._bound = value
 
     @property
     def n_constraints(self) -> int:
@@ -116,7 +122,7 @@ class RateGapConstraints:
                              np.ascontiguousarray(coef[:, active]), v)
 
 
-class TransportGapConstraints:
+class TransportGapConstraints(_PairBound):
     r""":math:`W_1(z_a, z_b) - \kappa \le 0` for every pair of groups :math:`a < b` (module docstring).
 
     Parameters
@@ -140,18 +146,9 @@ class TransportGapConstraints:
         self.group_rows = [np.ascontiguousarray(r, dtype=np.int64) for r in group_rows]
         self.pair_index = [(a, b) for a in range(len(self.group_rows)) for b in range(a + 1, len(self.group_rows))]
         self.names = list(names) if names is not None else [f"W1(group {a}, group {b})" for a, b in self.pair_index]
+        self.n_pairs = len(self.pair_index)
         self.bound = bound
 
-    @property
-    def bound(self):
-        return self._bound
-
-    @bound.setter
-    def bound(self, value):
-        value = np.broadcast_to(np.asarray(value, dtype=np.float64), (len(self.pair_index),)).copy()
-        if not np.all(np.isfinite(value)):
-            raise ValueError("bound: must be finite")
-        self._bound = value
 
     @property
     def n_constraints(self) -> int:

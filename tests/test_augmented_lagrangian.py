@@ -1,0 +1,137 @@
+"""Augmented Lagrangian solver: known KKT points, infeasibility, argument checks, fused vs generic Lagrangian."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from fastcon.datasets import Dataset
+from fastcon.problems import Ball, Box, ConstrainedProblem, custom_term
+from fastcon.problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
+from fastcon.problems._score_constraints import group_fairness_constraints
+from fastcon.solvers.augmented_lagrangian import augmented_lagrangian
+
+
+def linear(grad, offset=0.0):
+    """The term grad @ x + offset."""
+    grad = np.asarray(grad, dtype=np.float64)
+
+    def value_and_subgradient(x, out):
+        out[:] = grad
+        return float(grad @ x + offset)
+    return custom_term(lambda x: float(grad @ x + offset), value_and_subgradient, grad.size)
+
+
+def squared_distance(center):
+    """The term ||x - center||^2."""
+    center = np.asarray(center, dtype=np.float64)
+
+    def value_and_subgradient(x, out):
+        out[:] = 2.0 * (x - center)
+        return float((x - center) @ (x - center))
+    return custom_term(lambda x: float((x - center) @ (x - center)), value_and_subgradient, center.size)
+
+
+# ----------------------------------------------------------------------------- known solutions
+def test_projection_onto_a_halfspace():
+    # min ||x - (2, 1)||^2 s.t. x1 + x2 <= 1: x* = (1, 0); grad f = (-2, -2) = -lambda (1, 1): lambda = 2
+    problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
+    result = augmented_lagrangian(problem, tolerance=1e-8, stationarity_tolerance=1e-8)
+    assert result.status == "converged"
+    np.testing.assert_allclose(result.x, [1.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(result.multipliers, [2.0], atol=1e-5)
+    assert result.info["kkt_stationarity"] <= 1e-8 and result.info["complementarity"] <= 1e-8
+    assert result.objective == pytest.approx(2.0, abs=1e-6)
+
+
+def test_box_domain_and_a_constraint():
+    # + the box x1 <= 0.5: x* = (0.5, 0.5); d/dx2: 2 (0.5 - 1) + lambda = 0, lambda = 1 (the box takes the rest)
+    problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)],
+                                 Box(np.array([-10.0, -10.0]), np.array([0.5, 10.0])))
+    result = augmented_lagrangian(problem, tolerance=1e-8, stationarity_tolerance=1e-8)
+    assert result.status == "converged"
+    np.testing.assert_allclose(result.x, [0.5, 0.5], atol=1e-6)
+    np.testing.assert_allclose(result.multipliers, [1.0], atol=1e-5)
+    assert result.x[0] <= 0.5                                # L-BFGS-B keeps the iterate in the box
+
+
+def test_inactive_constraint_has_zero_multiplier_and_warm_start_is_used():
+    # the center is feasible: x* = center, lambda = 0
+    problem = ConstrainedProblem(squared_distance([0.2, 0.1]), [linear([1.0, 1.0], -1.0)])
+    result = augmented_lagrangian(problem)
+    assert result.status == "converged"
+    np.testing.assert_allclose(result.x, [0.2, 0.1], atol=1e-6)
+    assert result.multipliers[0] == 0.0
+    # started at the solution and its multiplier, one outer iteration certifies it
+    active = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
+    warm = augmented_lagrangian(active, np.array([1.0, 0.0]), multipliers=[2.0])
+    assert warm.status == "converged" and warm.n_iter == 1
+
+
+def test_infeasible_problem_is_reported_not_raised():
+    # x1 <= -1 and x1 >= 1
+    problem = ConstrainedProblem(squared_distance([0.0, 0.0]), [linear([1.0, 0.0], 1.0), linear([-1.0, 0.0], 1.0)])
+    result = augmented_lagrangian(problem, max_iter=8)
+    assert result.status == "no_feasible_iterate"
+    assert result.max_violation == pytest.approx(1.0, abs=1e-3)   # the least violation: x1 = 0
+    assert "check_feasibility" in result.message
+
+
+@pytest.mark.parametrize("kwargs, error, field", [
+    ({"max_iter": 0}, ValueError, "max_iter"), ({"max_iter": 2.0}, ValueError, "max_iter"),
+    ({"inner_max_iter": -1}, ValueError, "inner_max_iter"), ({"tolerance": 0.0}, ValueError, "tolerance"),
+    ({"stationarity_tolerance": float("nan")}, ValueError, "stationarity_tolerance"),
+    ({"penalty": -1.0}, ValueError, "penalty"), ({"penalty_growth": 1.0}, ValueError, "penalty_growth"),
+    ({"multipliers": [1.0, 2.0]}, ValueError, "multipliers"), ({"multipliers": [-1.0]}, ValueError, "multipliers"),
+    ({"record_every": 0}, ValueError, "record_every"), ({"callback": 3}, TypeError, "callback"),
+    ({"tolerance": "small"}, TypeError, "tolerance")])
+def test_bad_arguments_are_named(kwargs, error, field):
+    problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
+    with pytest.raises(error, match=f"^{field}: "):
+        augmented_lagrangian(problem, **kwargs)
+    with pytest.raises(ValueError, match="^x0: expected shape"):
+        augmented_lagrangian(problem, np.zeros(3))
+
+
+def test_other_domains_are_refused_by_name():
+    problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)], Ball(1.0))
+    with pytest.raises(TypeError, match="^problem: augmented_lagrangian handles the whole space or a Box"):
+        augmented_lagrangian(problem)
+
+
+def test_callback_stops_the_run():
+    problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
+    seen = []
+    result = augmented_lagrangian(problem, callback=lambda k, x, info: seen.append(k) or True)
+    assert result.status == "callback_stop" and seen == [0] and result.n_iter == 1
+
+
+# ----------------------------------------------------------------------------- fused vs generic Lagrangian
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("constraint", ["demographic_parity", "equalized_odds", "roc", "wasserstein"])
+def test_fused_lagrangian_equals_the_generic_one(constraint, fit_intercept, sparse):
+    rng = np.random.default_rng(3)
+    n, d = 300, 6
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.6)
+    y01 = rng.integers(0, 2, n)
+    groups = rng.integers(0, 3, n)
+    dataset = Dataset(sp.csr_matrix(X) if sparse else X, 2 * y01 - 1)
+    scores = LinearScores(dataset, fit_intercept)
+    objective = LinearLoss(scores, dataset.y, rng.random(n), "logistic", 0.3)
+    block = group_fairness_constraints(scores, y01, groups, constraint, 0.05, smoothing=0.7,
+                                       thresholds=np.linspace(-1, 1, 5))
+    fused = LinearModelProblem(objective, [block])
+    generic = ConstrainedProblem(objective, fused.constraints)
+    m = fused.n_constraints
+    assert m == generic.n_constraints > 1
+    for trial in range(3):
+        x = rng.normal(size=scores.n_features)
+        lam = rng.random(m) * (rng.random(m) < 0.7)
+        out_fused, out_generic = np.empty(scores.n_features), np.empty(scores.n_features)
+        seen = []
+        f1, g1 = fused.lagrangian(x, lambda g: seen.append(g.copy()) or lam, out_fused)
+        f2, g2 = generic.lagrangian(x, lambda g: lam, out_generic)
+        assert f1 == pytest.approx(f2, rel=1e-14)
+        np.testing.assert_allclose(g1, g2, rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(seen[0], g1)           # the multipliers see the values at x
+        np.testing.assert_allclose(out_fused, out_generic, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fused.constraint_values(x), g2, rtol=0, atol=1e-14)
