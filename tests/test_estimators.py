@@ -37,15 +37,18 @@ def unconstrained(X, y, **params):
 
 
 # ----------------------------------------------------------------------------- the promise, per constraint
-@pytest.mark.xfail(strict=True, reason="calibration with the default smoothing=0.5 stalls above the tolerance on "
-                   "some samples (hard gap 0.069 at smoothed bounds 0.05 ... 0.0016, seed 5); reported to the lead")
-@pytest.mark.parametrize("seed", [5, 8])
-def test_demographic_parity_met_on_other_samples(seed):
+@pytest.mark.parametrize("constraint", ["demographic_parity", "equal_opportunity", "false_positive_parity",
+                                        "equalized_odds"])
+@pytest.mark.parametrize("seed", range(10))
+def test_calibration_meets_the_tolerance_on_many_samples(seed, constraint):
+    # 500-row samples, where one row moves a group rate by ~0.004-0.016: the hard gap is a coarse
+    # step function of the surrogate bound (the default smoothing 0.5 missed 7 of 26 such fits)
     X, y, g = make_groups_data(500, seed)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = FairClassifier("demographic_parity", 0.05).fit(X, y, sensitive_features=g)
-    assert hard_gap("demographic_parity", est.decision_function(X), y, g) <= 0.05
+        est = FairClassifier(constraint, 0.02).fit(X, y, sensitive_features=g)
+    assert est.calibration_["met"]
+    assert hard_gap(constraint, est.decision_function(X), y, g) <= 0.02
 
 
 @pytest.mark.parametrize("n_groups", [2, 3])

@@ -7,8 +7,17 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import validate_data
 
 from ..datasets import Dataset, encode_groups
+from ..solvers._validation import check_real
 
-__all__ = ["split_sensitive", "check_features", "check_binary_target", "fit_dataset"]
+__all__ = ["check_fraction", "split_sensitive", "check_features", "check_binary_target", "fit_dataset"]
+
+
+def check_fraction(name, value):
+    """A number in the open interval (0, 1) (`fastcon.solvers._validation.check_real`, then ``< 1``)."""
+    value = check_real(name, value, positive=True)
+    if not value < 1.0:
+        raise ValueError(f"{name}: must be below 1, got {value!r}")
+    return value
 
 
 def _is_dataframe(X):

@@ -1,4 +1,4 @@
-"""The linear binary classifier every constrained estimator fits: prediction, probabilities, tags."""
+"""What the constrained estimators share: tags, feature checks at prediction, saving; the binary linear classifier."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,11 +10,29 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._input import check_features
 
-__all__ = ["LinearConstrainedClassifier"]
+__all__ = ["ConstrainedClassifier", "LinearConstrainedClassifier"]
 
 
-class LinearConstrainedClassifier(ClassifierMixin, BaseEstimator):
-    """Shared prediction side of the binary estimators: :math:`s(x) = w^\\top x + b`, class ``classes_[1]`` iff :math:`s > 0`.
+class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
+    """Base of every fastcon estimator: sparse input accepted, features checked at prediction, `save`."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _features_for_predict(self, X):
+        return check_features(self, X, reset=False)
+
+    def save(self, path):
+        """Write the fitted estimator to ``path`` without pickle (`fastcon.estimators.load` reads it back)."""
+        from ._persist import save
+
+        save(self, path)
+
+
+class LinearConstrainedClassifier(ConstrainedClassifier):
+    """Prediction side of the binary estimators: :math:`s(x) = w^\\top x + b`, class ``classes_[1]`` iff :math:`s > 0`.
 
     Subclasses set ``coef_`` (shape (1, n_features)), ``intercept_`` (shape (1,)) and
     ``classes_`` in ``fit``.
@@ -22,7 +40,6 @@ class LinearConstrainedClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.classifier_tags.multi_class = False
         return tags
 
@@ -37,9 +54,6 @@ class LinearConstrainedClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         X = self._features_for_predict(X)
         return np.asarray(safe_sparse_dot(X, self.coef_[0], dense_output=True)).ravel() + self.intercept_[0]
-
-    def _features_for_predict(self, X):
-        return check_features(self, X, reset=False)
 
     def predict(self, X):
         """Class labels (``classes_[1]`` where the score is positive); deterministic."""
@@ -70,9 +84,3 @@ class LinearConstrainedClassifier(ClassifierMixin, BaseEstimator):
         """Logarithm of `predict_proba`, computed without underflow."""
         s = self.decision_function(X)
         return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])
-
-    def save(self, path):
-        """Write the fitted estimator to ``path`` without pickle (`fastcon.estimators.load` reads it back)."""
-        from ._persist import save
-
-        save(self, path)

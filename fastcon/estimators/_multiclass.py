@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
@@ -19,9 +18,11 @@ from ..problems._domains import Whole
 from ..problems._multiclass_np import ClassPairwiseRisk, multiclass_neyman_pearson
 from ..problems._problem import ConstrainedProblem
 from ..problems._validation import check_out, check_x
+from ..solvers._common import check_choice
+from ..solvers._validation import check_count, check_optional_count, check_real
 from ..solvers.augmented_lagrangian import augmented_lagrangian
 from ._fair import _check_weight
-from ._input import check_features
+from ._linear import ConstrainedClassifier
 from ._report import ConstraintReport, _solve_summary
 
 __all__ = ["MultiClassNeymanPearsonClassifier"]
@@ -76,7 +77,7 @@ class _PooledRidge:
         return float(value) + self._ridge_value(x)
 
 
-class MultiClassNeymanPearsonClassifier(ClassifierMixin, BaseEstimator):
+class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     r"""Multi-class Neyman–Pearson linear classifier: a bound on the error rate of chosen classes.
 
     With classes :math:`c = 0..C-1`, scores :math:`s_c(x) = w_c^\top x + b_c` and the prediction
@@ -192,24 +193,12 @@ class MultiClassNeymanPearsonClassifier(ClassifierMixin, BaseEstimator):
         self.max_calibration = max_calibration
         self.verbose = verbose
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
     # ------------------------------------------------------------------ parameters
     def _check_params(self):
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss: expected one of {LOSSES}, got {self.loss!r}")
-        if isinstance(self.ridge, bool) or not isinstance(self.ridge, numbers.Real) or not (
-                np.isfinite(self.ridge) and self.ridge >= 0):
-            raise ValueError(f"ridge: must be a finite number >= 0, got {self.ridge!r}")
-        if (isinstance(self.max_calibration, bool) or not isinstance(self.max_calibration, numbers.Integral)
-                or self.max_calibration < 1):
-            raise ValueError(f"max_calibration: must be a positive integer, got {self.max_calibration!r}")
-        if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(
-                self.max_iter, numbers.Integral) or self.max_iter < 1):
-            raise ValueError(f"max_iter: must be None or a positive integer, got {self.max_iter!r}")
+        check_choice("loss", self.loss, LOSSES)
+        check_real("ridge", self.ridge)
+        check_count("max_calibration", self.max_calibration)
+        check_optional_count("max_iter", self.max_iter)
         if self.class_bounds is not None and not isinstance(self.class_bounds, dict):
             raise TypeError(f"class_bounds: expected a dict of class label -> error bound, got "
                             f"{type(self.class_bounds).__name__}")
@@ -318,7 +307,7 @@ class MultiClassNeymanPearsonClassifier(ClassifierMixin, BaseEstimator):
 
         def hard_errors(x):
             W, b = weights_of(x)
-            wrong = _argmax(np.asarray(safe_sparse_dot(X, W.T, dense_output=True)) + b) != y_index
+            wrong = np.argmax(np.asarray(safe_sparse_dot(X, W.T, dense_output=True)) + b, axis=1) != y_index
             return np.bincount(y_index, weights=weight * wrong, minlength=C) / class_weight
 
         x, multipliers = np.zeros(C * d_full), None
@@ -400,7 +389,7 @@ class MultiClassNeymanPearsonClassifier(ClassifierMixin, BaseEstimator):
             Dense, CSR (kept sparse) or a pandas DataFrame with the training columns.
         """
         check_is_fitted(self, "coef_")
-        X = check_features(self, X, reset=False)
+        X = self._features_for_predict(X)
         scores = np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True)) + self.intercept_
         if self.classes_.size == 2:   # scikit-learn's binary convention: positive means classes_[1]
             return scores[:, 1] - scores[:, 0]
@@ -411,7 +400,7 @@ class MultiClassNeymanPearsonClassifier(ClassifierMixin, BaseEstimator):
         s = self.decision_function(X)
         if s.ndim == 1:
             return self.classes_[(s > 0).astype(np.int64)]
-        return self.classes_[_argmax(s)]
+        return self.classes_[np.argmax(s, axis=1)]   # the first of tied classes
 
     def _has_proba(self):
         if self.loss != "logistic":
@@ -469,17 +458,6 @@ class MultiClassNeymanPearsonClassifier(ClassifierMixin, BaseEstimator):
         fit_excess = [self.fit_errors_[c] - a for c, a in self.class_bounds_.items()]
         return ConstraintReport("class_error_rates", 0.0, float(value), bool(not excess or value <= 0.0), per_class,
                                 *_solve_summary(self), fit_value=float(max(fit_excess)) if fit_excess else float("nan"))
-
-    def save(self, path):
-        """Write the fitted estimator to ``path`` without pickle (`fastcon.estimators.load` reads it back)."""
-        from ._persist import save
-
-        save(self, path)
-
-
-def _argmax(scores):
-    """Row-wise argmax; the first of tied classes, as ``np.argmax``."""
-    return np.argmax(scores, axis=1)
 
 
 def _python(label):

@@ -7,7 +7,9 @@ from ..metrics import np_umbrella_threshold, type_one_error
 from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
 from ..problems._score_constraints import rate_bound_constraint
 from ._fair import _check_weight, _labels_to_01
-from ._input import check_binary_target, fit_dataset
+from ..solvers._common import check_choice
+from ..solvers._validation import check_real
+from ._input import check_binary_target, check_fraction, fit_dataset
 from ._linear import LinearConstrainedClassifier
 from ._report import ConstraintReport
 from ._solve import choose_solver, solve_linear
@@ -82,7 +84,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
     """
 
     def __init__(self, alpha=0.05, delta=None, *, constrained_class=None, loss="logistic", ridge=1e-4,
-                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, calibration_fraction=0.5,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.1, calibration_fraction=0.5,
                  random_state=None, verbose=False):
         self.alpha = alpha
         self.delta = delta
@@ -99,21 +101,14 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         self.verbose = verbose
 
     def _check_params(self):
-        for name, value in (("alpha", self.alpha), ("delta", self.delta),
-                            ("calibration_fraction", self.calibration_fraction)):
-            if name == "delta" and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not 0.0 < value < 1.0:
-                raise ValueError(f"{name}: must be a number in (0, 1), got {value!r}")
-        if self.loss not in ("logistic", "hinge"):
-            raise ValueError(f"loss: expected 'logistic' or 'hinge', got {self.loss!r}")
-        for name in ("smoothing", "tol"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
-                    np.isfinite(value) and value > 0):
-                raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
-        if isinstance(self.ridge, bool) or not (np.isfinite(self.ridge) and self.ridge >= 0):
-            raise ValueError(f"ridge: must be a finite number >= 0, got {self.ridge!r}")
+        check_fraction("alpha", self.alpha)
+        if self.delta is not None:
+            check_fraction("delta", self.delta)
+        check_fraction("calibration_fraction", self.calibration_fraction)
+        check_choice("loss", self.loss, ("logistic", "hinge"))
+        check_real("smoothing", self.smoothing, positive=True)
+        check_real("tol", self.tol, positive=True)
+        check_real("ridge", self.ridge)
         return choose_solver(self.solver, self.loss, "neyman_pearson")
 
     def fit(self, X, y, sample_weight=None):

@@ -55,28 +55,65 @@ def solve_linear(problem, solver, x0, multipliers, max_iter, verbose, tol=1e-4):
 class Calibration:
     """Record of the bound calibration: one entry per solve."""
     bounds: list = field(default_factory=list)
+    smoothings: list = field(default_factory=list)
     hard_values: list = field(default_factory=list)
+    objectives: list = field(default_factory=list)
     statuses: list = field(default_factory=list)
     chosen: int = -1
     met: bool = False
 
+    def as_dict(self, measured_on):
+        return {"bounds": self.bounds, "smoothings": self.smoothings, "hard_values": self.hard_values,
+                "objectives": self.objectives, "statuses": self.statuses, "chosen": self.chosen, "met": self.met,
+                "measured_on": measured_on}
 
-def calibrate_bound(solve_at, hard_metric, tolerance, *, max_rounds=8, lower=0.8):
-    r"""Find a surrogate bound whose solution meets ``hard_metric <= tolerance``, as loose as possible.
 
-    Round 0 solves at ``bound = tolerance``. After a solve whose hard value is :math:`h` the
-    bound is rescaled by :math:`0.95\,\text{tolerance}/h` (clipped to a factor of 4), aiming just
-    inside the tolerance; the loop ends as soon as :math:`h \in [\text{lower}\cdot\text{tolerance},
-    \text{tolerance}]` or after ``max_rounds`` solves. Among the solves that met the tolerance the
-    one at the largest bound is kept (the loosest constraint, so the best objective); if none met
-    it, the one with the smallest hard value.
+def _next_bound(points, tolerance, target):
+    """The next bound from ``(bound, hard value, active)`` points at one smoothing (`calibrate_bound`); None: stop."""
+    feasible = [(b, h) for b, h, _ in points if h <= tolerance]
+    infeasible = [(b, h) for b, h, _ in points if h > tolerance]
+    if feasible:
+        lo, h_lo = max(feasible)
+        above = [b for b, _ in infeasible if b > lo]
+        if above:                                   # bracketed: geometric bisection
+            hi = min(above)
+            # within 5% the hard gap jumps across the band (a few rows change side): stop
+            return float(np.sqrt(lo * hi)) if hi > 1.05 * lo else None
+        return lo * float(np.clip(target / max(h_lo, 1e-12), 1.25, 4.0))
+    hi, h_hi = min(infeasible)
+    return hi * float(np.clip(target / h_hi, 0.25, 0.8))
+
+
+def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8):
+    r"""Find a surrogate bound whose solution meets ``hard_metric <= tolerance``, as loose as the rounds allow.
+
+    The hard gap :math:`h(\kappa)` of the solution at surrogate bound :math:`\kappa` is a step
+    function of :math:`\kappa`, increasing on the whole but not everywhere. Round 0 solves at
+    :math:`\kappa = \text{tolerance}`; then, aiming at :math:`h = 0.9\,\text{tolerance}`:
+
+    * while every solve violates the tolerance, :math:`\kappa` shrinks by
+      :math:`\text{clip}(0.9\,\text{tolerance}/h, 1/4, 0.8)`;
+    * while every solve meets it, :math:`\kappa` grows by :math:`\text{clip}(\cdot, 1.25, 4)`,
+      unless the constraint was inactive (zero multipliers: a looser bound changes nothing);
+    * once a met and a violated bound bracket the target, geometric bisection between them, until
+      they are within 5% of each other.
+
+    The loop ends when :math:`h \in [\text{lower}\cdot\text{tolerance}, \text{tolerance}]` or after
+    ``max_rounds`` solves. When the smoothed rates track the hard ones too loosely (a violated
+    tolerance although :math:`\kappa` fell below tolerance/16, or two shrinking steps that did not
+    lower :math:`h`), the smoothing :math:`\tau` is halved (at most three times) and the search
+    restarts at :math:`\kappa = \text{tolerance}` from the current point. Among the solves that met
+    the tolerance the one with the smallest objective is kept; if none did, the one with the
+    smallest hard value.
 
     Parameters
     ----------
     solve_at : callable
-        ``bound -> (x, SolveResult)``, warm-started by the caller.
+        ``(bound, smoothing) -> (x, SolveResult)``, warm-started by the caller.
     hard_metric : callable
         ``x -> float``, the hard quantity bounded by ``tolerance``.
+    smoothing : float
+        The starting :math:`\tau`.
 
     Returns
     -------
@@ -84,21 +121,33 @@ def calibrate_bound(solve_at, hard_metric, tolerance, *, max_rounds=8, lower=0.8
     """
     record = Calibration()
     solutions = []
-    bound = tolerance
+    tau, bound, halvings, points = smoothing, tolerance, 0, []
+    target = 0.9 * tolerance
     for _ in range(max_rounds):
-        x, result = solve_at(bound)
+        x, result = solve_at(bound, tau)
         h = float(hard_metric(x))
+        active = result.multipliers is None or bool(np.any(result.multipliers > 0))
         record.bounds.append(float(bound))
+        record.smoothings.append(float(tau))
         record.hard_values.append(h)
+        record.objectives.append(float(result.objective))
         record.statuses.append(result.status)
         solutions.append((x, result))
-        if lower * tolerance <= h <= tolerance or (h <= tolerance and bound >= 16 * tolerance):
+        points.append((bound, h, active))
+        if lower * tolerance <= h <= tolerance or (h <= tolerance and not active):
             break
-        ratio = 0.95 * tolerance / h if h > 0 else 4.0
-        bound = bound * min(max(ratio, 0.25), 4.0)
+        violated = [p for p in points if p[1] > tolerance]
+        stuck = len(violated) == len(points) and (
+            bound < tolerance / 16 or (len(points) >= 3 and points[-1][1] >= 0.95 * points[-3][1]))
+        if stuck and halvings < 3:
+            tau, bound, halvings, points = tau / 2, tolerance, halvings + 1, []
+            continue
+        bound = _next_bound(points, tolerance, target)
+        if bound is None:
+            break
     met = [k for k, h in enumerate(record.hard_values) if h <= tolerance]
     if met:
-        k = max(met, key=lambda j: record.bounds[j])
+        k = min(met, key=lambda j: record.objectives[j])
     else:
         k = int(np.argmin(record.hard_values))
     record.chosen, record.met = k, bool(met)

@@ -42,7 +42,7 @@ FAIRNESS_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positi
 
 
 class _PairBound:
-    """:math:`\kappa` of a block, one entry per pair (a scalar is broadcast); settable between solves."""
+    r""":math:`\kappa` of a block, one entry per pair (a scalar is broadcast); settable between solves."""
 
     @property
     def bound(self):
@@ -138,6 +138,10 @@ class TransportGapConstraints(_PairBound):
         the exact :math:`W_1`.
     """
 
+    #: Huber width per unit of ``smoothing`` (the :math:`\tau` of the rate constraints): an estimator
+    #: sets one smoothing for every constraint kind.
+    HUBER_PER_SMOOTHING = 1.0 / 50.0
+
     def __init__(self, scores, group_rows, bound, names=None, huber=0.0):
         self.scores = scores
         self.huber = float(huber)
@@ -149,6 +153,15 @@ class TransportGapConstraints(_PairBound):
         self.n_pairs = len(self.pair_index)
         self.bound = bound
 
+
+    @property
+    def smoothing(self):
+        """``huber / HUBER_PER_SMOOTHING``; setting it sets ``huber``."""
+        return self.huber / self.HUBER_PER_SMOOTHING
+
+    @smoothing.setter
+    def smoothing(self, value):
+        self.huber = float(value) * self.HUBER_PER_SMOOTHING
 
     @property
     def n_constraints(self) -> int:
@@ -215,7 +228,7 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
     if constraint == "wasserstein":
         rows = [np.flatnonzero(groups == k) for k in range(n_groups)]
         pairs = [(a, b) for a in range(n_groups) for b in range(a + 1, n_groups)]
-        return TransportGapConstraints(scores, rows, bound, huber=smoothing / 50.0,
+        return TransportGapConstraints(scores, rows, bound, huber=smoothing * TransportGapConstraints.HUBER_PER_SMOOTHING,
                                        names=[f"W1(scores | {labels[a]!r}, scores | {labels[b]!r})"
                                               for a, b in pairs])
     cell = groups * 2 + y01
