@@ -11,7 +11,9 @@ from ..problems._roc_fairness import threshold_grid
 from ..problems._score_constraints import FAIRNESS_CONSTRAINTS, group_fairness_constraints
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
-from ._input import check_binary_target, check_fraction, encode_fit_groups, fit_dataset, sensitive_columns, split_sensitive
+from ._input import (
+    check_binary_target, check_fraction, encode_fit_groups, fit_dataset, ridge_for, sensitive_columns, split_sensitive,
+)
 from ._linear import LinearConstrainedClassifier
 from ._report import ConstraintReport, fairness_gap
 from ._solve import Calibration, calibrate_bound, choose_solver, solve_linear
@@ -50,8 +52,9 @@ class FairClassifier(LinearConstrainedClassifier):
     tolerance : float
         Bound on the hard gap (a rate difference in [0, 1], or a distance for ``"wasserstein"``).
     loss : {"logistic", "hinge"}
-    ridge : float
-        :math:`\ge 0`, the L2 penalty on :math:`w` (not on the intercept).
+    ridge : float, optional
+        :math:`\ge 0`, the L2 penalty on :math:`w` (not on the intercept). None (default):
+        :math:`1/n`, the regularisation of scikit-learn's ``LogisticRegression(C=1.0)``.
     fit_intercept : bool
     solver : {"auto", "augmented_lagrangian", "switching_subgradient"}
         ``"auto"``: the augmented Lagrangian method with L-BFGS (`fastcon.solvers.augmented_lagrangian`)
@@ -102,8 +105,8 @@ class FairClassifier(LinearConstrainedClassifier):
         The hard gap where calibration measured it.
     """
 
-    def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=1e-4,
-                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.1, n_thresholds=50,
+    def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=None,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, n_thresholds=50,
                  validation_fraction=None, max_calibration=8, drop_sensitive=False, random_state=None,
                  verbose=False):
         self.constraint = constraint
@@ -127,7 +130,8 @@ class FairClassifier(LinearConstrainedClassifier):
         check_choice("loss", self.loss, ("logistic", "hinge"))
         for name in ("tolerance", "smoothing", "tol"):
             check_real(name, getattr(self, name), positive=True)
-        check_real("ridge", self.ridge)
+        if self.ridge is not None:
+            check_real("ridge", self.ridge)
         if self.validation_fraction is not None:
             check_fraction("validation_fraction", self.validation_fraction)
         check_count("max_calibration", self.max_calibration)
@@ -172,16 +176,17 @@ class FairClassifier(LinearConstrainedClassifier):
             X_fit, y_fit, g_fit, w_fit = X[fit_rows], y01[fit_rows], groups.codes[fit_rows], weight[fit_rows]
         dataset = fit_dataset(X_fit, y_fit)
         scores = LinearScores(dataset, self.fit_intercept)
-        objective = LinearLoss(scores, dataset.y, w_fit, self.loss, float(self.ridge))
+        objective = LinearLoss(scores, dataset.y, w_fit, self.loss, ridge_for(self.ridge, w_fit.sum()))
 
-        # the unconstrained model: the answer with one group, and the score range of the "roc" grid
-        free = solve_linear(LinearModelProblem(objective, []), solver, np.zeros(scores.n_features), None,
-                            self.max_iter, self.verbose, self.tol)
-        x_free = free.x
+        n_groups = len(self.groups_)
+        free = None
+        if n_groups < 2 or self.constraint == "roc":
+            # the unconstrained model: the answer with one group, and the score range of the "roc" grid
+            free = solve_linear(LinearModelProblem(objective, []), solver, np.zeros(scores.n_features), None,
+                                self.max_iter, self.verbose, self.tol)
         thresholds = None
         if self.constraint == "roc":
-            thresholds = threshold_grid(scores.scores(x_free).copy(), self.n_thresholds)
-        n_groups = len(self.groups_)
+            thresholds = threshold_grid(scores.scores(free.x).copy(), self.n_thresholds)
         g_fit = _check_all_groups_present(g_fit, n_groups)
         block = group_fairness_constraints(scores, y_fit, g_fit, self.constraint, float(self.tolerance),
                                            smoothing=float(self.smoothing), thresholds=thresholds,
@@ -213,7 +218,7 @@ class FairClassifier(LinearConstrainedClassifier):
                 return fairness_gap(self.constraint, s, y_check, g_check)
 
         if n_groups < 2:   # no pair of groups: no constraint, the unconstrained model is the answer
-            x, result, record = x_free, free, Calibration(met=True)
+            x, result, record = free.x, free, Calibration(met=True)
         else:
             x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
                                                 max_rounds=int(self.max_calibration))

@@ -22,6 +22,7 @@ from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_optional_count, check_real
 from ..solvers.augmented_lagrangian import augmented_lagrangian
 from ._fair import _check_weight
+from ._input import ridge_for
 from ._linear import ConstrainedClassifier
 from ._report import ConstraintReport, _solve_summary
 
@@ -136,8 +137,9 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         :math:`\phi`. ``"logistic"``, :math:`\log(1 + e^{-z})`, is convex and makes the scores
         log-odds between pairs of classes, :math:`\sigma(s_k - s_l) = p_k / (p_k + p_l)` under the
         softmax model, so ``predict_proba`` (the softmax of the scores) exists for it only.
-    ridge : float
-        :math:`\ge 0`, the L2 penalty on :math:`W` (not on the intercepts).
+    ridge : float, optional
+        :math:`\ge 0`, the L2 penalty on :math:`W` (not on the intercepts). None (default):
+        :math:`1/n`, the regularisation of scikit-learn's ``LogisticRegression(C=1.0)``.
     fit_intercept : bool
     max_iter : int, optional
         Outer iterations of each augmented Lagrangian solve; default the solver's own.
@@ -182,7 +184,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     0
     """
 
-    def __init__(self, class_bounds=None, *, priority_class=None, loss="sigmoid", ridge=1e-4, fit_intercept=True,
+    def __init__(self, class_bounds=None, *, priority_class=None, loss="sigmoid", ridge=None, fit_intercept=True,
                  max_iter=None, max_calibration=8, verbose=False):
         self.class_bounds = class_bounds
         self.priority_class = priority_class
@@ -196,7 +198,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     # ------------------------------------------------------------------ parameters
     def _check_params(self):
         check_choice("loss", self.loss, LOSSES)
-        check_real("ridge", self.ridge)
+        if self.ridge is not None:
+            check_real("ridge", self.ridge)
         check_count("max_calibration", self.max_calibration)
         check_optional_count("max_iter", self.max_iter)
         if self.class_bounds is not None and not isinstance(self.class_bounds, dict):
@@ -295,7 +298,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         penalised = np.ones(C * d_full, dtype=bool)
         if self.fit_intercept:
             penalised[slots[:, -1]] = False
-        objective = _PooledRidge(terms, term_weights, float(self.ridge), penalised)
+        objective = _PooledRidge(terms, term_weights, ridge_for(self.ridge, weight.sum()), penalised)
         problem = ConstrainedProblem(objective, constraints, Whole(), x0=np.zeros(C * d_full),
                                      name="MultiClassNeymanPearsonClassifier")
         constraint_of = {k: i for i, k in enumerate(k for k in range(C) if k != p)} if bounded else {}
@@ -318,7 +321,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             # which puts each level in the loss's own units (a logistic L_k is never near alpha_k).
             free = ConstrainedProblem(_PooledRidge([ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout)
                                                     for k in range(C)], class_weight / class_weight.sum(),
-                                                   float(self.ridge), penalised), [], Whole(),
+                                                   ridge_for(self.ridge, weight.sum()), penalised), [], Whole(),
                                       x0=np.zeros(C * d_full))
             x = augmented_lagrangian(free, x, verbose=self.verbose, **kwargs).x
             h_free = hard_errors(x)[bounded]

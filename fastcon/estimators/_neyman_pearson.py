@@ -9,7 +9,7 @@ from ..problems._score_constraints import rate_bound_constraint
 from ._fair import _check_weight, _labels_to_01
 from ..solvers._common import check_choice
 from ..solvers._validation import check_real
-from ._input import check_binary_target, check_fraction, fit_dataset
+from ._input import check_binary_target, check_fraction, fit_dataset, ridge_for
 from ._linear import LinearConstrainedClassifier
 from ._report import ConstraintReport
 from ._solve import choose_solver, solve_linear
@@ -52,8 +52,9 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
     constrained_class : label, optional
         The class whose error is bounded; default ``classes_[0]``.
     loss : {"logistic", "hinge"}
-    ridge : float
-        L2 penalty on :math:`w`.
+    ridge : float, optional
+        :math:`\ge 0`, the L2 penalty on :math:`w` (not on the intercept). None (default):
+        :math:`1/n`, the regularisation of scikit-learn's ``LogisticRegression(C=1.0)``.
     fit_intercept : bool
         The threshold step shifts the intercept; without an intercept the threshold is stored in
         ``threshold_`` and ``intercept_`` holds its negative.
@@ -83,7 +84,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         Type-I error on the rows the threshold was set on.
     """
 
-    def __init__(self, alpha=0.05, delta=None, *, constrained_class=None, loss="logistic", ridge=1e-4,
+    def __init__(self, alpha=0.05, delta=None, *, constrained_class=None, loss="logistic", ridge=None,
                  fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.1, calibration_fraction=0.5,
                  random_state=None, verbose=False):
         self.alpha = alpha
@@ -108,7 +109,8 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         check_choice("loss", self.loss, ("logistic", "hinge"))
         check_real("smoothing", self.smoothing, positive=True)
         check_real("tol", self.tol, positive=True)
-        check_real("ridge", self.ridge)
+        if self.ridge is not None:
+            check_real("ridge", self.ridge)
         return choose_solver(self.solver, self.loss, "neyman_pearson")
 
     def fit(self, X, y, sample_weight=None):
@@ -155,7 +157,8 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             raise ValueError("y: both classes need training rows (after the calibration hold-out)")
         dataset = fit_dataset(X_fit, y_fit)
         scores = LinearScores(dataset, self.fit_intercept)
-        objective = LinearLoss(scores, dataset.y, weight[fit_rows] * (y_fit == 1), self.loss, float(self.ridge))
+        objective = LinearLoss(scores, dataset.y, weight[fit_rows] * (y_fit == 1), self.loss,
+                               ridge_for(self.ridge, weight[fit_rows].sum()))
         block = rate_bound_constraint(scores, np.flatnonzero(y_fit == 0), float(self.alpha),
                                       smoothing=float(self.smoothing), name="smoothed type-I error")
         problem = LinearModelProblem(objective, [block], name="NeymanPearsonClassifier")

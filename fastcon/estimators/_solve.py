@@ -75,10 +75,15 @@ def _next_bound(points, tolerance, target):
     if feasible:
         lo, h_lo = max(feasible)
         above = [b for b, _ in infeasible if b > lo]
-        if above:                                   # bracketed: geometric bisection
+        if above:                                   # bracketed: interpolate in log(bound)
             hi = min(above)
-            # within 5% the hard gap jumps across the band (a few rows change side): stop
-            return float(np.sqrt(lo * hi)) if hi > 1.05 * lo else None
+            if hi <= 1.05 * lo:   # within 5% the hard gap jumps across the band (a few rows change side)
+                return None
+            h_hi = min(h for b, h in infeasible if b == hi)
+            # regula falsi on h against log(bound), kept inside the middle 80% of the bracket so
+            # that a step function of the bound cannot stall it at one end
+            frac = float(np.clip((target - h_lo) / (h_hi - h_lo), 0.1, 0.9))
+            return float(lo * (hi / lo) ** frac)
         return lo * float(np.clip(target / max(h_lo, 1e-12), 1.25, 4.0))
     hi, h_hi = min(infeasible)
     return hi * float(np.clip(target / h_hi, 0.25, 0.8))
@@ -95,13 +100,15 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
       :math:`\text{clip}(0.9\,\text{tolerance}/h, 1/4, 0.8)`;
     * while every solve meets it, :math:`\kappa` grows by :math:`\text{clip}(\cdot, 1.25, 4)`,
       unless the constraint was inactive (zero multipliers: a looser bound changes nothing);
-    * once a met and a violated bound bracket the target, geometric bisection between them, until
+    * once a met and a violated bound bracket the target, regula falsi between them (linear in
+      :math:`h` against :math:`\log\kappa`, kept within the middle 80% of the bracket), until
       they are within 5% of each other.
 
     The loop ends when :math:`h \in [\text{lower}\cdot\text{tolerance}, \text{tolerance}]` or after
-    ``max_rounds`` solves. When the smoothed rates track the hard ones too loosely (a violated
+    ``max_rounds`` solves. When the smoothed rates track the hard ones too loosely (an active
+    constraint whose hard gap exceeds :math:`\kappa` by more than 3/4 of the tolerance, a violated
     tolerance although :math:`\kappa` fell below tolerance/16, or two shrinking steps that did not
-    lower :math:`h`), the smoothing :math:`\tau` is halved (at most three times) and the search
+    lower :math:`h`), the smoothing :math:`\tau` is halved (at most four times) and the search
     restarts at :math:`\kappa = \text{tolerance}` from the current point. Among the solves that met
     the tolerance the one with the smallest objective is kept; if none did, the one with the
     smallest hard value.
@@ -137,9 +144,13 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         if lower * tolerance <= h <= tolerance or (h <= tolerance and not active):
             break
         violated = [p for p in points if p[1] > tolerance]
+        # the hard gap exceeds the smoothed one by h - bound: more than 3/4 of the tolerance leaves
+        # less than a quarter for the bound, and a bound near 0 may still not do (the smoothed rates
+        # can be equal while the hard ones are not): sharpen the rates instead
+        loose = active and h - bound > 0.75 * tolerance
         stuck = len(violated) == len(points) and (
             bound < tolerance / 16 or (len(points) >= 3 and points[-1][1] >= 0.95 * points[-3][1]))
-        if stuck and halvings < 3:
+        if (loose or stuck) and halvings < 4:
             tau, bound, halvings, points = tau / 2, tolerance, halvings + 1, []
             continue
         bound = _next_bound(points, tolerance, target)
