@@ -12,38 +12,35 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastcon.estimators import FairClassifier, NeymanPearsonClassifier
 
-#: Checks an estimator cannot pass, and why. FairClassifier has none: without sensitive_features
-#: it warns and fits one group (the constraint is void), so every check applies to it.
-EXPECTED_FAILED = {
-    "NeymanPearsonClassifier": {
-        "check_sample_weight_equivalence_on_dense_data":
-            "sample_weight weights the type-II loss only: the type-I rate and its threshold count the "
-            "constrained class's rows unweighted, so a weight of 2 is not a repeated row",
-        "check_sample_weight_equivalence_on_sparse_data":
-            "sample_weight weights the type-II loss only (see the dense check)",
-    },
-}
-
-
-def expected_failed_checks(estimator):
-    return EXPECTED_FAILED.get(type(estimator).__name__, {})
-
-
-@parametrize_with_checks([FairClassifier(), NeymanPearsonClassifier()],
-                         expected_failed_checks=expected_failed_checks, xfail_strict=True)
+# FairClassifier without sensitive_features warns and fits one group (the constraint is void), so
+# every check applies to it; no check is declared an expected failure for either estimator.
+@parametrize_with_checks([FairClassifier(), NeymanPearsonClassifier()], xfail_strict=True)
 def test_sklearn_compatible_estimator(estimator, check):
-    # the UserWarning of FairClassifier.fit without groups is by design (module docstring)
+    # the UserWarning of FairClassifier.fit without groups is by design (above)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="sensitive_features: not given", category=UserWarning)
         check(estimator)
 
 
-def test_expected_failures_are_listed_and_explained():
-    # the list above is the whole of what does not conform; each entry says why
-    assert set(expected_failed_checks(FairClassifier())) == set()
-    assert set(expected_failed_checks(NeymanPearsonClassifier())) == {
-        "check_sample_weight_equivalence_on_dense_data", "check_sample_weight_equivalence_on_sparse_data"}
-    assert all(len(reason) > 20 for reasons in EXPECTED_FAILED.values() for reason in reasons.values())
+@pytest.mark.parametrize("constraint", ["demographic_parity", "equalized_odds"])
+def test_fair_sample_weight_is_a_repeated_row_with_groups(constraint):
+    # scikit-learn's weight-equivalence check runs without groups; with them the weights also enter
+    # the group rates and the hard gap of the calibration
+    rng = np.random.default_rng(3)
+    X, y, g = _data(300, 3)
+    sw = rng.integers(0, 4, size=y.size)
+    repeated = FairClassifier(constraint, 0.05).fit(X.repeat(sw, axis=0), y.repeat(sw),
+                                                    sensitive_features=g.repeat(sw))
+    weighted = FairClassifier(constraint, 0.05).fit(X, y, sensitive_features=g, sample_weight=sw)
+    assert weighted.calibration_["bounds"] == pytest.approx(repeated.calibration_["bounds"], rel=1e-6)
+    np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=1e-6, atol=1e-8)
+
+
+def test_fair_sample_weight_is_refused_where_the_hard_gap_is_unweighted():
+    X, y, g = _data(100, 1)
+    for constraint in ("roc", "wasserstein"):
+        with pytest.raises(ValueError, match="^sample_weight: not supported"):
+            FairClassifier(constraint).fit(X, y, sensitive_features=g, sample_weight=np.ones(y.size))
 
 
 def test_fit_without_groups_warns_and_is_the_unconstrained_model():

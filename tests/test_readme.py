@@ -37,3 +37,13 @@ def test_readme_names_the_kernel_cache_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     assert _jit.cache_root() == str(tmp_path / ".cache" / "fastcon" / "numba")
     assert "`~/.cache/fastcon/numba`" in (REPO / "README.md").read_text()
+
+
+def test_readme_estimator_example_runs_and_says_what_it_prints(capsys):
+    # the first Python block of the README, as a user would paste it
+    text = (REPO / "README.md").read_text()
+    block = text.split("## In five lines", 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
+    exec(compile(block, "README.md", "exec"), {})
+    accuracy, report = capsys.readouterr().out.split("\n", 1)
+    assert 0.82 <= float(accuracy) <= 0.84                      # "~0.83"
+    assert report.startswith("demographic_parity:") and "satisfied" in report.splitlines()[0]

@@ -20,20 +20,24 @@ def test_cell_sigmoid_sums_and_vjp_match_numpy(rng, n_thresholds):
     z[:5] = [40.0, -40.0, 0.0, 700.0, -700.0]                 # saturated and exact-zero arguments
     cell = rng.integers(-1, n_cells, n)                       # -1: in no cell
     thresholds = np.sort(rng.normal(0, 1, n_thresholds))
+    weight = rng.choice([0.0, 0.5, 1.0, 3.0], n)
     sums = np.empty((n_cells, n_thresholds))
-    cell_sigmoid_sums(z, cell, 1.0 / tau, thresholds, sums)
-    np.testing.assert_allclose(sums, ref.cell_sigmoid_sums(z, cell, tau, thresholds, n_cells), rtol=1e-13, atol=0)
+    cell_sigmoid_sums(z, cell, weight, 1.0 / tau, thresholds, sums)
+    np.testing.assert_allclose(sums, ref.cell_sigmoid_sums(z, cell, weight, tau, thresholds, n_cells), rtol=1e-13,
+                               atol=0)
     coef = rng.normal(size=(n_cells, n_thresholds))
     # signed coefficients over several thresholds cancel: absolute error relative to the O(1) terms
     v = np.full(n, 0.5)                                       # the kernel adds to v
-    cell_sigmoid_vjp(z, cell, 1.0 / tau, thresholds, coef, v)
-    np.testing.assert_allclose(v - 0.5, ref.cell_sigmoid_vjp(z, cell, tau, thresholds, coef), rtol=1e-12, atol=1e-13)
+    cell_sigmoid_vjp(z, cell, weight, 1.0 / tau, thresholds, coef, v)
+    np.testing.assert_allclose(v - 0.5, ref.cell_sigmoid_vjp(z, cell, weight, tau, thresholds, coef), rtol=1e-12,
+                               atol=1e-13)
     if n_thresholds > 1:    # callers pass the non-zero columns only: the same as zero columns
         coef[:, ::2] = 0.0
         v = np.zeros(n)
-        cell_sigmoid_vjp(z, cell, 1.0 / tau, np.ascontiguousarray(thresholds[1::2]),
+        cell_sigmoid_vjp(z, cell, weight, 1.0 / tau, np.ascontiguousarray(thresholds[1::2]),
                          np.ascontiguousarray(coef[:, 1::2]), v)
-        np.testing.assert_allclose(v, ref.cell_sigmoid_vjp(z, cell, tau, thresholds, coef), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(v, ref.cell_sigmoid_vjp(z, cell, weight, tau, thresholds, coef), rtol=1e-12,
+                                   atol=1e-13)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "hinge"])
@@ -156,7 +160,7 @@ def test_rate_bound_constraint_is_the_smoothed_type_one_error(rng):
     s = expit(z[rows0] / 0.4)
     want = np.append(X[rows0].T @ (s * (1 - s)), np.sum(s * (1 - s))) / (0.4 * rows0.size)
     np.testing.assert_allclose(grad, want, rtol=1e-12)
-    with pytest.raises(ValueError, match="^rows: a rate needs at least one row"):
+    with pytest.raises(ValueError, match="^rows: a rate needs rows of positive total weight"):
         rate_bound_constraint(scores, [], 0.1)
 
 

@@ -7,7 +7,7 @@ vector :math:`v = \partial F/\partial z` that a single :math:`X^\top v` turns in
 :math:`O(n\,m)` row loops between the two products:
 
 * `weighted_margin_loss`: :math:`\sum_i c_i\,\phi(y_i z_i)` and :math:`v_i = c_i y_i \phi'(y_i z_i)`;
-* `cell_sigmoid_sums`: :math:`S_{cj} = \sum_{i \in c} \sigma((z_i - \theta_j)/\tau)` for every cell
+* `cell_sigmoid_sums`: :math:`S_{cj} = \sum_{i \in c} c_i\sigma((z_i - \theta_j)/\tau)` (row weights :math:`c_i`) for every cell
   :math:`c` (a group, or a group and a label) and threshold :math:`\theta_j`;
 * `cell_sigmoid_vjp`: :math:`v_i \mathrel{+}= \tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`,
   the transpose of the previous map applied to the cell coefficients :math:`C`;
@@ -79,10 +79,11 @@ def weighted_margin_loss(loss, z, y, weight, v):
 
 
 @njit(cache=True, error_model="numpy")
-def cell_sigmoid_sums(z, cell, inv_tau, thresholds, sums):
-    r""":math:`S_{cj} = \sum_{i:\,c(i) = c}\sigma((z_i - \theta_j)/\tau)`, written into ``sums`` (n_cells, m).
+def cell_sigmoid_sums(z, cell, weight, inv_tau, thresholds, sums):
+    r""":math:`S_{cj} = \sum_{i:\,c(i) = c} c_i\,\sigma((z_i - \theta_j)/\tau)`, written into ``sums`` (n_cells, m).
 
-    Rows with a negative cell id belong to no cell and are skipped. One exponential per row (the
+    ``weight`` holds the row weights :math:`c_i`. Rows with a negative cell id belong to no cell
+    and are skipped. One exponential per row (the
     factoring of `fastcon._kernels._threshold_sweep`): with the anchor :math:`c = \min_j\theta_j`,
     :math:`\sigma((z - \theta_j)/\tau) = 1/(1 + a f_j)`, :math:`a = e^{(c - z)/\tau}`,
     :math:`f_j = e^{(\theta_j - c)/\tau} \ge 1`. Grids spanning more than :math:`350\tau` (where
@@ -97,7 +98,7 @@ def cell_sigmoid_sums(z, cell, inv_tau, thresholds, sums):
             c = cell[i]
             if c >= 0:
                 for j in range(m):
-                    sums[c, j] += _sigmoid((z[i] - thresholds[j]) * inv_tau)
+                    sums[c, j] += weight[i] * _sigmoid((z[i] - thresholds[j]) * inv_tau)
         return
     f = np.exp((thresholds - anchor) * inv_tau)
     for i in range(z.shape[0]):
@@ -105,15 +106,16 @@ def cell_sigmoid_sums(z, cell, inv_tau, thresholds, sums):
         if c < 0:
             continue
         a = np.exp((anchor - z[i]) * inv_tau)
+        w = weight[i]
         row = sums[c]
         for j in range(m):
-            row[j] += 1.0 / (1.0 + a * f[j])
+            row[j] += w / (1.0 + a * f[j])
 
 
 # error_model="numpy": IEEE division (1/0 = inf) as the formula needs, where numba's default raises
 @njit(cache=True, error_model="numpy")
-def cell_sigmoid_vjp(z, cell, inv_tau, thresholds, coef, v):
-    r""":math:`v_i \mathrel{+}= \tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`.
+def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
+    r""":math:`v_i \mathrel{+}= c_i\tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)` (row weights :math:`c_i`).
 
     Parameters
     ----------
@@ -144,7 +146,7 @@ def cell_sigmoid_vjp(z, cell, inv_tau, thresholds, coef, v):
             for j in range(m):
                 u = a * f[j]
                 acc += row[j] / ((1.0 + u) * (1.0 + 1.0 / u))
-        v[i] += acc * inv_tau
+        v[i] += acc * (weight[i] * inv_tau)
 
 
 @njit(cache=True)

@@ -153,7 +153,9 @@ class FairClassifier(LinearConstrainedClassifier):
             int position) reads it from ``X``. Without it all rows form one group, the constraint
             is void, and a warning says so.
         sample_weight : array-like of shape (n_samples,), optional
-            Weights of the loss (the rates are unweighted group means).
+            Row weights of the loss and of the group rates (a weight of 2 counts as a repeated
+            row, in the constraint and in the hard gap the calibration measures). Not with
+            ``"roc"`` or ``"wasserstein"``, whose hard gaps compare unweighted distributions.
         """
         solver = self._check_params()
         X, sensitive = split_sensitive(X, sensitive_features, self.drop_sensitive)
@@ -168,6 +170,9 @@ class FairClassifier(LinearConstrainedClassifier):
         self.group_encoder_ = groups
         self.groups_ = list(groups.labels)
         weight = np.ones(n) if sample_weight is None else _check_weight(sample_weight, n)
+        if sample_weight is not None and self.constraint in ("roc", "wasserstein"):
+            raise ValueError(f"sample_weight: not supported with constraint={self.constraint!r} (its hard gap "
+                             "compares unweighted score distributions); use a rate constraint or no weights")
 
         fit_rows, check_rows = _validation_split(groups.codes, y01, self.validation_fraction, self.random_state)
         if fit_rows is None:
@@ -190,7 +195,8 @@ class FairClassifier(LinearConstrainedClassifier):
         g_fit = _check_all_groups_present(g_fit, n_groups)
         block = group_fairness_constraints(scores, y_fit, g_fit, self.constraint, float(self.tolerance),
                                            smoothing=float(self.smoothing), thresholds=thresholds,
-                                           group_labels=self.groups_)
+                                           group_labels=self.groups_,
+                                           sample_weight=None if sample_weight is None else w_fit)
         problem = LinearModelProblem(objective, [block], name=f"FairClassifier({self.constraint})")
         # the first constrained solve starts at x = 0, where every group has the same rates (and
         # scores): feasible for every constraint here. From the unconstrained model the sigmoid rates
@@ -207,15 +213,19 @@ class FairClassifier(LinearConstrainedClassifier):
                 state["multipliers"] = result.multipliers
             return result.x, result
 
+        weighted = sample_weight is not None
         if check_rows is None:
+            w_check = w_fit if weighted else None
+
             def hard(x):   # the training scores at x are LinearScores' cache: no second product
-                return fairness_gap(self.constraint, scores.scores(x), y_fit, g_fit)
+                return fairness_gap(self.constraint, scores.scores(x), y_fit, g_fit, w_check)
         else:
             X_check, y_check, g_check = X[check_rows], y01[check_rows], groups.codes[check_rows]
+            w_check = weight[check_rows] if weighted else None
 
             def hard(x):
                 s = np.asarray(X_check @ x[:X.shape[1]]).ravel() + (x[-1] if self.fit_intercept else 0.0)
-                return fairness_gap(self.constraint, s, y_check, g_check)
+                return fairness_gap(self.constraint, s, y_check, g_check, w_check)
 
         if n_groups < 2:   # no pair of groups: no constraint, the unconstrained model is the answer
             x, result, record = free.x, free, Calibration(met=True)

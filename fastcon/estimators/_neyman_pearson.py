@@ -122,7 +122,9 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         y : array-like of shape (n_samples,)
             Two classes of any type.
         sample_weight : array-like of shape (n_samples,), optional
-            Weights of the type-II loss.
+            Row weights of the type-II loss, the smoothed type-I error and, with ``delta=None``,
+            the threshold (a weight of 2 counts as a repeated row). With ``delta`` the held-out
+            rows are counted unweighted: the umbrella guarantee is over draws of rows.
         """
         solver = self._check_params()
         X, y_index, self.classes_ = check_binary_target(self, X, y)
@@ -139,6 +141,11 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         # internally the constrained class is "0" and a positive score predicts the other class
         sign = 1.0 if constrained == 0 else -1.0
         y01 = (y_index != constrained).astype(np.int64)
+        for label in (0, 1):
+            if not weight[y01 == label].sum() > 0:
+                name = self.classes_[constrained if label == 0 else 1 - constrained]
+                raise ValueError(f"sample_weight: class {name!r} has zero total weight; Neyman-Pearson "
+                                 "classification needs rows of both classes")
         rows0 = np.flatnonzero(y01 == 0)
         calibration_rows = None
         if self.delta is not None:
@@ -160,7 +167,8 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         objective = LinearLoss(scores, dataset.y, weight[fit_rows] * (y_fit == 1), self.loss,
                                ridge_for(self.ridge, weight[fit_rows].sum()))
         block = rate_bound_constraint(scores, np.flatnonzero(y_fit == 0), float(self.alpha),
-                                      smoothing=float(self.smoothing), name="smoothed type-I error")
+                                      smoothing=float(self.smoothing), name="smoothed type-I error",
+                                      sample_weight=None if sample_weight is None else weight[fit_rows])
         problem = LinearModelProblem(objective, [block], name="NeymanPearsonClassifier")
         result = solve_linear(problem, solver, np.zeros(scores.n_features), None, self.max_iter, self.verbose,
                               self.tol)
@@ -170,10 +178,12 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
 
         if calibration_rows is None:
             s0 = np.asarray(X_fit[y_fit == 0] @ w).ravel() + b
-            k = int(np.ceil((1.0 - float(self.alpha)) * s0.size - 1e-9))
-            threshold = float(np.sort(s0)[max(k, 1) - 1])
+            w0 = weight[fit_rows][y_fit == 0]
+            s0, w0 = s0[w0 > 0], w0[w0 > 0]     # a row of weight 0 is a row left out
+            threshold = _weighted_upper_quantile(s0, w0, float(self.alpha))
         else:
             s0 = np.asarray(X[calibration_rows] @ w).ravel() + b
+            w0 = np.ones(s0.size)
             threshold = float(np_umbrella_threshold(s0, float(self.alpha), float(self.delta)))
         # The rule is "other class iff s > threshold", and the threshold is one of the scores s0: that
         # row's decision_function (another order of sums) came out as +5.6e-17 and was misclassified,
@@ -188,7 +198,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         self.intercept_ = np.array([sign * (b - threshold)])
         self.solve_result_ = result
         self.n_iter_ = result.n_iter
-        self.fit_type_one_error_ = float(np.mean(s0 > threshold))
+        self.fit_type_one_error_ = float(w0[s0 > threshold].sum() / w0.sum())
         return self
 
     def constraint_report(self, X, y):
@@ -211,3 +221,18 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         return ConstraintReport("type_one_error", float(self.alpha), float(value), bool(value <= self.alpha),
                                 per_class, result.status, result.message, certificate,
                                 fit_value=self.fit_type_one_error_)
+
+
+def _weighted_upper_quantile(scores, weight, alpha):
+    r"""The smallest score :math:`t` with :math:`\sum_{s_i > t} c_i \le \alpha\sum_i c_i`.
+
+    With unit weights this is the :math:`\lceil(1-\alpha)n\rceil`-th smallest score: at most
+    :math:`\alpha n` scores lie above it (ties stay below, so "above" never exceeds the budget).
+    """
+    values, inverse = np.unique(scores, return_inverse=True)
+    at_or_below = np.cumsum(np.bincount(inverse, weights=weight, minlength=values.size))
+    above = at_or_below[-1] - at_or_below
+    # the budget with a relative slack for the rounding of the cumulative sums
+    k = int(np.argmax(above <= alpha * at_or_below[-1] * (1.0 + 1e-12)))
+    return float(values[k])
+

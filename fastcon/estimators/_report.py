@@ -15,10 +15,13 @@ _RATE_OF = {"demographic_parity": ("selection_rate",), "equal_opportunity": ("tr
             "equalized_odds": ("true_positive_rate", "false_positive_rate")}
 
 
-def fairness_gap(constraint, scores, y01, codes) -> float:
-    """The hard gap of a named constraint (`fastcon.metrics`; prediction: score > 0), worst pair of groups."""
+def fairness_gap(constraint, scores, y01, codes, sample_weight=None) -> float:
+    """The hard gap of a named constraint (`fastcon.metrics`; prediction: score > 0), worst pair of groups.
+
+    ``sample_weight`` weighs the rates (rate constraints only).
+    """
     if constraint in _RATE_OF:
-        rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01)
+        rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01, sample_weight)
         return max(rates.gap(rate) for rate in _RATE_OF[constraint])
     if constraint == "wasserstein":
         return metrics.wasserstein_gap(scores, codes)

@@ -33,6 +33,16 @@ def _encoding(groups):
     return groups if isinstance(groups, GroupEncoding) else encode_groups(groups)
 
 
+def _weights(sample_weight, n):
+    """Row weights: shape (n,), finite, >= 0."""
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight: expected shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight: must be finite and non-negative")
+    return w
+
+
 def _binary(values, field, n=None):
     """Boolean "is positive" of 0/1, bool or -1/+1 values (1 / True / +1 positive)."""
     v = np.asarray(values)
@@ -111,7 +121,7 @@ class GroupRates:
         return float(values.max() - values.min())
 
 
-def group_rates(y_pred, groups, y_true=None) -> GroupRates:
+def group_rates(y_pred, groups, y_true=None, sample_weight=None) -> GroupRates:
     r"""Selection rate, true- and false-positive rates of binary predictions in each group.
 
     .. math::
@@ -130,6 +140,9 @@ def group_rates(y_pred, groups, y_true=None) -> GroupRates:
     y_true : array-like of shape (n,), optional
         True labels in the same encodings (independently of ``y_pred``'s). Without it only the
         selection rates are computed.
+    sample_weight : array-like of shape (n,), optional
+        Row weights :math:`c_i \ge 0`: every count in the rates becomes a sum of weights (a weight
+        of 2 counts as a repeated row). ``counts``, ``positives`` and ``negatives`` stay row counts.
 
     Returns
     -------
@@ -145,18 +158,23 @@ def group_rates(y_pred, groups, y_true=None) -> GroupRates:
         raise ValueError(f"groups: has {enc.codes.shape[0]} labels but y_pred has {n}")
     K = enc.n_groups
     counts = enc.counts
-    selected = np.bincount(enc.codes, weights=pred, minlength=K)
-    rates = dict(labels=enc.labels, counts=counts, selection_rate=selected / counts)
+    w = np.ones(n) if sample_weight is None else _weights(sample_weight, n)
+    totals = np.bincount(enc.codes, weights=w, minlength=K)
+    selected = np.bincount(enc.codes, weights=w * pred, minlength=K)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a group of zero total weight: NaN
+        rates = dict(labels=enc.labels, counts=counts, selection_rate=selected / totals)
     if y_true is not None:
         truth = _binary(y_true, "y_true", n)
         positives = np.bincount(enc.codes, weights=truth, minlength=K).astype(np.int64)
         negatives = counts - positives
-        true_pos = np.bincount(enc.codes, weights=pred & truth, minlength=K)
+        positive_weight = np.bincount(enc.codes, weights=w * truth, minlength=K)
+        negative_weight = totals - positive_weight
+        true_pos = np.bincount(enc.codes, weights=w * (pred & truth), minlength=K)
         false_pos = selected - true_pos
         with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 -> NaN: the rate is undefined
             rates.update(positives=positives, negatives=negatives,
-                         true_positive_rate=np.where(positives > 0, true_pos / positives, np.nan),
-                         false_positive_rate=np.where(negatives > 0, false_pos / negatives, np.nan))
+                         true_positive_rate=np.where(positive_weight > 0, true_pos / positive_weight, np.nan),
+                         false_positive_rate=np.where(negative_weight > 0, false_pos / negative_weight, np.nan))
     return GroupRates(**rates)
 
 

@@ -65,7 +65,8 @@ class RateGapConstraints(_PairBound):
     cell : int64[n]
         Cell id of every row (-1: in no cell).
     rate_matrix : float64[R, n_cells]
-        Rate :math:`r = M S` from the cell sums :math:`S` (entries :math:`1/|\text{rows of the rate}|`).
+        Rate :math:`r = M S` from the cell sums :math:`S` (entries: one over the total weight of
+        the rate's rows).
     pairs : float64[K, R]
         Constraint :math:`k` is :math:`(D r)_k - \kappa_k`.
     bound : float or float64[K]
@@ -76,13 +77,16 @@ class RateGapConstraints(_PairBound):
         :math:`\tau > 0`.
     names : list of str
         One description per row of ``pairs``.
+    weight : float64[n], optional
+        Row weights of the cell sums (default 1: rates are plain means).
 
     Constraint values are ordered pair-major: index ``k * m + j`` is pair ``k`` at ``thresholds[j]``.
     """
 
-    def __init__(self, scores, cell, rate_matrix, pairs, bound, thresholds, smoothing, names):
+    def __init__(self, scores, cell, rate_matrix, pairs, bound, thresholds, smoothing, names, weight=None):
         self.scores = scores
         self.cell = np.ascontiguousarray(cell, dtype=np.int64)
+        self.weight = np.ones(self.cell.shape[0]) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
         self.rate_matrix = np.ascontiguousarray(rate_matrix, dtype=np.float64)
         self.pairs = np.ascontiguousarray(pairs, dtype=np.float64)
         self.thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
@@ -103,11 +107,11 @@ class RateGapConstraints(_PairBound):
 
     def rates_from_scores(self, z) -> np.ndarray:
         """Smoothed rates, shape (R, m)."""
-        cell_sigmoid_sums(z, self.cell, 1.0 / self.smoothing, self.thresholds, self._sums)
+        cell_sigmoid_sums(z, self.cell, self.weight, 1.0 / self.smoothing, self.thresholds, self._sums)
         return self.rate_matrix @ self._sums
 
     def values_from_scores(self, z) -> np.ndarray:
-        cell_sigmoid_sums(z, self.cell, 1.0 / self.smoothing, self.thresholds, self._sums)
+        cell_sigmoid_sums(z, self.cell, self.weight, 1.0 / self.smoothing, self.thresholds, self._sums)
         return (self._pair_cells @ self._sums - self._bound[:, None]).ravel()
 
     def vjp_from_scores(self, z, weights, v):
@@ -116,9 +120,9 @@ class RateGapConstraints(_PairBound):
         coef = np.ascontiguousarray(self._pair_cells.T @ lam)     # (n_cells, m)
         active = np.flatnonzero(np.any(coef != 0.0, axis=0))
         if active.size == coef.shape[1]:
-            cell_sigmoid_vjp(z, self.cell, 1.0 / self.smoothing, self.thresholds, coef, v)
+            cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing, self.thresholds, coef, v)
         elif active.size:
-            cell_sigmoid_vjp(z, self.cell, 1.0 / self.smoothing, np.ascontiguousarray(self.thresholds[active]),
+            cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing, np.ascontiguousarray(self.thresholds[active]),
                              np.ascontiguousarray(coef[:, active]), v)
 
 
@@ -192,7 +196,7 @@ def _ordered_pairs(n_rates, offset, total):
 
 
 def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smoothing=1.0, thresholds=None,
-                               group_labels=None):
+                               group_labels=None, sample_weight=None):
     r"""The constraint block of a named group-fairness constraint on a linear model's scores.
 
     Parameters
@@ -213,6 +217,9 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
         The grid of ``"roc"`` (required for it); ignored otherwise (rates at threshold 0).
     group_labels : list, optional
         Names of the groups for the constraint descriptions.
+    sample_weight : array of shape (n,), optional
+        Row weights of the rates (weighted means); not for ``"wasserstein"``, whose quantile
+        matching is unweighted (a ValueError).
 
     Returns
     -------
@@ -226,13 +233,16 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
     n_groups = int(groups.max()) + 1 if groups.size else 0
     labels = list(group_labels) if group_labels is not None else list(range(n_groups))
     if constraint == "wasserstein":
+        if sample_weight is not None:
+            raise ValueError("sample_weight: the 'wasserstein' constraint matches unweighted quantiles; "
+                             "fit without sample_weight or choose a rate constraint")
         rows = [np.flatnonzero(groups == k) for k in range(n_groups)]
         pairs = [(a, b) for a in range(n_groups) for b in range(a + 1, n_groups)]
-        return TransportGapConstraints(scores, rows, bound, huber=smoothing * TransportGapConstraints.HUBER_PER_SMOOTHING,
-                                       names=[f"W1(scores | {labels[a]!r}, scores | {labels[b]!r})"
-                                              for a, b in pairs])
+        names = [f"W1(scores | {labels[a]!r}, scores | {labels[b]!r})" for a, b in pairs]
+        return TransportGapConstraints(scores, rows, bound, names,
+                                       huber=smoothing * TransportGapConstraints.HUBER_PER_SMOOTHING)
     cell = groups * 2 + y01
-    counts = np.bincount(cell, minlength=2 * n_groups).astype(np.float64)
+    counts = np.bincount(cell, weights=sample_weight, minlength=2 * n_groups).astype(np.float64)
     families = {"demographic_parity": [("selection rate", (0, 1))], "roc": [("selection rate", (0, 1))],
                 "equal_opportunity": [("true-positive rate", (1,))],
                 "false_positive_parity": [("false-positive rate", (0,))],
@@ -245,7 +255,8 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
             n_rows = sum(counts[2 * k + t] for t in ys)
             if n_rows == 0:
                 kind = "positive" if ys == (1,) else "negative"
-                raise ValueError(f"sensitive_features: group {labels[k]!r} has no {kind} samples, so its "
+                raise ValueError(f"sensitive_features: group {labels[k]!r} has no {kind} samples (of positive "
+                                 f"weight), so its "
                                  f"{what} is undefined; the {constraint!r} constraint needs both labels in every group")
             for t in ys:
                 row[2 * k + t] = 1.0 / n_rows
@@ -262,19 +273,23 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
     else:
         grid = np.zeros(1)
     pairs = np.array(pair_rows).reshape(len(pair_rows), total_rates)
-    return RateGapConstraints(scores, cell, np.array(rate_rows), pairs, bound, grid, smoothing, names)
+    return RateGapConstraints(scores, cell, np.array(rate_rows), pairs, bound, grid, smoothing, names,
+                              weight=sample_weight)
 
 
-def rate_bound_constraint(scores, rows, bound, *, smoothing=1.0, name="rate"):
-    r"""One constraint :math:`\frac1{|I|}\sum_{i \in I}\sigma(z_i/\tau) - \kappa \le 0`: a smoothed positive rate of ``rows``.
+def rate_bound_constraint(scores, rows, bound, *, smoothing=1.0, name="rate", sample_weight=None):
+    r"""One constraint :math:`\sum_{i \in I}c_i\sigma(z_i/\tau) / \sum_{i \in I}c_i - \kappa \le 0`: a smoothed positive rate of ``rows``.
 
     With ``rows`` the negative-class rows this is the smoothed type-I error of Neyman–Pearson
-    classification (the hard one is the fraction of them with :math:`z_i \ge 0`).
+    classification (the hard one is the weighted fraction of them with :math:`z_i > 0`).
+    ``sample_weight`` (all rows, default 1) gives the :math:`c_i`.
     """
     rows = np.asarray(rows, dtype=np.int64)
-    if rows.size == 0:
-        raise ValueError("rows: a rate needs at least one row")
+    weight = np.ones(scores.n_samples) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    total = float(weight[rows].sum())
+    if not total > 0:
+        raise ValueError("rows: a rate needs rows of positive total weight")
     cell = np.full(scores.n_samples, -1, dtype=np.int64)
     cell[rows] = 0
-    return RateGapConstraints(scores, cell, np.array([[1.0 / rows.size]]), np.ones((1, 1)), bound, np.zeros(1),
-                              smoothing, [name])
+    return RateGapConstraints(scores, cell, np.array([[1.0 / total]]), np.ones((1, 1)), bound, np.zeros(1),
+                              smoothing, [name], weight=weight)

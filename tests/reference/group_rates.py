@@ -6,20 +6,20 @@ from scipy.stats import ks_2samp, wasserstein_distance
 
 
 # --------------------------------------------------------------------------- kernels
-def cell_sigmoid_sums(z, cell, tau, thresholds, n_cells):
-    r""":math:`S_{cj} = \sum_{i: c(i) = c}\sigma((z_i - \theta_j)/\tau)`; rows with ``cell < 0`` are skipped."""
-    sig = expit((z[:, None] - thresholds[None, :]) / tau)
+def cell_sigmoid_sums(z, cell, weight, tau, thresholds, n_cells):
+    r""":math:`S_{cj} = \sum_{i: c(i) = c}c_i\sigma((z_i - \theta_j)/\tau)`; rows with ``cell < 0`` are skipped."""
+    sig = weight[:, None] * expit((z[:, None] - thresholds[None, :]) / tau)
     out = np.zeros((n_cells, thresholds.size))
     for c in range(n_cells):
         out[c] = sig[cell == c].sum(axis=0)
     return out
 
 
-def cell_sigmoid_vjp(z, cell, tau, thresholds, coef):
-    r""":math:`v_i = \tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)` (0 outside every cell)."""
+def cell_sigmoid_vjp(z, cell, weight, tau, thresholds, coef):
+    r""":math:`v_i = c_i\tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)` (0 outside every cell)."""
     sig = expit((z[:, None] - thresholds[None, :]) / tau)
     rows = np.where(cell >= 0, cell, 0)
-    v = (coef[rows] * sig * (1.0 - sig)).sum(axis=1) / tau
+    v = weight * (coef[rows] * sig * (1.0 - sig)).sum(axis=1) / tau
     return np.where(cell >= 0, v, 0.0)
 
 
