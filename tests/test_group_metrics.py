@@ -10,11 +10,11 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import wasserstein_distance
 
 from fastcon.datasets import dump_libsvm, encode_groups, load_libsvm
+from reference import group_rates as ref
 from fastcon.metrics import (
     equal_opportunity_gap, equalized_odds_gap, false_positive_rate_gap, group_rates, wasserstein_gap,
 )
 
-fairlearn_metrics = pytest.importorskip("fairlearn.metrics")
 
 
 # --------------------------------------------------------------------------- encode_groups
@@ -145,6 +145,8 @@ data = st.builds(
 @settings(max_examples=100, deadline=None)
 @given(case=data, pred_enc=st.sampled_from(["01", "bool", "pm1"]), true_enc=st.sampled_from(["01", "bool", "pm1"]))
 def test_gaps_match_fairlearn(case, pred_enc, true_enc):
+    # fairlearn is a peer (the `peers` extra), not a test dependency: test_gaps_match_numpy runs always
+    fairlearn_metrics = pytest.importorskip("fairlearn.metrics")
     y_pred, y_true, groups = case
     enc = {"01": lambda v: v, "bool": lambda v: v.astype(bool), "pm1": lambda v: 2 * v - 1.0}
     p, t = enc[pred_enc](y_pred), enc[true_enc](y_true)
@@ -169,9 +171,28 @@ def test_gaps_match_fairlearn(case, pred_enc, true_enc):
                                     rates.false_positive_rate[k]], [row["sr"], row["tpr"], row["fpr"]], atol=1e-12)
 
 
+@settings(max_examples=100, deadline=None)
+@given(case=data, pred_enc=st.sampled_from(["01", "bool", "pm1"]))
+def test_gaps_match_numpy(case, pred_enc):
+    y_pred, y_true, groups = case
+    p = {"01": y_pred, "bool": y_pred.astype(bool), "pm1": 2 * y_pred - 1.0}[pred_enc]
+    table = ref.rates(y_pred, y_true, groups)               # {label: (n, selection, TPR, FPR)}
+    rates = group_rates(p, groups, y_true)
+    for k, label in enumerate(rates.labels):
+        n, sr, tpr, fpr = table[label]
+        assert rates.counts[k] == n
+        np.testing.assert_allclose([rates.selection_rate[k], rates.true_positive_rate[k],
+                                    rates.false_positive_rate[k]], [sr, tpr, fpr], rtol=1e-14)
+    for constraint, gap in (("demographic_parity", rates.gap()), ("equal_opportunity", equal_opportunity_gap(
+            p, y_true, groups)), ("false_positive_parity", false_positive_rate_gap(p, y_true, groups)),
+            ("equalized_odds", equalized_odds_gap(p, y_true, groups))):
+        assert gap == pytest.approx(ref.hard_gap(constraint, y_pred, y_true, groups), abs=1e-14)
+
+
 @settings(max_examples=40, deadline=None)
 @given(case=data, seed=st.integers(0, 2**31))
 def test_intersectional_gaps_match_fairlearn(case, seed):
+    fairlearn_metrics = pytest.importorskip("fairlearn.metrics")
     y_pred, y_true, groups = case
     second = np.random.default_rng(seed).choice(["a", "b"], size=y_pred.size)
     frame = pd.DataFrame({"g": groups, "h": second})
@@ -302,3 +323,18 @@ def test_load_libsvm_group_feature_errors():
         load_libsvm(data, group_feature=1.0)
     with pytest.raises(ValueError, match="^drop_group_feature: True needs a group_feature"):
         load_libsvm(data, drop_group_feature=True)
+
+
+def test_group_rates_sample_weight_is_a_repeated_row():
+    rng = np.random.default_rng(7)
+    n = 60
+    y_pred, y_true = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    groups = rng.choice(["a", "b", "c"], n)
+    w = rng.integers(0, 4, n)
+    weighted = group_rates(y_pred, groups, y_true, sample_weight=w)
+    repeated = group_rates(y_pred.repeat(w), groups.repeat(w), y_true.repeat(w))
+    for rate in ("selection_rate", "true_positive_rate", "false_positive_rate"):
+        np.testing.assert_allclose(getattr(weighted, rate), getattr(repeated, rate), rtol=1e-14)
+    np.testing.assert_array_equal(weighted.counts, np.bincount(np.unique(groups, return_inverse=True)[1]))
+    with pytest.raises(ValueError, match="^sample_weight: must be finite and non-negative"):
+        group_rates(y_pred, groups, y_true, sample_weight=-w)
