@@ -150,9 +150,9 @@ def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
 
 
 @njit(cache=True)
-def transport_gap(z, rows_a, rows_b, huber, coef, v):
-    r"""Wasserstein-1 distance between the score laws of ``rows_a`` and ``rows_b``; with ``coef != 0``
-    adds ``coef`` times its subgradient to ``v``.
+def transport_gap(z, sorted_a, sorted_b, huber, coef, v):
+    r"""Wasserstein-1 distance between the score laws of two row sets; with ``coef != 0`` adds ``coef``
+    times its subgradient to ``v``.
 
     .. math::
 
@@ -160,7 +160,9 @@ def transport_gap(z, rows_a, rows_b, huber, coef, v):
         \frac{\partial W_1}{\partial z_{a,(k)}} = \int_{(k-1)/n_a}^{k/n_a}\mathrm{sign}(Q_a - Q_b)\,du,
 
     with :math:`Q` the empirical quantile functions and :math:`z_{a,(k)}` the k-th smallest score of
-    ``rows_a`` (and symmetrically for b, with the opposite sign). With ``huber`` :math:`= \mu > 0`
+    the rows of a (and symmetrically for b, with the opposite sign). ``sorted_a`` and ``sorted_b``
+    are the two row sets **ordered by score** (ascending; the caller sorts, and can start from the
+    previous order, which is nearly sorted between iterates). With ``huber`` :math:`= \mu > 0`
     the absolute value is Huber's :math:`\psi_\mu(d) = d^2/(2\mu)` for :math:`|d| \le \mu`, else
     :math:`|d| - \mu/2` (derivative :math:`\mathrm{clip}(d/\mu, -1, 1)`): the value drops by at most
     :math:`\mu/2` and the function becomes once differentiable (at a swap of two scores of a group
@@ -168,16 +170,8 @@ def transport_gap(z, rows_a, rows_b, huber, coef, v):
     :math:`k/n_a` and :math:`l/n_b` are merged in integer units of :math:`1/(n_a n_b)`, so every
     interval length is exact.
     """
-    na = rows_a.shape[0]
-    nb = rows_b.shape[0]
-    za = np.empty(na)
-    zb = np.empty(nb)
-    for k in range(na):
-        za[k] = z[rows_a[k]]
-    for k in range(nb):
-        zb[k] = z[rows_b[k]]
-    oa = np.argsort(za, kind="mergesort")
-    ob = np.argsort(zb, kind="mergesort")
+    na = sorted_a.shape[0]
+    nb = sorted_b.shape[0]
     scale = 1.0 / (float(na) * float(nb))
     total = 0.0
     ka = 0
@@ -188,7 +182,7 @@ def transport_gap(z, rows_a, rows_b, huber, coef, v):
         end_b = (kb + 1) * na
         end = end_a if end_a < end_b else end_b
         width = (end - pos) * scale
-        d = za[oa[ka]] - zb[ob[kb]]
+        d = z[sorted_a[ka]] - z[sorted_b[kb]]
         ad = abs(d)
         if huber > 0.0 and ad <= huber:
             total += width * (d * d / (2.0 * huber))
@@ -198,8 +192,8 @@ def transport_gap(z, rows_a, rows_b, huber, coef, v):
             slope = 1.0 if d > 0.0 else (-1.0 if d < 0.0 else 0.0)
         if coef != 0.0 and slope != 0.0:
             s = coef * width * slope
-            v[rows_a[oa[ka]]] += s
-            v[rows_b[ob[kb]]] -= s
+            v[sorted_a[ka]] += s
+            v[sorted_b[kb]] -= s
         pos = end
         if end_a == end:
             ka += 1
