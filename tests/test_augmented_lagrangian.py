@@ -4,30 +4,11 @@ import pytest
 import scipy.sparse as sp
 
 from fastcon.datasets import Dataset
-from fastcon.problems import Ball, Box, ConstrainedProblem, custom_term
+from fastcon.problems import Ball, Box, ConstrainedProblem
 from fastcon.problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
 from fastcon.problems._score_constraints import group_fairness_constraints
 from fastcon.solvers.augmented_lagrangian import augmented_lagrangian
-
-
-def linear(grad, offset=0.0):
-    """The term grad @ x + offset."""
-    grad = np.asarray(grad, dtype=np.float64)
-
-    def value_and_subgradient(x, out):
-        out[:] = grad
-        return float(grad @ x + offset)
-    return custom_term(lambda x: float(grad @ x + offset), value_and_subgradient, grad.size)
-
-
-def squared_distance(center):
-    """The term ||x - center||^2."""
-    center = np.asarray(center, dtype=np.float64)
-
-    def value_and_subgradient(x, out):
-        out[:] = 2.0 * (x - center)
-        return float((x - center) @ (x - center))
-    return custom_term(lambda x: float((x - center) @ (x - center)), value_and_subgradient, center.size)
+from reference.terms import linear, squared_distance
 
 
 # ----------------------------------------------------------------------------- known solutions

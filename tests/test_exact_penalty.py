@@ -10,28 +10,9 @@ from fastcon.problems import (
 )
 from fastcon.solvers import exact_penalty as exact_penalty_module
 from fastcon.solvers.exact_penalty import exact_penalty_trust_region
+from reference.terms import linear, squared_distance
 
 MODES = ("steering", "classic")
-
-
-def linear(grad, offset=0.0):
-    """The term grad @ x + offset."""
-    grad = np.asarray(grad, dtype=np.float64)
-
-    def value_and_subgradient(x, out):
-        out[:] = grad
-        return float(grad @ x + offset)
-    return custom_term(lambda x: float(grad @ x + offset), value_and_subgradient, grad.size)
-
-
-def squared_distance(center):
-    """The term ||x - center||^2."""
-    center = np.asarray(center, dtype=np.float64)
-
-    def value_and_subgradient(x, out):
-        out[:] = 2.0 * (x - center)
-        return float((x - center) @ (x - center))
-    return custom_term(lambda x: float((x - center) @ (x - center)), value_and_subgradient, center.size)
 
 
 def record_steps(log):
