@@ -475,7 +475,8 @@ def format_table(rows):
     for r in rows:
         notes = r["notes"] if r["status"] == "ok" else r["status"]
         lines.append(f"| {r['dataset']} | {r['method']} | {_fmt(r['fit_s'], 3)} | {_fmt(r['test_accuracy'], 4)} | "
-                     f"{_fmt(r['test_dp_gap'], 4)} | {_fmt(r['test_eo_gap'], 4)} | {_fmt(r['train_gap'], 4)} | {notes} |")
+                     f"{_fmt(r['test_dp_gap'], 4)} | {_fmt(r['test_eo_gap'], 4)} | {_fmt(r['train_gap'], 4)} "
+                     f"| {notes} |")
     return "\n".join(lines)
 
 

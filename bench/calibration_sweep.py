@@ -55,7 +55,8 @@ def main():
                 print(json.dumps({"data": name, "constraint": constraint, "smoothing": smoothing,
                                   "fit_s": round(seconds, 3), "met": clf.calibration_["met"],
                                   "solves": len(clf.calibration_["bounds"]), "train_gap": round(clf.fit_gap_, 4),
-                                  "test_gap": round(report.value, 4), "test_accuracy": round(clf.score(X_test, y_test), 4)}),
+                                  "test_gap": round(report.value, 4),
+                                  "test_accuracy": round(clf.score(X_test, y_test), 4)}),
                       flush=True)
     print(json.dumps({"misses": misses}))
 

@@ -7,7 +7,8 @@ vector :math:`v = \partial F/\partial z` that a single :math:`X^\top v` turns in
 :math:`O(n\,m)` row loops between the two products:
 
 * `weighted_margin_loss`: :math:`\sum_i c_i\,\phi(y_i z_i)` and :math:`v_i = c_i y_i \phi'(y_i z_i)`;
-* `cell_sigmoid_sums`: :math:`S_{cj} = \sum_{i \in c} c_i\sigma((z_i - \theta_j)/\tau)` (row weights :math:`c_i`) for every cell
+* `cell_sigmoid_sums`: :math:`S_{cj} = \sum_{i \in c} c_i\sigma((z_i - \theta_j)/\tau)` (row weights
+  :math:`c_i`) for every cell
   :math:`c` (a group, or a group and a label) and threshold :math:`\theta_j`;
 * `cell_sigmoid_vjp`: :math:`v_i \mathrel{+}= \tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`,
   the transpose of the previous map applied to the cell coefficients :math:`C`;
@@ -115,7 +116,7 @@ def cell_sigmoid_sums(z, cell, weight, inv_tau, thresholds, sums):
 # error_model="numpy": IEEE division (1/0 = inf) as the formula needs, where numba's default raises
 @njit(cache=True, error_model="numpy")
 def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
-    r""":math:`v_i \mathrel{+}= c_i\tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)` (row weights :math:`c_i`).
+    r""":math:`v_i \mathrel{+}= c_i\tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`, row weights :math:`c_i`.
 
     Parameters
     ----------

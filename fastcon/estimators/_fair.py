@@ -12,7 +12,8 @@ from ..problems._score_constraints import FAIRNESS_CONSTRAINTS, group_fairness_c
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
 from ._input import (
-    check_binary_target, check_fraction, encode_fit_groups, fit_dataset, ridge_for, sensitive_columns, split_sensitive,
+    check_binary_target, check_fraction, check_sample_weight, encode_fit_groups, fit_dataset, labels_to_index,
+    ridge_for, sensitive_columns, split_sensitive,
 )
 from ._linear import LinearConstrainedClassifier
 from ._report import ConstraintReport, fairness_gap
@@ -169,7 +170,7 @@ class FairClassifier(LinearConstrainedClassifier):
         groups = encode_fit_groups(sensitive, n)
         self.group_encoder_ = groups
         self.groups_ = list(groups.labels)
-        weight = np.ones(n) if sample_weight is None else _check_weight(sample_weight, n)
+        weight = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n)
         if sample_weight is not None and self.constraint in ("roc", "wasserstein"):
             raise ValueError(f"sample_weight: not supported with constraint={self.constraint!r} (its hard gap "
                              "compares unweighted score distributions); use a rate constraint or no weights")
@@ -241,7 +242,8 @@ class FairClassifier(LinearConstrainedClassifier):
         if not record.met:
             warnings.warn(f"tolerance: the hard {self.constraint} gap reached {self.fit_gap_:.4g} > "
                           f"{self.tolerance} after {len(record.bounds)} solves (calibration_ has the trace); "
-                          "raise max_calibration or max_iter, or start from a smaller smoothing", ConvergenceWarning, stacklevel=2)
+                          "raise max_calibration or max_iter, or start from a smaller smoothing", ConvergenceWarning,
+                          stacklevel=2)
         return self
 
     def _features_for_predict(self, X):
@@ -265,36 +267,19 @@ class FairClassifier(LinearConstrainedClassifier):
         _, sensitive = split_sensitive(X, sensitive_features, False)
         codes = self.group_encoder_.transform(sensitive)
         y = np.asarray(y)
-        y01 = _labels_to_01(y, self.classes_)
+        y01 = labels_to_index(y, self.classes_)
         scores = self.decision_function(X)
         return ConstraintReport.for_fairness(self, scores, y01, codes)
 
 
-def _labels_to_01(y, classes):
-    index = np.searchsorted(classes, y)
-    index = np.clip(index, 0, len(classes) - 1)
-    if not np.all(classes[index] == y):
-        unknown = np.setdiff1d(np.unique(y), classes)
-        raise ValueError(f"y: labels {unknown[:5].tolist()} were not seen in fit (classes_ = {classes.tolist()})")
-    return index.astype(np.int64)
-
-
 def _check_all_groups_present(codes, n_groups):
-    """Codes renumbered so that every group present in ``codes`` is non-empty (a split may lose one)."""
+    """``codes`` of the training rows, checked to hold every group (a validation split can take all
+    rows of a small group, whose rates could then not be constrained)."""
     present = np.unique(codes)
     if present.size == n_groups:
         return codes
     raise ValueError(f"validation_fraction: the training part lost group(s) "
                      f"{sorted(set(range(n_groups)) - set(present.tolist()))}; use a smaller fraction")
-
-
-def _check_weight(sample_weight, n):
-    w = np.asarray(sample_weight, dtype=np.float64)
-    if w.shape != (n,):
-        raise ValueError(f"sample_weight: expected shape ({n},), got {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-        raise ValueError("sample_weight: must be finite, non-negative and not all zero")
-    return w
 
 
 def _validation_split(codes, y01, fraction, random_state):

@@ -9,7 +9,8 @@ from sklearn.utils.validation import validate_data
 from ..datasets import Dataset, encode_groups
 from ..solvers._validation import check_real
 
-__all__ = ["ridge_for", "check_fraction", "split_sensitive", "check_features", "check_binary_target", "fit_dataset"]
+__all__ = ["ridge_for", "check_fraction", "check_sample_weight", "labels_to_index", "split_sensitive",
+           "check_features", "check_binary_target", "fit_dataset"]
 
 
 def ridge_for(ridge, total_weight):
@@ -125,3 +126,23 @@ def encode_fit_groups(sensitive_features, n_samples):
         raise ValueError(f"sensitive_features: expected {n_samples} values (one per row of X), "
                          f"got {groups.codes.shape[0]}")
     return groups
+
+
+def labels_to_index(y, classes):
+    """Positions of the labels ``y`` in ``classes_`` (a label not seen in fit is a ValueError naming it)."""
+    index = np.searchsorted(classes, y)
+    index = np.clip(index, 0, len(classes) - 1)
+    if not np.all(classes[index] == y):
+        unknown = np.setdiff1d(np.unique(y), classes)
+        raise ValueError(f"y: labels {unknown[:5].tolist()} were not seen in fit (classes_ = {classes.tolist()})")
+    return index.astype(np.int64)
+
+
+def check_sample_weight(sample_weight, n):
+    """Row weights: shape (n,), finite, non-negative, not all zero."""
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight: expected shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+        raise ValueError("sample_weight: must be finite, non-negative and not all zero")
+    return w

@@ -21,8 +21,7 @@ from ..problems._validation import check_out, check_x
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_optional_count, check_real
 from ..solvers.augmented_lagrangian import augmented_lagrangian
-from ._fair import _check_weight
-from ._input import ridge_for
+from ._input import check_sample_weight, ridge_for
 from ._linear import ConstrainedClassifier
 from ._report import ConstraintReport, _solve_summary
 
@@ -269,7 +268,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         C = classes.size
         n, d = X.shape
         p, bounds = self._resolve_classes(classes)
-        weight = np.ones(n) if sample_weight is None else _check_weight(sample_weight, n)
+        weight = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n)
         class_weight = np.bincount(y_index, weights=weight, minlength=C)
         if np.any(class_weight <= 0):
             raise ValueError(f"sample_weight: class(es) {classes[class_weight <= 0].tolist()} have zero total weight")
@@ -384,7 +383,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
 
     # ------------------------------------------------------------------ prediction
     def decision_function(self, X):
-        """Scores :math:`s_c(x) = w_c^\\top x + b_c`, shape (n, n_classes); for two classes :math:`s_1 - s_0`, shape (n,).
+        """Scores :math:`s_c(x) = w_c^\\top x + b_c`, shape (n, n_classes); two classes: :math:`s_1 - s_0`, (n,).
 
         Parameters
         ----------

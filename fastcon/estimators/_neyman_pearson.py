@@ -6,10 +6,11 @@ import numpy as np
 from ..metrics import np_umbrella_threshold, type_one_error
 from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
 from ..problems._score_constraints import rate_bound_constraint
-from ._fair import _check_weight, _labels_to_01
 from ..solvers._common import check_choice
 from ..solvers._validation import check_real
-from ._input import check_binary_target, check_fraction, fit_dataset, ridge_for
+from ._input import (
+    check_binary_target, check_fraction, check_sample_weight, fit_dataset, labels_to_index, ridge_for,
+)
 from ._linear import LinearConstrainedClassifier
 from ._report import ConstraintReport
 from ._solve import choose_solver, solve_linear
@@ -129,7 +130,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         solver = self._check_params()
         X, y_index, self.classes_ = check_binary_target(self, X, y)
         n = X.shape[0]
-        weight = np.ones(n) if sample_weight is None else _check_weight(sample_weight, n)
+        weight = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n)
         if self.constrained_class is None:
             constrained = 0
         else:
@@ -210,7 +211,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             ``per_group`` holds each class's error rate.
         """
         y = np.asarray(y)
-        _labels_to_01(y, self.classes_)
+        labels_to_index(y, self.classes_)
         y_pred = self.predict(X)
         constrained = self.classes_[0] if self.constrained_class is None else self.constrained_class
         value = type_one_error(y_pred == constrained, y == constrained, True)

@@ -85,7 +85,8 @@ class ConstraintReport:
 
     def __str__(self):
         lines = [f"{self.constraint}: {self.value:.4g} (bound {self.bound:.4g}) -> "
-                 f"{'satisfied' if self.satisfied else 'VIOLATED'}; fit: {self.fit_value:.4g}; solver: {self.solver_status}"]
+                 f"{'satisfied' if self.satisfied else 'VIOLATED'}; fit: {self.fit_value:.4g}; "
+                 f"solver: {self.solver_status}"]
         for label, rates in self.per_group.items():
             lines.append(f"  {label!r}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                                                      for k, v in rates.items()))

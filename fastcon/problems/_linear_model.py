@@ -66,7 +66,7 @@ class LinearScores:
         return self._z
 
     def backprop(self, v, out):
-        r"""``out = (X^T v, sum v)`` (or ``X^T v`` without intercept): the gradient in :math:`x` of a function of :math:`z`."""
+        r"""``out = (X^T v, sum v)`` (``X^T v`` without intercept): the gradient in x of a function of z."""
         out[:self.n_weights] = 0.0
         self.design.rmatvec(v, out[:self.n_weights])
         if self.fit_intercept:

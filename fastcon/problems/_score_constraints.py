@@ -57,7 +57,7 @@ class _PairBound:
 
 
 class RateGapConstraints(_PairBound):
-    r"""Linear constraints on smoothed rates: :math:`D\,M\,S(z)/\ldots - \kappa \le 0` per grid point (module docstring).
+    r"""Linear constraints on smoothed rates: :math:`D\,M\,S(z) - \kappa \le 0` per grid point (module docstring).
 
     Parameters
     ----------
@@ -122,8 +122,8 @@ class RateGapConstraints(_PairBound):
         if active.size == coef.shape[1]:
             cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing, self.thresholds, coef, v)
         elif active.size:
-            cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing, np.ascontiguousarray(self.thresholds[active]),
-                             np.ascontiguousarray(coef[:, active]), v)
+            cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing,
+                             np.ascontiguousarray(self.thresholds[active]), np.ascontiguousarray(coef[:, active]), v)
 
 
 class TransportGapConstraints(_PairBound):
@@ -287,7 +287,9 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
 
 
 def rate_bound_constraint(scores, rows, bound, *, smoothing=1.0, name="rate", sample_weight=None):
-    r"""One constraint :math:`\sum_{i \in I}c_i\sigma(z_i/\tau) / \sum_{i \in I}c_i - \kappa \le 0`: a smoothed positive rate of ``rows``.
+    r"""A smoothed positive rate of ``rows``, bounded: :math:`\bar r - \kappa \le 0`.
+
+    :math:`\bar r = \sum_{i \in I}c_i\sigma(z_i/\tau) / \sum_{i \in I}c_i`.
 
     With ``rows`` the negative-class rows this is the smoothed type-I error of Neyman–Pearson
     classification (the hard one is the weighted fraction of them with :math:`z_i > 0`).
