@@ -113,7 +113,8 @@ def cell_sigmoid_sums(z, cell, weight, inv_tau, thresholds, sums):
             row[j] += w / (1.0 + a * f[j])
 
 
-# error_model="numpy": IEEE division (1/0 = inf) as the formula needs, where numba's default raises
+# error_model="numpy": no zero-division test in the pair loops (every denominator is >= 1), which
+# would keep LLVM from vectorising them
 @njit(cache=True, error_model="numpy")
 def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
     r""":math:`v_i \mathrel{+}= c_i\tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`, row weights :math:`c_i`.
@@ -124,9 +125,10 @@ def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
         The cell coefficients :math:`C` (the vector-Jacobian product of the rates) of the
         thresholds ``thresholds`` (callers pass only the columns that are not all zero).
 
-    Same factoring as `cell_sigmoid_sums`, with :math:`\sigma' = \sigma(1 - \sigma)` as
-    :math:`\frac{1}{1 + u}\cdot\frac{1}{1 + 1/u}`, :math:`u = a f_j`, which is 0 (not NaN) at
-    :math:`u = 0` and :math:`u = \infty`.
+    Same factoring as `cell_sigmoid_sums`, with :math:`\sigma' = \sigma(1 - \sigma) = u\,s^2`,
+    :math:`s = 1/(1 + u)`, :math:`u = a f_j`: one division per pair and no cancellation. ``u`` is
+    capped at 1e300 so that an overflowed :math:`u = \infty` gives :math:`\sigma' \approx 10^{-300}`
+    instead of :math:`\infty \cdot 0`; :math:`u = 0` gives 0.
     """
     m = thresholds.shape[0]
     anchor = thresholds.min()
@@ -145,8 +147,9 @@ def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
         else:
             a = np.exp((anchor - z[i]) * inv_tau)
             for j in range(m):
-                u = a * f[j]
-                acc += row[j] / ((1.0 + u) * (1.0 + 1.0 / u))
+                u = min(a * f[j], 1e300)
+                s = 1.0 / (1.0 + u)
+                acc += row[j] * (s * (u * s))
         v[i] += acc * (weight[i] * inv_tau)
 
 
