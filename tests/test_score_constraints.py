@@ -13,13 +13,16 @@ from reference import group_rates as ref
 
 
 # ----------------------------------------------------------------------------- kernels
-@pytest.mark.parametrize("n_thresholds", [1, 7])
-def test_cell_sigmoid_sums_and_vjp_match_numpy(rng, n_thresholds):
+@pytest.mark.parametrize("n_thresholds, spread", [(1, 1.0), (7, 1.0), (9, 150.0)])
+def test_cell_sigmoid_sums_and_vjp_match_numpy(rng, n_thresholds, spread):
+    # spread 150 at tau 0.3: the grid spans ~1000 tau, several anchor blocks of at most 350 tau
     n, n_cells, tau = 500, 5, 0.3
     z = rng.normal(0, 3, n)
     z[:5] = [40.0, -40.0, 0.0, 700.0, -700.0]                 # saturated and exact-zero arguments
     cell = rng.integers(-1, n_cells, n)                       # -1: in no cell
-    thresholds = np.sort(rng.normal(0, 1, n_thresholds))
+    thresholds = np.sort(rng.normal(0, spread, n_thresholds))
+    if spread > 1:
+        z[5:50] = rng.choice(thresholds, 45) + rng.normal(0, 0.5, 45)   # rows near every block
     weight = rng.choice([0.0, 0.5, 1.0, 3.0], n)
     sums = np.empty((n_cells, n_thresholds))
     cell_sigmoid_sums(z, cell, weight, 1.0 / tau, thresholds, sums)

@@ -16,24 +16,15 @@ vector :math:`v = \partial F/\partial z` that a single :math:`X^\top v` turns in
   sets, :math:`\int_0^1 |Q_a(u) - Q_b(u)|\,du`, and its subgradient, by one merge of the sorted
   scores.
 
-The sigmoid is evaluated with the branch-free ``exp_minus`` of `_vecmath`, the loss with
-``margin_loss`` of `_losses`, so these rows have the same bits as every other fastcon kernel.
+The loss rows are ``margin_loss`` / ``logistic`` of `_losses`, so they have the same bits as every
+other fastcon kernel.
 """
 import numpy as np
 
 from ._jit import njit
 from ._losses import LOGISTIC, SIGMOID, logistic, margin_loss, sigmoid
-from ._vecmath import exp_minus
 
 __all__ = ["weighted_margin_loss", "cell_sigmoid_sums", "cell_sigmoid_vjp", "transport_gap"]
-
-
-@njit(inline="always")
-def _sigmoid(t):
-    r""":math:`\sigma(t) = 1/(1 + e^{-t})` without overflow (``exp_minus`` of :math:`|t|`)."""
-    e = exp_minus(abs(t))
-    s = 1.0 / (1.0 + e)
-    return s if t >= 0.0 else e * s
 
 
 @njit(cache=True)
@@ -79,38 +70,64 @@ def weighted_margin_loss(loss, z, y, weight, v):
     return total
 
 
+#: Largest span of one anchor block, in units of tau: f_j = e^{(theta_j - anchor)/tau} <= e^350.
+MAX_BLOCK_SPAN = 350.0
+
+
+@njit(inline="always")
+def _grid_blocks(thresholds, inv_tau):
+    """Blocks of consecutive thresholds (ascending) spanning at most `MAX_BLOCK_SPAN` in units of tau.
+
+    Returns ``(starts, anchors)``: block ``b`` holds thresholds ``starts[b]:starts[b + 1]`` and its
+    anchor is ``thresholds[starts[b]] / tau``.
+    """
+    m = thresholds.shape[0]
+    starts = np.empty(m + 1, dtype=np.int64)
+    anchors = np.empty(m)
+    n_blocks = 0
+    j = 0
+    while j < m:
+        starts[n_blocks] = j
+        anchors[n_blocks] = thresholds[j] * inv_tau
+        j0 = j
+        while j < m and (thresholds[j] - thresholds[j0]) * inv_tau <= MAX_BLOCK_SPAN:
+            j += 1
+        n_blocks += 1
+    starts[n_blocks] = m
+    return starts[:n_blocks + 1], anchors[:n_blocks]
+
+
 @njit(cache=True, error_model="numpy")
 def cell_sigmoid_sums(z, cell, weight, inv_tau, thresholds, sums):
     r""":math:`S_{cj} = \sum_{i:\,c(i) = c} c_i\,\sigma((z_i - \theta_j)/\tau)`, written into ``sums`` (n_cells, m).
 
-    ``weight`` holds the row weights :math:`c_i`. Rows with a negative cell id belong to no cell
-    and are skipped. One exponential per row (the
-    factoring of `fastcon._kernels._threshold_sweep`): with the anchor :math:`c = \min_j\theta_j`,
-    :math:`\sigma((z - \theta_j)/\tau) = 1/(1 + a f_j)`, :math:`a = e^{(c - z)/\tau}`,
-    :math:`f_j = e^{(\theta_j - c)/\tau} \ge 1`. Grids spanning more than :math:`350\tau` (where
-    :math:`f_j` could overflow) take one exponential per pair. ``a = inf`` gives 0 (true value
-    below 1e-307); ``a = 0`` gives 1 (exact in float64 there).
+    ``weight`` holds the row weights :math:`c_i`; ``thresholds`` ascending. Rows with a negative
+    cell id belong to no cell and are skipped. One exponential per row and block of thresholds (the
+    factoring of `fastcon._kernels._threshold_sweep`): with the block's anchor :math:`c` (its
+    smallest threshold), :math:`\sigma((z - \theta_j)/\tau) = 1/(1 + a f_j)`,
+    :math:`a = e^{(c - z)/\tau}`, :math:`f_j = e^{(\theta_j - c)/\tau} \in [1, e^{350}]` (blocks
+    span at most :math:`350\tau`: one block for any practical grid). ``a = inf`` gives 0 (true
+    value below 1e-152); ``a = 0`` gives 1 (exact in float64 there). The pair loop has no branch and
+    one division, so it vectorises.
     """
     sums[:, :] = 0.0
     m = thresholds.shape[0]
-    anchor = thresholds.min()
-    if (thresholds.max() - anchor) * inv_tau > 350.0:
-        for i in range(z.shape[0]):
-            c = cell[i]
-            if c >= 0:
-                for j in range(m):
-                    sums[c, j] += weight[i] * _sigmoid((z[i] - thresholds[j]) * inv_tau)
-        return
-    f = np.exp((thresholds - anchor) * inv_tau)
+    starts, anchors = _grid_blocks(thresholds, inv_tau)
+    f = np.empty(m)
+    for b in range(anchors.shape[0]):
+        for j in range(starts[b], starts[b + 1]):
+            f[j] = np.exp(thresholds[j] * inv_tau - anchors[b])
     for i in range(z.shape[0]):
         c = cell[i]
         if c < 0:
             continue
-        a = np.exp((anchor - z[i]) * inv_tau)
         w = weight[i]
+        t = z[i] * inv_tau
         row = sums[c]
-        for j in range(m):
-            row[j] += w / (1.0 + a * f[j])
+        for b in range(anchors.shape[0]):
+            a = np.exp(anchors[b] - t)
+            for j in range(starts[b], starts[b + 1]):
+                row[j] += w / (1.0 + a * f[j])
 
 
 # error_model="numpy": no zero-division test in the pair loops (every denominator is >= 1), which
@@ -123,30 +140,29 @@ def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
     ----------
     coef : float64[n_cells, k]
         The cell coefficients :math:`C` (the vector-Jacobian product of the rates) of the
-        thresholds ``thresholds`` (callers pass only the columns that are not all zero).
+        thresholds ``thresholds`` (ascending; callers pass only the columns that are not all zero).
 
-    Same factoring as `cell_sigmoid_sums`, with :math:`\sigma' = \sigma(1 - \sigma) = u\,s^2`,
+    Same blocks as `cell_sigmoid_sums`, with :math:`\sigma' = \sigma(1 - \sigma) = u\,s^2`,
     :math:`s = 1/(1 + u)`, :math:`u = a f_j`: one division per pair and no cancellation. ``u`` is
     capped at 1e300 so that an overflowed :math:`u = \infty` gives :math:`\sigma' \approx 10^{-300}`
     instead of :math:`\infty \cdot 0`; :math:`u = 0` gives 0.
     """
     m = thresholds.shape[0]
-    anchor = thresholds.min()
-    per_pair = (thresholds.max() - anchor) * inv_tau > 350.0
-    f = np.exp((thresholds - anchor) * inv_tau)
+    starts, anchors = _grid_blocks(thresholds, inv_tau)
+    f = np.empty(m)
+    for b in range(anchors.shape[0]):
+        for j in range(starts[b], starts[b + 1]):
+            f[j] = np.exp(thresholds[j] * inv_tau - anchors[b])
     for i in range(z.shape[0]):
         c = cell[i]
         if c < 0:
             continue
         row = coef[c]
+        t = z[i] * inv_tau
         acc = 0.0
-        if per_pair:
-            for j in range(m):
-                s = _sigmoid((z[i] - thresholds[j]) * inv_tau)
-                acc += row[j] * s * (1.0 - s)
-        else:
-            a = np.exp((anchor - z[i]) * inv_tau)
-            for j in range(m):
+        for b in range(anchors.shape[0]):
+            a = np.exp(anchors[b] - t)
+            for j in range(starts[b], starts[b + 1]):
                 u = min(a * f[j], 1e300)
                 s = 1.0 / (1.0 + u)
                 acc += row[j] * (s * (u * s))

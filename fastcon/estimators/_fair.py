@@ -72,9 +72,9 @@ class FairClassifier(LinearConstrainedClassifier):
     smoothing : float
         Starting :math:`\tau > 0` of the smoothed rates (in score units; for ``"wasserstein"``
         :math:`\tau/50` is the Huber width of the matched-quantile distances). The calibration
-        halves it (at most three times) when the smoothed rates track the hard ones too loosely
-        to meet ``tolerance``. Measured over a9a, Adult, COMPAS and ten synthetic samples
-        (docs/guide/estimators.md): 0.5 missed the tolerance on 7 of 26 fits, 0.1 on 2.
+        halves it (at most four times; not for ``"roc"``) when the smoothed rates track the hard
+        ones too loosely to meet ``tolerance`` (`fastcon.estimators._solve.calibrate_bound`;
+        measurements in docs/design.md, "Estimators").
     n_thresholds : int
         Grid size of ``"roc"`` (the grid spans the unconstrained model's scores).
     validation_fraction : float, optional
@@ -108,7 +108,7 @@ class FairClassifier(LinearConstrainedClassifier):
 
     def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=None,
                  fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, n_thresholds=50,
-                 validation_fraction=None, max_calibration=8, drop_sensitive=False, random_state=None,
+                 validation_fraction=None, max_calibration=12, drop_sensitive=False, random_state=None,
                  verbose=False):
         self.constraint = constraint
         self.tolerance = tolerance
@@ -232,7 +232,8 @@ class FairClassifier(LinearConstrainedClassifier):
             x, result, record = free.x, free, Calibration(met=True)
         else:
             x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
-                                                max_rounds=int(self.max_calibration))
+                                                max_rounds=int(self.max_calibration),
+                                                adapt_smoothing=self.constraint != "roc")
         self.coef_ = x[:X.shape[1]].reshape(1, -1).copy()
         self.intercept_ = np.array([x[-1] if self.fit_intercept else 0.0])
         self.solve_result_ = result

@@ -89,7 +89,7 @@ def _next_bound(points, tolerance, target):
     return hi * float(np.clip(target / h_hi, 0.25, 0.8))
 
 
-def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8):
+def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8, adapt_smoothing=True):
     r"""Find a surrogate bound whose solution meets ``hard_metric <= tolerance``, as loose as the rounds allow.
 
     The hard gap :math:`h(\kappa)` of the solution at surrogate bound :math:`\kappa` is a step
@@ -106,10 +106,11 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
 
     The loop ends when :math:`h \in [\text{lower}\cdot\text{tolerance}, \text{tolerance}]` or after
     ``max_rounds`` solves. When the smoothed rates track the hard ones too loosely (an active
-    constraint whose hard gap exceeds :math:`\kappa` by more than 3/4 of the tolerance, a violated
-    tolerance although :math:`\kappa` fell below tolerance/16, or two shrinking steps that did not
-    lower :math:`h`), the smoothing :math:`\tau` is halved (at most four times) and the search
-    restarts at :math:`\kappa = \text{tolerance}` from the current point. Among the solves that met
+    constraint whose hard gap exceeds :math:`\kappa` by more than 3/4 of the tolerance although a
+    tighter :math:`\kappa` lowered it by less than a fifth, a violated tolerance although
+    :math:`\kappa` fell below tolerance/16, or two shrinking steps that did not lower :math:`h`),
+    the smoothing :math:`\tau` is halved (at most four times) and the search restarts at
+    :math:`\kappa = \text{tolerance}` from the current point. Among the solves that met
     the tolerance the one with the smallest objective is kept; if none did, the one with the
     smallest hard value.
 
@@ -121,6 +122,11 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         ``x -> float``, the hard quantity bounded by ``tolerance``.
     smoothing : float
         The starting :math:`\tau`.
+    adapt_smoothing : bool
+        Whether :math:`\tau` may be halved. Not for the ROC constraint: there the hard gap is a
+        supremum over all thresholds and the surrogate sees a grid, an offset that a tighter bound
+        fixes and a sharper sigmoid does not (Adult, tolerance 0.02: met at :math:`\tau = 0.5`,
+        missed after halving).
 
     Returns
     -------
@@ -145,12 +151,14 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
             break
         violated = [p for p in points if p[1] > tolerance]
         # the hard gap exceeds the smoothed one by h - bound: more than 3/4 of the tolerance leaves
-        # less than a quarter for the bound, and a bound near 0 may still not do (the smoothed rates
-        # can be equal while the hard ones are not): sharpen the rates instead
-        loose = active and h - bound > 0.75 * tolerance
+        # less than a quarter for the bound, and when a tighter bound did not lower h by a fifth
+        # the smoothed rates track the hard ones too loosely (they can be equal while the hard ones
+        # are not): sharpen the rates instead.
+        looser = [p for p in points[:-1] if p[0] > bound]
+        loose = active and h - bound > 0.75 * tolerance and bool(looser) and h > 0.8 * min(looser)[1]
         stuck = len(violated) == len(points) and (
             bound < tolerance / 16 or (len(points) >= 3 and points[-1][1] >= 0.95 * points[-3][1]))
-        if (loose or stuck) and halvings < 4:
+        if adapt_smoothing and (loose or stuck) and halvings < 4:
             tau, bound, halvings, points = tau / 2, tolerance, halvings + 1, []
             continue
         bound = _next_bound(points, tolerance, target)

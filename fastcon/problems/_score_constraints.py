@@ -72,7 +72,7 @@ class RateGapConstraints(_PairBound):
     bound : float or float64[K]
         :math:`\kappa`.
     thresholds : float64[m]
-        Grid :math:`\theta` (one point, 0, for rates at the decision threshold).
+        Grid :math:`\theta`, ascending (one point, 0, for rates at the decision threshold).
     smoothing : float
         :math:`\tau > 0`.
     names : list of str
@@ -90,6 +90,8 @@ class RateGapConstraints(_PairBound):
         self.rate_matrix = np.ascontiguousarray(rate_matrix, dtype=np.float64)
         self.pairs = np.ascontiguousarray(pairs, dtype=np.float64)
         self.thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+        if np.any(np.diff(self.thresholds) < 0):
+            raise ValueError("thresholds: must be ascending")
         smoothing = float(smoothing)
         if not (np.isfinite(smoothing) and smoothing > 0):
             raise ValueError(f"smoothing: must be a positive finite number, got {smoothing}")
@@ -279,6 +281,7 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
         grid = np.ascontiguousarray(thresholds, dtype=np.float64)
         if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)):
             raise ValueError("thresholds: expected a non-empty 1-D array of finite numbers")
+        grid = np.sort(grid)            # the kernels' anchor blocks run over an ascending grid
     else:
         grid = np.zeros(1)
     pairs = np.array(pair_rows).reshape(len(pair_rows), total_rates)
