@@ -49,8 +49,8 @@ def main():
             print(json.dumps(rows[-1]), flush=True)
         tol, acc, gap, fit_gap, _ = map(np.array, zip(*points))
         fig, ax = plt.subplots(figsize=(4.5, 3.2))
-        ax.plot(gap, acc, "o-", label="test")
-        ax.plot(fit_gap, acc, "s--", alpha=0.6, label="train gap")
+        ax.plot(gap, acc, "o-", label="gap on the test rows")
+        ax.plot(fit_gap, acc, "s--", alpha=0.6, label="gap on the training rows")
         for t, g, a in zip(tol, gap, acc):
             ax.annotate(f"{t:g}", (g, a), textcoords="offset points", xytext=(4, -10), fontsize=7)
         ax.set_xlabel(f"{constraint.replace('_', ' ')} gap")
