@@ -78,12 +78,14 @@ MAX_BLOCK_SPAN = 350.0
 def _grid_blocks(thresholds, inv_tau):
     """Blocks of consecutive thresholds (ascending) spanning at most `MAX_BLOCK_SPAN` in units of tau.
 
-    Returns ``(starts, anchors)``: block ``b`` holds thresholds ``starts[b]:starts[b + 1]`` and its
-    anchor is ``thresholds[starts[b]] / tau``.
+    Returns ``(starts, anchors, factors)``: block ``b`` holds thresholds ``starts[b]:starts[b + 1]``,
+    its anchor is ``thresholds[starts[b]] / tau``, and ``factors[j] = exp(thresholds[j] / tau -
+    anchor) >= 1`` for the thresholds of that block.
     """
     m = thresholds.shape[0]
     starts = np.empty(m + 1, dtype=np.int64)
     anchors = np.empty(m)
+    factors = np.empty(m)
     n_blocks = 0
     j = 0
     while j < m:
@@ -91,10 +93,11 @@ def _grid_blocks(thresholds, inv_tau):
         anchors[n_blocks] = thresholds[j] * inv_tau
         j0 = j
         while j < m and (thresholds[j] - thresholds[j0]) * inv_tau <= MAX_BLOCK_SPAN:
+            factors[j] = np.exp(thresholds[j] * inv_tau - anchors[n_blocks])
             j += 1
         n_blocks += 1
     starts[n_blocks] = m
-    return starts[:n_blocks + 1], anchors[:n_blocks]
+    return starts[:n_blocks + 1], anchors[:n_blocks], factors
 
 
 @njit(cache=True, error_model="numpy")
@@ -111,12 +114,7 @@ def cell_sigmoid_sums(z, cell, weight, inv_tau, thresholds, sums):
     one division, so it vectorises.
     """
     sums[:, :] = 0.0
-    m = thresholds.shape[0]
-    starts, anchors = _grid_blocks(thresholds, inv_tau)
-    f = np.empty(m)
-    for b in range(anchors.shape[0]):
-        for j in range(starts[b], starts[b + 1]):
-            f[j] = np.exp(thresholds[j] * inv_tau - anchors[b])
+    starts, anchors, f = _grid_blocks(thresholds, inv_tau)
     for i in range(z.shape[0]):
         c = cell[i]
         if c < 0:
@@ -147,12 +145,7 @@ def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
     capped at 1e300 so that an overflowed :math:`u = \infty` gives :math:`\sigma' \approx 10^{-300}`
     instead of :math:`\infty \cdot 0`; :math:`u = 0` gives 0.
     """
-    m = thresholds.shape[0]
-    starts, anchors = _grid_blocks(thresholds, inv_tau)
-    f = np.empty(m)
-    for b in range(anchors.shape[0]):
-        for j in range(starts[b], starts[b + 1]):
-            f[j] = np.exp(thresholds[j] * inv_tau - anchors[b])
+    starts, anchors, f = _grid_blocks(thresholds, inv_tau)
     for i in range(z.shape[0]):
         c = cell[i]
         if c < 0:

@@ -24,6 +24,12 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
     def _features_for_predict(self, X):
         return check_features(self, X, reset=False)
 
+    def _linear_scores(self, X):
+        """``X coef_^T + intercept_``, shape (n, n_rows of coef_), after the prediction-time checks."""
+        check_is_fitted(self, "coef_")
+        X = self._features_for_predict(X)
+        return np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True)) + self.intercept_
+
     def save(self, path):
         """Write the fitted estimator to ``path`` without pickle (`fastcon.estimators.load` reads it back)."""
         from ._persist import save
@@ -51,9 +57,7 @@ class LinearConstrainedClassifier(ConstrainedClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR (kept sparse) or a pandas DataFrame with the training columns.
         """
-        check_is_fitted(self, "coef_")
-        X = self._features_for_predict(X)
-        return np.asarray(safe_sparse_dot(X, self.coef_[0], dense_output=True)).ravel() + self.intercept_[0]
+        return self._linear_scores(X)[:, 0]
 
     def predict(self, X):
         """Class labels (``classes_[1]`` where the score is positive); deterministic."""

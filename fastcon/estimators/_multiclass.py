@@ -390,9 +390,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR (kept sparse) or a pandas DataFrame with the training columns.
         """
-        check_is_fitted(self, "coef_")
-        X = self._features_for_predict(X)
-        scores = np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True)) + self.intercept_
+        scores = self._linear_scores(X)
         if self.classes_.size == 2:   # scikit-learn's binary convention: positive means classes_[1]
             return scores[:, 1] - scores[:, 0]
         return scores
