@@ -10,6 +10,11 @@ from ._domains import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole
 from ._margin_risk import (
     MarginRisk, hinge_risk, logistic_risk, margin_risk, sigmoid_risk, squared_hinge_risk,
 )
+from ._linear_model import LinearLoss, LinearModelProblem, LinearScores
+from ._score_constraints import (
+    FAIRNESS_CONSTRAINTS, RateGapConstraints, TransportGapConstraints, group_fairness_constraints,
+    rate_bound_constraint,
+)
 from ._multiclass_np import ClassPairwiseRisk, multiclass_neyman_pearson, neyman_pearson
 from ._problem import ConstrainedProblem
 from ._transport_domain import TransportPolytope, transport_domain
@@ -27,4 +32,6 @@ __all__ = [
     "WassersteinFairness", "wasserstein_fairness", "TransportPolytope", "transport_domain",
     "DemographicParityGap", "smoothed_demographic_parity", "ScadPenalty", "scad_penalty", "PenalizedTerm", "penalized",
     "ClassPairwiseRisk", "multiclass_neyman_pearson", "neyman_pearson",
+    "LinearScores", "LinearLoss", "LinearModelProblem", "RateGapConstraints", "TransportGapConstraints",
+    "group_fairness_constraints", "rate_bound_constraint", "FAIRNESS_CONSTRAINTS",
 ]

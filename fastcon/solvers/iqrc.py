@@ -171,9 +171,8 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
         The two readings of the paper's "tolerance" (0.001 in its experiments; [MLY20] §5 does not
         say which). ``"threshold"`` (default): ``tolerance`` is :math:`\tau` itself.
         ``"eps_hat"``: ``tolerance`` is the oracle accuracy :math:`\hat\epsilon` of Definition 2
-        and :math:`\tau = \hat\epsilon^2`, as Algorithm 2 prints it (1e-6 for the paper's 0.001);
-        this squaring was the default before fastcon made ``tolerance`` mean the same in every
-        solver, and the iqrc-mnpc experiment asks for it explicitly.
+        and :math:`\tau = \hat\epsilon^2`, as Algorithm 2 prints it (1e-6 for the paper's 0.001;
+        the iqrc-mnpc reproduction uses this reading).
     outer_iter : int
         :math:`T` (not reported in the paper).
     inner_iter : int
