@@ -249,7 +249,9 @@ def test_readme_commands_in_a_fresh_virtualenv(tmp_path):
     assert re.search(r"^\d+ tests collected", collected.stdout, re.M) and " error" not in collected.stdout, \
         collected.stdout[-3000:]
     quick = run("pytest -q -p no:cacheprovider tests/test_readme.py tests/test_cli.py::test_version")
-    assert re.search(r"^\d+ passed in", quick.stdout, re.M), quick.stdout[-2000:]
+    # the README's estimator example needs a9a: without the data folder it is skipped (the data
+    # policy of tests/conftest.py), so a skip is allowed here and nothing else
+    assert re.search(r"^\d+ passed(, \d+ skipped)? in", quick.stdout, re.M), quick.stdout[-2000:]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     again = run("fastcon demo", cwd=elsewhere)  # the editable install, from outside the clone
