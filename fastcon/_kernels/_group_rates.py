@@ -115,6 +115,8 @@ def cell_sigmoid_sums(z, cell, weight, inv_tau, thresholds, sums):
     """
     sums[:, :] = 0.0
     starts, anchors, f = _grid_blocks(thresholds, inv_tau)
+    m = thresholds.shape[0]
+    single = anchors.shape[0] == 1
     for i in range(z.shape[0]):
         c = cell[i]
         if c < 0:
@@ -122,6 +124,11 @@ def cell_sigmoid_sums(z, cell, weight, inv_tau, thresholds, sums):
         w = weight[i]
         t = z[i] * inv_tau
         row = sums[c]
+        if single:      # a loop over range(m): LLVM vectorises it, not one over array bounds (-25%)
+            a = np.exp(anchors[0] - t)
+            for j in range(m):
+                row[j] += w / (1.0 + a * f[j])
+            continue
         for b in range(anchors.shape[0]):
             a = np.exp(anchors[b] - t)
             for j in range(starts[b], starts[b + 1]):
@@ -146,6 +153,8 @@ def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
     instead of :math:`\infty \cdot 0`; :math:`u = 0` gives 0.
     """
     starts, anchors, f = _grid_blocks(thresholds, inv_tau)
+    m = thresholds.shape[0]
+    single = anchors.shape[0] == 1
     for i in range(z.shape[0]):
         c = cell[i]
         if c < 0:
@@ -153,12 +162,19 @@ def cell_sigmoid_vjp(z, cell, weight, inv_tau, thresholds, coef, v):
         row = coef[c]
         t = z[i] * inv_tau
         acc = 0.0
-        for b in range(anchors.shape[0]):
-            a = np.exp(anchors[b] - t)
-            for j in range(starts[b], starts[b + 1]):
+        if single:
+            a = np.exp(anchors[0] - t)
+            for j in range(m):
                 u = min(a * f[j], 1e300)
                 s = 1.0 / (1.0 + u)
                 acc += row[j] * (s * (u * s))
+        else:
+            for b in range(anchors.shape[0]):
+                a = np.exp(anchors[b] - t)
+                for j in range(starts[b], starts[b + 1]):
+                    u = min(a * f[j], 1e300)
+                    s = 1.0 / (1.0 + u)
+                    acc += row[j] * (s * (u * s))
         v[i] += acc * (weight[i] * inv_tau)
 
 
