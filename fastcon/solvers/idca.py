@@ -1,0 +1,314 @@
+r"""Inexact difference-of-convex algorithm (IDCA) of He, Huang, Yao & Lin [HHYL25], Algorithms 1 and 2.
+
+Problem ([HHYL25] eq. (21)): :math:`\min_x f_0(x)` s.t. :math:`f_i(x) = f_i^+(x) - f_i^-(x) \le 0`,
+:math:`i = 1..m`, with :math:`f_0` and every :math:`f_i^\pm` convex (here :math:`f_0^- = 0`: the
+logistic loss of a linear model is convex). The problem object follows the *DC problem protocol*
+(`fastcon.problems.PartialFairnessProblem` is one): ``objective_value_and_gradient``,
+``plus_values``, ``plus_subgradient``, ``minus_linearization``, ``constraint_values``.
+
+**Outer step (Algorithm 1).** At :math:`x_k` every concave part is linearised once, eq. (26):
+:math:`\hat f_i^-(v) = f_i^-(x_k) + \langle J_i, v - x_k\rangle`, :math:`J_i \in \partial f_i^-(x_k)`,
+and the convex subproblem (25)
+
+.. math::
+
+    \min_v\ g_0(v) = f_0(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \quad\text{s.t.}\quad
+    g_i(v) = f_i^+(v) - \hat f_i^-(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \le 0
+
+majorises the original one (:math:`g_i \ge f_i`, equality at :math:`x_k`) and is solved inexactly.
+:math:`\mu` (``prox``) is the strong-convexity term of Assumption 6.3A, added to both DC parts
+(equivalently, a proximal term); the paper's experiments use :math:`\mu = 0`.
+
+**Inner solver (Algorithm 2, Nesterov's switching subgradient).** From :math:`v_0 = x_k`, for
+:math:`t < T_k`: if :math:`g(v_t) = \max_i g_i(v_t) \le \epsilon_k` step on the objective with
+:math:`v_{t+1} = v_t - (\epsilon_k/\|\zeta_0\|^2)\zeta_0`, :math:`\zeta_0 \in \partial g_0(v_t)`, else
+take the Polyak step on the most violated constraint, :math:`v_{t+1} = v_t -
+(g(v_t)/\|\zeta\|^2)\zeta`. The output :math:`x_{k+1}` is the nearly feasible iterate
+(:math:`g(v_t) \le \epsilon_k`) of lowest :math:`g_0`. Because :math:`g(x_k) = \max_i f_i(x_k)`, a
+start with :math:`f(x_k) \le \epsilon_k` makes that set non-empty; the outer loop keeps the iterates
+:math:`\epsilon`-feasible (Lemma C.3).
+
+One inner iteration reads the data twice: :math:`Xw` (shared by every :math:`f_i^+` value and the
+objective) and one :math:`X^\top v` (objective gradient or the active constraint's subgradient); the
+linearisation :math:`J` is an :math:`m \times d` matrix built once per outer step, so
+:math:`\hat f^-(v)` costs :math:`O(md)` per inner iteration without reading data.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._progress import Progress
+from .._results import Counters, History, SolveResult
+from ._common import check_choice
+from ._validation import check_callback, check_count, check_optional_count, check_real, check_schedule
+
+__all__ = ["idca", "idca_theory_parameters", "IDCATheory", "check_dc_problem"]
+
+_OUTPUTS = ("last", "best")
+_PROTOCOL = ("objective_value", "objective_value_and_gradient", "constraint_values", "plus_values",
+             "plus_subgradient", "minus_linearization")
+
+
+def check_dc_problem(problem, needed=_PROTOCOL):
+    """Raise TypeError naming ``problem`` unless it has the DC problem protocol's methods and attributes."""
+    missing = [name for name in ("dim", "n_constraints", "x0", *needed) if not hasattr(problem, name)]
+    if missing:
+        raise TypeError(f"problem: expected a DC-constrained problem (e.g. fastcon.problems.PartialFairnessProblem); "
+                        f"{type(problem).__name__} lacks {', '.join(missing)}")
+
+
+def _start(problem, x0):
+    x = np.array(problem.x0 if x0 is None else x0, dtype=np.float64)
+    if x.shape != (problem.dim,):
+        raise ValueError(f"x0: expected shape ({problem.dim},), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x0: contains NaN or inf")
+    return x
+
+
+def _schedule(name, value, n, *, positive):
+    """Values of a float / callable-of-k schedule, or of an integer / callable-of-k count."""
+    return check_schedule(name, value, n, positive=positive)
+
+
+@dataclass
+class _InnerOutcome:
+    x: np.ndarray            # best nearly-feasible iterate, or None when there was none
+    objective: float          # g_0 there
+    iterations: int
+    objective_steps: int
+    constraint_steps: int
+    best_constraint: float    # smallest g(v_t) seen
+    stalled: bool             # a zero subgradient of a violated constraint
+
+
+def _switching_polyak_inner(problem, xk, lin_values, lin_jacobian, epsilon, T, mu, grad, sub):
+    """Algorithm 2 on the subproblem (25) around ``xk``; returns `_InnerOutcome`."""
+    v = xk.copy()
+    d = np.zeros_like(v)
+    best_x, best_g0 = None, math.inf
+    best_g = math.inf
+    n_obj = n_con = 0
+    stalled = False
+    t = 0
+    for t in range(T):
+        np.subtract(v, xk, out=d)
+        prox = 0.5 * mu * float(d @ d) if mu else 0.0
+        g = problem.plus_values(v) - (lin_values + lin_jacobian @ d) + prox
+        i = int(np.argmax(g))
+        gi = float(g[i])
+        best_g = min(best_g, gi)
+        if gi <= epsilon:
+            g0 = problem.objective_value_and_gradient(v, grad) + prox
+            if mu:
+                grad += mu * d
+            n_obj += 1
+            if g0 < best_g0:
+                best_g0 = g0
+                best_x = v.copy()
+            norm2 = float(grad @ grad)
+            if norm2 == 0.0:  # v minimises g_0: nothing left to gain
+                break
+            v -= (epsilon / norm2) * grad
+        else:
+            problem.plus_subgradient(v, i, sub)
+            sub -= lin_jacobian[i]
+            if mu:
+                sub += mu * d
+            n_con += 1
+            norm2 = float(sub @ sub)
+            if norm2 == 0.0:  # a violated convex g_i with a zero subgradient: its minimum is > 0
+                stalled = True
+                break
+            v -= (gi / norm2) * sub
+    return _InnerOutcome(best_x, best_g0, t + 1, n_obj, n_con, best_g, stalled)
+
+
+def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, prox=0.0, output="last",
+         feasibility_tolerance=None, record_every=None, callback=None, verbose=False) -> SolveResult:
+    r"""Inexact DCA ([HHYL25] Algorithm 1) with the switching-subgradient inner solver (Algorithm 2).
+
+    Parameters
+    ----------
+    problem : DC problem
+        ``dim``, ``n_constraints``, ``x0`` and the methods of the DC problem protocol (see the module
+        docstring), e.g. `fastcon.problems.PartialFairnessProblem`.
+    x0 : array-like, optional
+        :math:`x_0`; default ``problem.x0`` (a feasible start, Assumption 6.3E: :math:`h \equiv 0`).
+    outer_iter : int
+        :math:`K`, outer iterations (paper: tuned in {100, ..., 400}).
+    inner_iter : int or callable of k
+        :math:`T_k`, switching-subgradient iterations of outer step :math:`k` (paper: 150 or 200 for
+        every k; `idca_theory_parameters` gives Proposition 6.4's).
+    tolerance : float or callable of k
+        :math:`\epsilon_k > 0`: the inexactness (27) of subproblem k, i.e. the objective step length and
+        the near-feasibility threshold of the inner switching test (paper: constant, in
+        {5e-4, 1e-3, 2e-3, 5e-3}; Theorem 6.5: :math:`\Theta(\epsilon^2)`).
+    prox : float
+        :math:`\mu \ge 0` of Assumption 6.3A, added as :math:`\frac\mu2\|v - x_k\|^2` to the objective
+        and every constraint of the subproblem.
+    output : {"last", "best"}
+        ``"last"``: :math:`x_K` (the paper's experiments). ``"best"``: the outer iterate of lowest
+        :math:`f_0` among those with :math:`\max_i f_i \le` ``feasibility_tolerance``.
+    feasibility_tolerance : float, optional
+        Threshold on :math:`\max_i f_i(x_k)` for ``output="best"`` and for the status; default
+        :math:`\max_k \epsilon_k` (the algorithm's own guarantee: every iterate is
+        :math:`\epsilon`-feasible).
+    record_every : int, optional
+        History rows at the outer iterations that are multiples of it, and at the last; default 1 (an
+        outer step reads the data :math:`2T_k` times, a row reads it once).
+    callback : callable ``(k, x_{k+1}, info) -> bool``, optional
+        Called after outer step k; ``info`` has ``objective``, ``max_violation``,
+        ``inner_iterations`` (cumulative). True stops with status ``"callback_stop"``.
+    verbose : bool, int or str
+        See `fastcon._progress.Progress`.
+
+    Returns
+    -------
+    SolveResult
+        ``"max_iter"`` when the output meets ``feasibility_tolerance``; ``"no_feasible_iterate"``
+        when an inner solve found no nearly feasible point (the start was not
+        :math:`\epsilon_k`-feasible: the run stops there and returns the last outer iterate);
+        ``"stalled_infeasible"`` when a violated constraint of a subproblem has a zero subgradient;
+        ``"callback_stop"``. History (one row per recorded outer iterate :math:`x_k`, row 0 = the
+        start): ``iteration`` k, ``inner_iterations`` (cumulative), ``time``, ``objective``
+        :math:`f_0(x_k)`, ``max_violation`` :math:`\max(0, \max_i f_i(x_k))`, ``constraint``
+        :math:`\max_i f_i(x_k)`, ``tolerance`` :math:`\epsilon_k`. ``counters``:
+        ``inner_iterations``, ``objective_steps``, ``constraint_steps``, ``rows_f``/``rows_g`` when
+        the problem counts rows. ``info``: the parameters and the index of the returned iterate.
+    """
+    check_dc_problem(problem)
+    check_choice("output", output, _OUTPUTS)
+    K = check_count("outer_iter", outer_iter)
+    eps = _schedule("tolerance", tolerance, K, positive=True)
+    if callable(inner_iter):
+        T = [check_count(f"inner_iter({k})", inner_iter(k)) for k in range(K)]
+    else:
+        T = [check_count("inner_iter", inner_iter)] * K
+    mu = check_real("prox", prox)
+    feas_tol = float(eps.max()) if feasibility_tolerance is None else check_real("feasibility_tolerance",
+                                                                                 feasibility_tolerance)
+    every = check_optional_count("record_every", record_every) or 1
+    check_callback("callback", callback)
+    x = _start(problem, x0)
+
+    grad = np.empty(problem.dim)
+    sub = np.empty(problem.dim)
+    history = History(every)
+    counters = Counters(getattr(problem, "n_samples", 0), getattr(problem, "n_samples", 0))
+    inner_total = n_obj = n_con = 0
+    status, message = "max_iter", ""
+    best = (math.inf, None, -1)
+
+    def evaluate(point):
+        return problem.objective_value(point), float(np.max(problem.constraint_values(point), initial=-math.inf))
+
+    f0, fmax = evaluate(x)
+    history.record(0, force=True, inner_iterations=0, objective=f0, max_violation=max(0.0, fmax), constraint=fmax,
+                   tolerance=float(eps[0]))
+    if fmax <= feas_tol:
+        best = (f0, x.copy(), 0)
+    k_done = 0
+    with Progress(K, verbose, desc="idca") as progress:
+        for k in range(K):
+            lin_values, lin_jacobian = problem.minus_linearization(x)
+            out = _switching_polyak_inner(problem, x, np.asarray(lin_values, dtype=np.float64),
+                                          np.asarray(lin_jacobian, dtype=np.float64), float(eps[k]), T[k], mu,
+                                          grad, sub)
+            inner_total += out.iterations
+            n_obj += out.objective_steps
+            n_con += out.constraint_steps
+            if out.x is None:
+                status = "stalled_infeasible" if out.stalled else "no_feasible_iterate"
+                message = (f"outer step {k}: no inner iterate met g(v) <= tolerance = {eps[k]:.3g} (smallest "
+                           f"g seen {out.best_constraint:.3g}); the start of the step was not tolerance-feasible")
+                break
+            x = out.x
+            k_done = k + 1
+            f0, fmax = evaluate(x)
+            if fmax <= feas_tol and f0 < best[0]:
+                best = (f0, x.copy(), k_done)
+            history.record(k_done, force=(k_done == K), inner_iterations=inner_total, objective=f0,
+                           max_violation=max(0.0, fmax), constraint=fmax, tolerance=float(eps[k]))
+            progress.update(k, objective=f0, violation=max(0.0, fmax))
+            if out.stalled:
+                status = "stalled_infeasible"
+                message = (f"outer step {k}: a violated constraint of the subproblem has a zero subgradient "
+                           f"(an infeasible stationary point of the linearised constraints)")
+                break
+            if callback is not None and callback(k, x, {"objective": f0, "max_violation": max(0.0, fmax),
+                                                         "inner_iterations": inner_total}):
+                status = "callback_stop"
+                break
+    history.record(k_done, force=True, inner_iterations=inner_total, objective=f0, max_violation=max(0.0, fmax),
+                   constraint=fmax, tolerance=float(eps[min(k_done, K - 1)]))
+    index = k_done
+    if output == "best" and best[1] is not None:
+        x = best[1]
+        index = best[2]
+        f0, fmax = evaluate(x)
+    if status == "max_iter" and fmax > feas_tol:
+        status = "no_feasible_iterate"
+        message = (f"the output violates the constraints by {fmax:.3g} > feasibility_tolerance = {feas_tol:.3g}")
+    counters.add("inner_iterations", inner_total)
+    counters.add("objective_steps", n_obj)
+    counters.add("constraint_steps", n_con)
+    for name in ("rows_f", "rows_g"):
+        if hasattr(problem, name):
+            counters.values[name] = int(getattr(problem, name))
+    info = {"outer_iter": K, "inner_iter": T[0] if len(set(T)) == 1 else list(T), "tolerance": eps.tolist(),
+            "prox": mu, "output": output, "output_index": index, "feasibility_tolerance": feas_tol}
+    return SolveResult(x, status, message, n_iter=k_done, objective=f0, max_violation=max(0.0, fmax),
+                       history=history, counters=counters, info=info, solver="idca")
+
+
+@dataclass(frozen=True)
+class IDCATheory:
+    """Parameters of Theorem 6.5 and Proposition 6.4 ([HHYL25]); fields feed `idca` directly."""
+
+    outer_iter: int
+    tolerance: float
+    inner_iter: int
+    lagrange_bound: float
+
+
+def idca_theory_parameters(epsilon, *, lipschitz, prox, slater, objective_gap) -> IDCATheory:
+    r"""The schedule under which one IDCA iterate is nearly :math:`\epsilon`-KKT ([HHYL25] Theorem 6.5).
+
+    .. math::
+
+        K = \Bigl\lceil \max\{1, 4M^2, \tfrac{8M^4}{\mu\nu}\}\,
+        \frac{f_0(x_0) - f_{lb}}{\mu\epsilon^2} \Bigr\rceil,\qquad
+        \epsilon_k = \frac\mu8 \min\{1, \tfrac1{4M^2}, \tfrac{\mu\nu}{8M^4}\}\,\epsilon^2,\qquad
+        T_k = \Bigl\lceil \frac{M^2}{\epsilon_k\mu} \ln\frac{\mu D^2}{\epsilon_k} \Bigr\rceil
+
+    with :math:`D = 2M/\mu` the bound of Lemma C.2 on :math:`\|x_k - \hat x_{k+1}\|` (Proposition
+    6.4 needs :math:`T_k` above the displayed value with the true distance; :math:`D` bounds it).
+    ``lagrange_bound`` is Lemma C.2's :math:`\Lambda = 2M/\sqrt{2\mu\nu}` on :math:`\sum_i\lambda_i`.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target :math:`\epsilon > 0`.
+    lipschitz : float
+        :math:`M`: every :math:`f_i^\pm` is M-Lipschitz (Assumption 6.3D).
+    prox : float
+        :math:`\mu > 0` of Assumption 6.3A (pass the same value to `idca`).
+    slater : float
+        :math:`\nu > 0` of the uniform Slater condition 6.3B.
+    objective_gap : float
+        :math:`f_0(x_0) - f_{lb} \ge 0`.
+    """
+    eps = check_real("epsilon", epsilon, positive=True)
+    M = check_real("lipschitz", lipschitz, positive=True)
+    mu = check_real("prox", prox, positive=True)
+    nu = check_real("slater", slater, positive=True)
+    gap = check_real("objective_gap", objective_gap)
+    K = max(1, math.ceil(max(1.0, 4 * M * M, 8 * M ** 4 / (mu * nu)) * gap / (mu * eps * eps)))
+    eps_k = mu / 8 * min(1.0, 1 / (4 * M * M), mu * nu / (8 * M ** 4)) * eps * eps
+    D = 2 * M / mu
+    T = max(1, math.ceil(M * M / (eps_k * mu) * max(math.log(mu * D * D / eps_k), 1.0)))
+    return IDCATheory(outer_iter=K, tolerance=eps_k, inner_iter=T, lagrange_bound=2 * M / math.sqrt(2 * mu * nu))
