@@ -7,6 +7,10 @@ from ._group_metrics import (
 from ._neyman_pearson import (
     np_umbrella_min_samples, np_umbrella_rank, np_umbrella_threshold, type_one_error, type_two_error,
 )
+from ._partial_fairness import (
+    IntervalChoice, ScoreCCDFCurves, choose_interval, ks_demographic_parity, partial_dp, score_ccdf_curves,
+    weak_partial_dp,
+)
 from ._stationarity import constraint_violation, kkt_residual, near_stationarity, preserved_counters
 
 __all__ = ["roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy", "near_stationarity",
@@ -14,3 +18,5 @@ __all__ = ["roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy", 
 __all__ += ["GroupRates", "group_rates", "equal_opportunity_gap", "false_positive_rate_gap", "equalized_odds_gap",
             "wasserstein_gap", "np_umbrella_threshold", "np_umbrella_rank", "np_umbrella_min_samples",
             "type_one_error", "type_two_error"]
+__all__ += ["partial_dp", "weak_partial_dp", "ks_demographic_parity", "choose_interval", "IntervalChoice",
+            "score_ccdf_curves", "ScoreCCDFCurves"]

@@ -1,0 +1,416 @@
+r"""Partial demographic parity: parity of the scores inside a band of within-group ranks.
+
+He, Huang, Yao & Lin [HHYL25] ("Enforcing Fairness Where It Matters: An Approach Based on
+Difference-of-Convex Constraints") ask for demographic parity only among the samples whose *rank*
+inside their own group lies in an interval :math:`\mathcal I = [\alpha, \beta) \subset [0, 1]`.
+The rank of a score :math:`\theta` in group :math:`k` is the fraction of the group scoring
+strictly higher, the group's complementary CDF (Definition 4.1)
+
+.. math::
+
+    \bar F_k(\theta) = \Pr(s > \theta \mid \gamma = k),
+
+so a small rank is a high score and :math:`\mathcal I = [0.05, 0.3)` is the band between each
+group's top 5% and top 30%. The rate of :math:`s > \theta` among the group's samples of rank in
+:math:`\mathcal I` has the closed form (eq. (29))
+
+.. math::
+
+    \Pr\bigl(s > \theta \mid \gamma = k, \bar F_k(s) \in \mathcal I\bigr)
+    = \frac{\operatorname{clip}(\bar F_k(\theta), \alpha, \beta) - \alpha}{\beta - \alpha},
+
+which turns both partial metrics into functions of the group CCDFs alone. On samples
+:math:`\bar F_k` is the empirical CCDF :math:`\#\{i \in k : s_i > \theta\} / n_k`, and the
+closed form is the *definition* used here (see :func:`partial_dp` for how it relates to the
+truncated empirical distributions, which differ by less than :math:`1/(n_k(\beta - \alpha))`).
+
+Groups are integer ids (any integers; the distinct values present are the groups, numbered in
+increasing order), and every gap is the worst pair, :math:`\max_k - \min_k` of a per-group value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._fairness import _scores
+
+__all__ = ["partial_dp", "weak_partial_dp", "ks_demographic_parity", "choose_interval", "IntervalChoice",
+           "score_ccdf_curves", "ScoreCCDFCurves"]
+
+# Interval ends and widths are decimal fractions (0.05, 0.3) that a float sum misses by an ulp or two:
+# 0.05 + 0.25 != 0.3. Comparisons between such values allow this much.
+_ROUND_OFF = 1e-9
+
+
+def _group_codes(groups, n):
+    """Dense codes 0..G-1 (sorted order of the ids) of integer-valued group ids, and G >= 2."""
+    g = np.asarray(groups)
+    if g.ndim != 1:
+        raise ValueError(f"groups: expected a 1-D array, got shape {g.shape}")
+    if g.shape[0] != n:
+        raise ValueError(f"groups: has {g.shape[0]} ids but scores has {n}")
+    if g.dtype.kind == "f":
+        if not np.all(np.isfinite(g)):
+            raise ValueError("groups: contains NaN or inf")
+        if np.any(g != np.round(g)):
+            bad = g[g != np.round(g)][0]
+            raise ValueError(f"groups: expected integer-valued group ids, found {bad!r}")
+    elif g.dtype.kind not in "iub":
+        raise TypeError(f"groups: expected integer group ids, got dtype {g.dtype}")
+    labels, codes = np.unique(g, return_inverse=True)
+    if labels.size < 2:
+        raise ValueError(f"groups: need at least two non-empty groups, found {labels.size}")
+    return codes.reshape(-1).astype(np.int64, copy=False), labels.size
+
+
+def _interval(interval):
+    """(alpha, beta) as floats with 0 <= alpha < beta <= 1."""
+    try:
+        alpha, beta = (float(v) for v in interval)
+    except (TypeError, ValueError):
+        raise ValueError(f"interval: expected a pair (alpha, beta) of numbers, got {interval!r}") from None
+    if not (np.isfinite(alpha) and np.isfinite(beta)):
+        raise ValueError(f"interval: ends must be finite, got ({alpha}, {beta})")
+    if not 0.0 <= alpha < beta <= 1.0:
+        raise ValueError(f"interval: expected 0 <= alpha < beta <= 1, got ({alpha}, {beta})")
+    return alpha, beta
+
+
+def _threshold(threshold, field="threshold"):
+    try:
+        t = float(threshold)
+    except (TypeError, ValueError):
+        raise TypeError(f"{field}: expected a real number, got {threshold!r}") from None
+    if not np.isfinite(t):
+        raise ValueError(f"{field}: must be finite, got {t}")
+    return t
+
+
+def _checked(scores, groups):
+    s = _scores(scores)
+    codes, n_groups = _group_codes(groups, s.shape[0])
+    return s, codes, n_groups
+
+
+def _sorted_by_group(s, codes, n_groups):
+    """Each group's scores sorted ascending, and the distinct scores of all groups ascending.
+
+    One sort of everything; a boolean selection keeps the order, so each group comes out sorted.
+    """
+    order = np.argsort(s, kind="stable")
+    s_sorted = s[order]
+    c_sorted = codes[order]
+    parts = [s_sorted[c_sorted == k] for k in range(n_groups)]
+    last_of_run = np.empty(s_sorted.shape[0], dtype=bool)
+    np.not_equal(s_sorted[1:], s_sorted[:-1], out=last_of_run[:-1])
+    last_of_run[-1] = True
+    return parts, s_sorted[last_of_run]
+
+
+def _ccdf(part, thresholds):
+    r""":math:`\bar F_k(\theta) = \#\{s > \theta\}/n_k` at every threshold: one binary search each."""
+    n_k = part.shape[0]
+    return (n_k - np.searchsorted(part, thresholds, side="right")) / n_k
+
+
+def _clipped_gap(ccdfs, alpha, beta) -> float:
+    r""":math:`\max_\theta (\max_k - \min_k)\operatorname{clip}(\bar F_k(\theta), \alpha, \beta) / (\beta - \alpha)`.
+
+    ``ccdfs`` yields one CCDF per group on a common threshold set; running max and min keep the
+    memory at one threshold set whatever the number of groups.
+    """
+    hi = lo = None
+    for f in ccdfs:
+        c = np.clip(f, alpha, beta)
+        if hi is None:
+            hi, lo = c, c.copy()
+        else:
+            np.maximum(hi, c, out=hi)
+            np.minimum(lo, c, out=lo)
+    # At theta -> +inf (every CCDF 0) and -inf (every CCDF 1) all clipped values coincide: gap 0.
+    return float(max(np.max(hi - lo), 0.0) / (beta - alpha))
+
+
+def partial_dp(scores, groups, interval) -> float:
+    r"""Partial demographic parity (pDP) of scores: the worst pair's truncated KS distance.
+
+    He, Huang, Yao & Lin [HHYL25] Definition 4.2, eq. (6): the Kolmogorov–Smirnov distance between
+    two groups' score distributions, each truncated to its own rank band
+    :math:`\mathcal I = [\alpha, \beta)`. By the closed form (29),
+
+    .. math::
+
+        \mathrm{pDP}_{\mathcal I} = \max_{k, k'} \mathrm{DP}^{\mathcal I}_{k,k'}
+        = \frac{1}{\beta - \alpha}\, \sup_{\theta \in \mathbb R}\, \Bigl(
+          \max_k \operatorname{clip}(\bar F_k(\theta), \alpha, \beta)
+          - \min_k \operatorname{clip}(\bar F_k(\theta), \alpha, \beta)\Bigr),
+
+    with :math:`\bar F_k(\theta)` the fraction of group :math:`k`'s scores :math:`> \theta`. The
+    CCDFs are right-continuous steps that change only at sample values, and at
+    :math:`\theta \to \pm\infty` all clipped values coincide, so the supremum is a maximum over
+    the distinct scores: exact, :math:`O(n \log n)` for the sort plus :math:`O(G\,n \log n)` binary
+    searches, no loop over thresholds. :math:`\mathcal I = [0, 1]` gives the KS distance (strong
+    demographic parity, eq. (2)), see :func:`ks_demographic_parity`.
+
+    Relation to the truncated samples: keep in group :math:`k` the rows whose rank
+    :math:`\#\{j \in k : s_j > s_i\}/n_k` lies in :math:`[\alpha, \beta)` and take the KS distance
+    of these truncated samples. With no ties inside a group its truncated CCDF is
+    :math:`(\operatorname{clip}(c, a, b) - a)/(b - a)` with :math:`c = n_k \bar F_k(\theta)`,
+    :math:`a = \lceil \alpha n_k \rceil`, :math:`b = \lceil \beta n_k \rceil`, while the clip
+    form is the same expression with :math:`a = \alpha n_k`, :math:`b = \beta n_k`. The clip form
+    is larger by :math:`[0, 1/(n_k(\beta - \alpha)))` at every :math:`\theta`, so the two pDP values
+    differ by less than :math:`\max_k 1/(n_k(\beta - \alpha))`, and they are equal when every
+    :math:`\alpha n_k` and :math:`\beta n_k` is an integer.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        Finite real scores (a higher score ranks first).
+    groups : array-like of shape (n,)
+        Integer group ids, at least two distinct values.
+    interval : pair of float
+        :math:`(\alpha, \beta)` with :math:`0 \le \alpha < \beta \le 1`: the rank band, e.g.
+        ``(0.05, 0.3)`` for the scores between each group's top 5% and top 30%.
+
+    Returns
+    -------
+    float in [0, 1]
+        0 when all groups' truncated score distributions agree; the reported fairness of
+        [HHYL25] §7 is one minus this.
+    """
+    s, codes, n_groups = _checked(scores, groups)
+    alpha, beta = _interval(interval)
+    parts, thresholds = _sorted_by_group(s, codes, n_groups)
+    return _clipped_gap((_ccdf(p, thresholds) for p in parts), alpha, beta)
+
+
+def ks_demographic_parity(scores, groups) -> float:
+    r"""Strong demographic parity gap: the worst pair's Kolmogorov–Smirnov distance of the scores.
+
+    He, Huang, Yao & Lin [HHYL25] eq. (2),
+
+    .. math::
+
+        \max_{k, k'} \sup_\theta \bigl|\Pr(s > \theta \mid \gamma = k) - \Pr(s > \theta \mid \gamma = k')\bigr|,
+
+    :func:`partial_dp` with the interval :math:`[0, 1]`. For two groups it is the two-sample
+    statistic of ``scipy.stats.ks_2samp`` (and `fastcon.metrics.roc_gap`'s exact value).
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+    groups : array-like of shape (n,)
+        Integer group ids, at least two distinct values.
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    return partial_dp(scores, groups, (0.0, 1.0))
+
+
+def weak_partial_dp(scores, groups, interval, threshold=0.0) -> float:
+    r"""Weak partial demographic parity: the selection-rate gap inside the rank band, at one threshold.
+
+    He, Huang, Yao & Lin [HHYL25] Definition 4.3, eq. (9), evaluated through the closed form (29)
+    (as in their Lemma 5.2, eq. (16)):
+
+    .. math::
+
+        \mathrm{WDP}_{\mathcal I} = \frac{1}{\beta - \alpha}\Bigl(\max_k \operatorname{clip}(P_k, \alpha, \beta)
+        - \min_k \operatorname{clip}(P_k, \alpha, \beta)\Bigr), \qquad
+        P_k = \Pr(s > \hat\theta \mid \gamma = k),
+
+    the fraction of group :math:`k`'s scores above the decision threshold :math:`\hat\theta`
+    (strictly, as the paper's decision rule; `fastcon.metrics.demographic_parity_gap` counts
+    :math:`s \ge \hat\theta`). :math:`\mathcal I = [0, 1]` gives the plain selection-rate gap
+    (weak demographic parity, eq. (3)). Cost :math:`O(n)`.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+    groups : array-like of shape (n,)
+        Integer group ids, at least two distinct values.
+    interval : pair of float
+        :math:`(\alpha, \beta)` with :math:`0 \le \alpha < \beta \le 1`.
+    threshold : float
+        :math:`\hat\theta`, finite (0: the sign of a decision value).
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    s, codes, n_groups = _checked(scores, groups)
+    alpha, beta = _interval(interval)
+    t = _threshold(threshold)
+    rates = (np.bincount(codes, weights=s > t, minlength=n_groups)
+             / np.bincount(codes, minlength=n_groups))
+    clipped = np.clip(rates, alpha, beta)
+    return float((clipped.max() - clipped.min()) / (beta - alpha))
+
+
+@dataclass(frozen=True, eq=False)
+class IntervalChoice:
+    r"""The rank band picked by :func:`choose_interval` and the candidates it compared.
+
+    Attributes
+    ----------
+    interval : tuple of float
+        :math:`(\alpha, \beta)`, the candidate with the largest pDP.
+    rate : float
+        :math:`p`, the positive rate every candidate covers.
+    candidates : tuple of tuple of float
+        Every :math:`(\alpha, \beta)` compared, :math:`\alpha` ascending, then width ascending.
+    partial_dp_values : ndarray of float64, shape (len(candidates),)
+        :func:`partial_dp` of the scores on each candidate (read-only).
+    """
+
+    interval: tuple
+    rate: float
+    candidates: tuple
+    partial_dp_values: np.ndarray
+
+
+def _grid(step):
+    """0, step, 2 step, ... <= 1, rounded to 12 decimals so that 3 * 0.05 reads 0.15."""
+    step = _threshold(step, "step")
+    if not 0.0 < step <= 1.0:
+        raise ValueError(f"step: expected 0 < step <= 1, got {step}")
+    n_steps = int(np.floor(1.0 / step + _ROUND_OFF))
+    return np.round(np.arange(n_steps + 1) * step, 12)
+
+
+def _widths(widths):
+    try:
+        w = np.asarray(widths, dtype=np.float64)
+    except (TypeError, ValueError):
+        w = None
+    if w is None or w.ndim > 1 or w.size == 0:
+        raise ValueError(f"widths: expected a non-empty sequence of numbers, got {widths!r}")
+    if not np.all(np.isfinite(w)) or np.any(w <= 0.0) or np.any(w > 1.0):
+        raise ValueError(f"widths: every width must be in (0, 1], got {w.tolist()}")
+    return np.unique(w.reshape(-1))
+
+
+def choose_interval(scores, groups, *, rate=None, threshold=0.0, widths=(0.25, 0.3), step=0.05) -> IntervalChoice:
+    r"""Pick the rank band :math:`\mathcal I` on which unconstrained scores are the most unfair.
+
+    The rule of He, Huang, Yao & Lin [HHYL25] §4 ("How to choose :math:`\mathcal I`"): cover a
+    positive-decision rate :math:`p` — a historical rate when one is known, else the fraction of
+    the unconstrained model's scores above the decision threshold,
+    :math:`p = \Pr(h_{\mathbf w^*}(\xi) > \hat\theta)` — and among the candidate intervals that
+    cover it take the one with the largest :func:`partial_dp` of the unconstrained scores.
+
+    Candidates are :math:`[\alpha, \beta)` with :math:`\alpha, \beta` multiples of ``step`` in
+    :math:`[0, 1]`, :math:`\beta - \alpha` one of ``widths`` (up to float round-off) and
+    :math:`\alpha \le p < \beta` (or :math:`\beta = 1 = p`, so that a rate of 1 is covered).
+    Ties go to the first candidate in the order (:math:`\alpha` ascending, width ascending).
+    The defaults (widths 0.25 and 0.3 on a 5% grid) are the shapes of the paper's intervals
+    :math:`[5\%, 30\%]`, :math:`[0\%, 25\%]` and :math:`[70\%, 100\%]`.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        Scores of the unconstrained model (on the training data).
+    groups : array-like of shape (n,)
+        Integer group ids, at least two distinct values.
+    rate : float in [0, 1], optional
+        :math:`p`; by default the fraction of all ``scores`` above ``threshold``.
+    threshold : float
+        :math:`\hat\theta` defining the default rate.
+    widths : sequence of float in (0, 1]
+        Allowed widths :math:`\beta - \alpha`.
+    step : float in (0, 1]
+        Grid of the interval ends.
+
+    Returns
+    -------
+    IntervalChoice
+
+    Raises
+    ------
+    ValueError
+        When no candidate exists (``widths`` not multiples of ``step``, or none long enough to
+        fit), besides the argument checks.
+    """
+    s, codes, n_groups = _checked(scores, groups)
+    t = _threshold(threshold)
+    if rate is None:
+        p = float(np.mean(s > t))
+    else:
+        p = _threshold(rate, "rate")
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"rate: expected a value in [0, 1], got {p}")
+    grid = _grid(step)
+    w = _widths(widths)
+    candidates = []
+    for alpha in grid:
+        for width in w:
+            close = np.flatnonzero(np.abs(grid - (alpha + width)) <= _ROUND_OFF)
+            if close.size == 0:
+                continue
+            beta = float(grid[close[0]])
+            if alpha <= p < beta or (beta == 1.0 and p == 1.0):
+                candidates.append((float(alpha), beta))
+    if not candidates:
+        raise ValueError(f"widths: no interval of width in {w.tolist()} with ends on multiples of "
+                         f"step={step} covers the rate {p}")
+    parts, thresholds = _sorted_by_group(s, codes, n_groups)
+    ccdfs = [_ccdf(part, thresholds) for part in parts]  # shared by every candidate
+    values = np.array([_clipped_gap(ccdfs, a, b) for a, b in candidates])
+    values.flags.writeable = False
+    best = int(np.argmax(values))  # the first maximum: the documented tie rule
+    return IntervalChoice(interval=candidates[best], rate=p, candidates=tuple(candidates),
+                          partial_dp_values=values)
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreCCDFCurves:
+    r"""Group CCDFs of the scores on a common threshold sweep ([HHYL25] Figure 2).
+
+    Attributes
+    ----------
+    thresholds : ndarray of float64, shape (m + 2,)
+        :math:`+\infty`, the distinct scores in decreasing order, :math:`-\infty` (read-only).
+    ccdf : ndarray of float64, shape (G, m + 2)
+        ``ccdf[k, j]`` :math:`= \bar F_k(\theta_j)`, the fraction of group :math:`k`'s scores
+        :math:`> \theta_j`; row :math:`k` is the :math:`k`-th smallest group id. Each row rises
+        from 0 to 1 (read-only).
+    """
+
+    thresholds: np.ndarray
+    ccdf: np.ndarray
+
+
+def score_ccdf_curves(scores, groups) -> ScoreCCDFCurves:
+    r"""Every group's CCDF :math:`\bar F_k(\theta)` as :math:`\theta` sweeps from :math:`+\infty` to :math:`-\infty`.
+
+    The data of Figure 2 of He, Huang, Yao & Lin [HHYL25]: plotting ``ccdf[1]`` against
+    ``ccdf[0]`` draws the curve :math:`(\bar F_1(\theta), \bar F_2(\theta))`, the diagonal where
+    the groups are at parity; pDP on :math:`[\alpha, \beta)` measures how far the curve strays from
+    the diagonal inside the square :math:`[\alpha, \beta]^2` (after clipping). The thresholds are
+    every distinct score, where the steps are, so the curves are exact.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+    groups : array-like of shape (n,)
+        Integer group ids, at least two distinct values.
+
+    Returns
+    -------
+    ScoreCCDFCurves
+    """
+    s, codes, n_groups = _checked(scores, groups)
+    parts, thresholds = _sorted_by_group(s, codes, n_groups)
+    descending = thresholds[::-1]
+    ccdf = np.empty((n_groups, descending.shape[0] + 2))
+    ccdf[:, 0] = 0.0
+    ccdf[:, -1] = 1.0
+    for k, part in enumerate(parts):
+        ccdf[k, 1:-1] = _ccdf(part, descending)
+    sweep = np.concatenate([[np.inf], descending, [-np.inf]])
+    sweep.flags.writeable = False
+    ccdf.flags.writeable = False
+    return ScoreCCDFCurves(thresholds=sweep, ccdf=ccdf)
