@@ -26,6 +26,10 @@ from .switching import check_certificate, switching_subgradient, switching_theor
 from .switching import theory_parameters
 from .augmented_lagrangian import augmented_lagrangian
 from .feasibility import FeasibilityResult, check_feasibility, support_function
+from .projected_gradient import gradient_lipschitz_constant, projected_gradient
+from .idca import idca, idca_theory_parameters
+from .switching_polyak import switching_polyak
+from .penalty_subgradient import penalty_subgradient
 
 __all__ = [
     "augmented_lagrangian",
@@ -34,4 +38,6 @@ __all__ = [
     "spider", "spider_theory_parameters", "smoothed_plus", "smoothed_plus_derivative",
     "kkt_multiplier", "as_schedule", "constant", "inverse_sqrt", "linear", "inverse_linear",
     "check_feasibility", "FeasibilityResult", "support_function",
+    "idca", "idca_theory_parameters", "switching_polyak", "penalty_subgradient",
+    "projected_gradient", "gradient_lipschitz_constant",
 ]
