@@ -21,6 +21,11 @@ from ._transport_domain import TransportPolytope, transport_domain
 from ._wasserstein import WassersteinFairness, wasserstein_fairness
 from ._roc_fairness import ROCFairness, roc_fairness, roc_fairness_from_dataset, threshold_grid
 from ._scad import ScadPenalty, scad_penalty
+from ._partial_fairness import (
+    PartialDPConstraints, PartialFairnessProblem, WeakPartialDPConstraints, cross_term_features,
+    partial_dp_constraints, weak_partial_dp_constraints,
+)
+from ._pairwise_fairness import QCQPProjection, QuadraticConstraints, pairwise_fairness_constraints, qcqp_projection
 
 __all__ = [
     "MarginRisk", "margin_risk", "hinge_risk", "logistic_risk", "sigmoid_risk", "squared_hinge_risk",
@@ -34,4 +39,7 @@ __all__ = [
     "ClassPairwiseRisk", "multiclass_neyman_pearson", "neyman_pearson",
     "LinearScores", "LinearLoss", "LinearModelProblem", "RateGapConstraints", "TransportGapConstraints",
     "group_fairness_constraints", "rate_bound_constraint", "FAIRNESS_CONSTRAINTS",
+    "cross_term_features", "partial_dp_constraints", "weak_partial_dp_constraints", "PartialDPConstraints",
+    "WeakPartialDPConstraints", "PartialFairnessProblem",
+    "QuadraticConstraints", "pairwise_fairness_constraints", "qcqp_projection", "QCQPProjection",
 ]
