@@ -4,8 +4,8 @@ import json
 import pytest
 
 from fastcon.cli import main
-from fastcon.experiments import _tuning, is_resumable, run_experiment
-from fastcon.experiments._checkpoint import TaskCheckpoints, task_key
+from fastcon.experiments import _runner, _tuning, is_resumable, run_experiment, ssg_roc
+from fastcon.experiments._runner import TaskCheckpoints, task_key
 from test_experiments import TINY, _strip_times
 
 KW = dict(quick=True, seed=1, verbose=False, datasets=("compas",), **TINY)
@@ -16,7 +16,7 @@ class Interrupt(Exception):
 
 
 def test_interrupted_run_resumes_with_identical_results(tmp_path, data_home, monkeypatch):
-    real = _tuning.execute_task
+    real = ssg_roc.execute
     calls = []
 
     def counting(task):
@@ -31,7 +31,7 @@ def test_interrupted_run_resumes_with_identical_results(tmp_path, data_home, mon
         return run
 
     # Reference: one uninterrupted run.
-    monkeypatch.setattr(_tuning, "execute_task", counting)
+    monkeypatch.setattr(ssg_roc, "execute", counting)
     ref = run_experiment("ssg-roc", out_dir=tmp_path / "ref", data_home=data_home, **KW)
     n_tasks = len(calls)
     assert not (tmp_path / "ref" / "checkpoints").exists()  # removed once the outputs are written
@@ -39,7 +39,7 @@ def test_interrupted_run_resumes_with_identical_results(tmp_path, data_home, mon
 
     # Interrupted after 3 runs: 3 checkpoints, no results.
     calls.clear()
-    monkeypatch.setattr(_tuning, "execute_task", failing_after(3))
+    monkeypatch.setattr(ssg_roc, "execute", failing_after(3))
     with pytest.raises(Interrupt):
         run_experiment("ssg-roc", out_dir=tmp_path / "cut", data_home=data_home, **KW)
     assert len(list((tmp_path / "cut" / "checkpoints").glob("*.json"))) == 3
@@ -47,13 +47,13 @@ def test_interrupted_run_resumes_with_identical_results(tmp_path, data_home, mon
 
     # Without resume the checkpoints are ignored: interrupt again after one run.
     calls.clear()
-    monkeypatch.setattr(_tuning, "execute_task", failing_after(1))
+    monkeypatch.setattr(ssg_roc, "execute", failing_after(1))
     with pytest.raises(Interrupt):
         run_experiment("ssg-roc", out_dir=tmp_path / "cut", data_home=data_home, **KW)
 
     # Resumed: only the missing runs execute, and the numbers equal the uninterrupted run's.
     calls.clear()
-    monkeypatch.setattr(_tuning, "execute_task", counting)
+    monkeypatch.setattr(ssg_roc, "execute", counting)
     doc = run_experiment("ssg-roc", out_dir=tmp_path / "cut", data_home=data_home, resume=True, **KW)
     assert len(calls) == n_tasks - 3 and doc["timing"]["resumed_runs"] == 3
     resumed, fresh = (json.loads((tmp_path / f / "results.json").read_text()) for f in ("cut", "ref"))
@@ -65,14 +65,20 @@ def test_interrupted_run_resumes_with_identical_results(tmp_path, data_home, mon
 def test_task_key_tracks_everything_that_changes_the_numbers(tmp_path):
     task = {"module": "m", "dataset": "compas", "build": {"max_rows": None}, "seed": 0, "method": "conex",
             "params": {"c1": 0.01}, "grid_index": 0, "run_seed": 5, "run": {"max_iter": 100}, "stationarity": None,
-            "data_home": "/a", "erm": object()}
-    key = task_key(task)
-    assert key == task_key(dict(task, data_home="/b", erm=object()))  # where the data lives changes no number
+            "data_home": "/a", "erm": object(), "builder": ssg_roc.build, "download": None}
+    fields = _tuning.CHECKPOINT_FIELDS
+    assert ssg_roc.CHECKPOINT_FIELDS == fields
+    key = task_key(task, fields)
+    # where the data lives, the ERM object and the builder change no number
+    assert key == task_key(dict(task, data_home="/b", erm=object(), builder=None, download=False), fields)
     for field, value in [("seed", 1), ("params", {"c1": 0.02}), ("run", {"max_iter": 200}), ("run_seed", 6),
                          ("stationarity", {"n_points": 3}), ("dataset", "german"), ("build", {"max_rows": 10})]:
-        assert task_key(dict(task, **{field: value})) != key, field
+        assert task_key(dict(task, **{field: value}), fields) != key, field
+    # Without fields every field counts.
+    plain = {"dataset": "a", "kappa": 0.1}
+    assert task_key(plain) != task_key(dict(plain, kappa=0.2)) and task_key(plain) == task_key(dict(plain))
     # A truncated file (interrupted while writing) is treated as missing.
-    ck = TaskCheckpoints(tmp_path / "ck", resume=True)
+    ck = TaskCheckpoints(tmp_path / "ck", resume=True, fields=fields)
     ck.save(task, {"objective": float("nan"), "x": [1.0, float("inf")]})
     loaded = ck.load(task)
     assert loaded["x"] == [1.0, float("inf")] and loaded["objective"] != loaded["objective"]
@@ -89,22 +95,24 @@ def test_resume_is_refused_where_runs_are_not_checkpointed(tmp_path, capsys):
     assert "does not checkpoint" in capsys.readouterr().err
 
 
-def test_follow_up_tasks_overtake_the_waiting_ones(monkeypatch, tmp_path):
+def test_follow_up_tasks_overtake_the_waiting_ones(tmp_path):
     order = []
-    monkeypatch.setattr(_tuning, "execute_task", lambda task: order.append(task["dataset"]) or {"name": task["dataset"]})
+    def execute(task):
+        order.append(task["dataset"])
+        return {"name": task["dataset"]}
 
     def follow_up(task, record):  # every task but "c" gets one follow-up (a winner's re-run)
         return [] if task["dataset"] in ("c", "a'", "b'") else [{"dataset": task["dataset"] + "'"}]
 
     tasks = [{"dataset": n} for n in "abc"]
-    all_tasks, records = _tuning.run_tasks(tasks, 1, follow_up=follow_up)
+    all_tasks, records = _runner.run_tasks(tasks, execute, 1, follow_up=follow_up)
     assert order == ["a", "a'", "b", "b'", "c"]  # each follow-up runs before the tasks still waiting
     assert [t["dataset"] for t in all_tasks] == [r["name"] for r in records] == ["a", "b", "c", "a'", "b'"]
     # Loaded records trigger their follow-ups too (a resumed run re-creates the re-run tasks).
     ck = TaskCheckpoints(tmp_path / "ck", resume=True)
     ck.save({"dataset": "a"}, {"name": "a"})
     order.clear()
-    _, records = _tuning.run_tasks(tasks, 1, checkpoints=ck, follow_up=follow_up)
+    _, records = _runner.run_tasks(tasks, execute, 1, checkpoints=ck, follow_up=follow_up)
     assert order == ["a'", "b", "b'", "c"] and ck.loaded == 1
 
 
@@ -119,7 +127,7 @@ def _tiny_compas_config(monkeypatch):
 @pytest.mark.datasets("compas")
 def test_ctrl_c_says_what_is_saved_and_resume_continues(tmp_path, data_home, monkeypatch, capsys):
     _tiny_compas_config(monkeypatch)
-    real, calls = _tuning.execute_task, []
+    real, calls = ssg_roc.execute, []
 
     def ctrl_c_after_3(task):
         if len(calls) == 3:
@@ -127,7 +135,7 @@ def test_ctrl_c_says_what_is_saved_and_resume_continues(tmp_path, data_home, mon
         calls.append(task)
         return real(task)
 
-    monkeypatch.setattr(_tuning, "execute_task", ctrl_c_after_3)
+    monkeypatch.setattr(ssg_roc, "execute", ctrl_c_after_3)
     out = tmp_path / "out"
     argv = ["reproduce", "ssg-roc", "--quick", "--quiet", "--out", str(out), "--data-home", str(data_home)]
     assert main(argv) == 130
@@ -142,7 +150,7 @@ def test_ctrl_c_says_what_is_saved_and_resume_continues(tmp_path, data_home, mon
     assert err.startswith("fastcon reproduce: interrupted: no new run saved; the 3 runs saved earlier in ")
 
     calls.clear()
-    monkeypatch.setattr(_tuning, "execute_task", lambda task: calls.append(task) or real(task))
+    monkeypatch.setattr(ssg_roc, "execute", lambda task: calls.append(task) or real(task))
     assert main(argv + ["--resume"]) == 0
     assert len(calls) == 7 and (out / "results.json").exists() and not (out / "checkpoints").exists()
 
@@ -162,14 +170,14 @@ def test_ctrl_c_while_the_problems_are_built(tmp_path, data_home, monkeypatch):
 
 
 # Run by test_sigint_stops_parent_and_workers as a script, so that the spawned workers import it too
-# (`execute_task` is pickled by reference): every run but the static SSG grid point sleeps.
+# (the experiment's `execute` is pickled by reference): every run but the static SSG grid point sleeps.
 _SIGINT_DRIVER = '''
 import sys
 import time
 
-from fastcon.experiments import _tuning, ssg_roc
+from fastcon.experiments import ssg_roc
 
-_real = _tuning.execute_task
+_real = ssg_roc.execute
 
 
 def slow_but_one(task):
@@ -181,7 +189,7 @@ def slow_but_one(task):
 if __name__ == "__main__":
     _quick = ssg_roc.config
     ssg_roc.config = lambda quick=False: dict(_quick(quick), datasets=("compas",), **%r)
-    _tuning.execute_task = slow_but_one
+    ssg_roc.execute = slow_but_one
     from fastcon.cli import main
     sys.exit(main(sys.argv[1:]))
 ''' % (TINY,)

@@ -14,8 +14,8 @@ import pytest
 
 from fastcon.cli import main
 from fastcon.experiments import EXPERIMENTS, combine_figure, run_experiment, select_config, validate_results
-from fastcon.experiments._report import RUN_SCHEMA, read_history_csv
 from fastcon.experiments._tuning import METHODS, expand_grid
+from fastcon.experiments._writer import RUN_SCHEMA, read_history_csv
 
 TINY = dict(max_iter=60, inner_iter=20, record_points=30, n_stationarity=3, stationarity_iter=20)
 
@@ -158,13 +158,13 @@ def test_expand_grid_paper_and_middle():
 def test_stationarity_rerun_follows_its_grid_run(data_home):
     """The tracker measures on its own problem: the re-run's trajectory is the grid run's, bit for bit."""
     from fastcon.experiments import _tuning, ssg_wasserstein as S
-    from fastcon.experiments._report import apply_overrides
+    from fastcon.experiments._runner import apply_overrides
 
     cfg = apply_overrides(S.config(True), TINY)
     bundle = S.build("german", S.build_options(cfg), str(data_home), 0)
     for method, params in [("ssg_static", {"tolerance": 1e-5, "step_size": 0.015}),
                            ("ipp_conex", {"rho_hat_factor": 5e-4, "c1": 200.0, "c2": 0.01})]:
-        task = {"module": S.__name__, "dataset": "german", "build": S.build_options(cfg), "data_home": str(data_home),
+        task = {"module": S.__name__, "builder": S.build, "dataset": "german", "build": S.build_options(cfg), "data_home": str(data_home),
                 "seed": 0, "erm": bundle["erm"], "method": method, "params": params, "grid_index": 0, "run_seed": 7,
                 "run": S.run_options(cfg), "stationarity": None}
         _tuning.register_bundle(task, bundle)

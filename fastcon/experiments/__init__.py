@@ -3,32 +3,80 @@
 The papers are cited by the keys of docs/references.md.
 
 Each experiment is a module (dataset preparation, problem, methods, grids, budgets; its docstring
-states exactly what ``--quick`` changes) run by the shared driver in `._tuning`. Every run writes
+states exactly what ``--quick`` changes) run by the one driver of `._runner`. Every run writes
 into its output folder:
 
-* ``results.json``: one schema for every experiment, one entry per (dataset, method) for the selected configuration
-  (validated by `._report.validate_results`);
-* ``summary.csv`` and a printed table (with ``meets_paper_claim``);
-* one history CSV per run (``<dataset>_<problem>_<method>.csv``, with a ``stationarity`` column);
-* the figure PNG, laid out like the paper's (``figure1_roc.png`` / ``figure1_wasserstein.png``);
-  `combine_figure` joins the folders into the paper's full 3 x 5 Figure 1.
+* ``results.json``: one schema for every experiment, one entry per (dataset, method) for the
+  selected configuration (`._writer.validate_results`), written atomically;
+* a summary (``summary.csv`` or the paper's table) and a printed table;
+* one history CSV per run (``<dataset>_<problem>_<method>.csv``);
+* the figures, laid out like the paper's (e.g. ``figure1_roc.png``); `combine_figure` joins the
+  ssg-roc and ssg-wasserstein folders into the full 3 x 5 Figure 1 of Huang & Lin [HL23].
 
 Before anything is computed, `run_experiment` checks every data file the configuration reads
 (`check_data`: all missing files reported at once) and that the output folder can be written. Ctrl-C
 raises `ExperimentInterrupted` (a `KeyboardInterrupt`) saying how many runs are checkpointed; worker
-processes ignore SIGINT and are terminated by the parent (`._pool`).
+processes ignore SIGINT and are terminated by the parent.
+
+Writing a new experiment
+------------------------
+Add a module ``fastcon/experiments/<name>.py`` and an entry of `EXPERIMENTS`. The module defines
+the hooks below; `._runner.drive` calls them in this order (``session`` is a `._runner.Session`:
+``cfg``, ``quick``, ``out``, ``data_home``, ``seed``, ``jobs``, ``download``, ``verbose``,
+``checkpoints``, ``log(msg)``, ``elapsed()``, and ``state``, a dict the hooks share):
+
+``NAME``
+    The experiment's name (output folder ``fastcon-results/NAME[-quick]``, log prefix).
+``config(quick) -> dict``
+    The full or quick configuration. Every key can be overridden (``run_experiment(..., key=value)``,
+    tests use this for smaller-than-quick runs); unknown keys are a ValueError.
+``data_needed(cfg) -> list``
+    The ``(dataset, subset)`` pairs the configuration loads (`check_data` looks them up first).
+``check_config(cfg)`` (optional)
+    Raise ValueError naming a bad entry, before the output folder is created.
+``tasks(session) -> list``
+    The tasks: picklable dicts, each with everything its run needs (its own seed included, so that
+    the order of execution changes no number). Work shared by the tasks (loading, a reference
+    solve) can run here, in the parent, with its results kept in ``session.state``.
+``execute(task) -> dict``
+    One task's record, a plain dict. A module-level function: with ``jobs`` > 1 it runs in a
+    ``spawn`` worker that imports it by reference, so it must not rely on the parent's state
+    (cache what it builds per process in a module dict, as `._tuning` does).
+``on_done(session, task, record)`` (optional)
+    A progress line (``session.log``) as each task finishes, in the parent.
+``follow_up(session, task, record) -> list`` (optional)
+    Tasks to add when a record arrives (run or loaded); they start before the waiting ones (the
+    next phase of a tuning, a winner's re-run).
+``write(session, tasks, records) -> dict``
+    The outputs, with the helpers of `._writer` (`write_results_json`, `write_history_csv`,
+    `write_csv`, `ruled_table`, `pyplot`, `save_figure`); returns the results.json dict. ``tasks``
+    are the initial tasks followed by those ``follow_up`` added, ``records`` theirs, in that order.
+``run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=None, **overrides)``
+    ``return _runner.drive(sys.modules[__name__], ...)`` with the same arguments.
+``RESUMABLE``, ``CHECKPOINT_FIELDS`` (optional)
+    With ``RESUMABLE = True`` every record is checkpointed (it must then be JSON-able) and
+    ``--resume`` reuses them; ``CHECKPOINT_FIELDS`` names the task fields that determine a record
+    (default: all of them; leave out paths and anything that changes no number).
+``MAX_JOBS`` (optional)
+    At most this many processes whatever ``jobs`` (iqrc-mnpc: 1, its runs are timed against each
+    other).
+
+The driver runs everything (the parent's ``tasks`` and ``write`` too) with one numba thread and one
+BLAS thread; parallelism comes from ``jobs`` processes, and results do not depend on ``jobs``.
 """
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
 
-
-from ._checkpoint import ExperimentInterrupted
-from ._figure import combine_figure, plot_figure
-from ._report import validate_results
-from ._tuning import select_config
+from ..datasets import ChecksumError, DatasetFileError
+from ..datasets import data_home as resolve_home
+from ..datasets._registry import fetch_file, get_spec
 from ..solvers._validation import check_count
+from ._figure import combine_figure, plot_figure
+from ._runner import ExperimentInterrupted, apply_overrides
+from ._tuning import select_config
+from ._writer import validate_results
 
 __all__ = ["EXPERIMENTS", "Experiment", "run_experiment", "is_resumable", "data_needed", "check_data",
            "ExperimentInterrupted", "combine_figure", "plot_figure", "select_config", "validate_results"]
@@ -82,8 +130,6 @@ def data_needed(name, quick=False, **overrides) -> list:
 
     ``overrides`` are configuration entries as in `run_experiment` (e.g. ``datasets=("compas",)``).
     """
-    from ._report import apply_overrides
-
     module = _known(name).load()
     return list(module.data_needed(apply_overrides(module.config(quick), dict(overrides))))
 
@@ -132,10 +178,6 @@ def check_data(name, quick=False, data_home=None, download=None, **overrides) ->
     fastcon.datasets.ChecksumError
         Every file is there but some differ from the registry's version.
     """
-    from ..datasets import ChecksumError, DatasetFileError
-    from ..datasets import data_home as resolve_home
-    from ..datasets._registry import fetch_file, get_spec
-
     home = resolve_home(data_home)
     datasets, problems, first_missing = [], [], None
     for dataset, subset in data_needed(name, quick, **overrides):
@@ -181,7 +223,7 @@ def run_experiment(name, quick=False, out_dir=None, data_home=None, seed=0, jobs
         Progress lines (stderr) and the summary table (stdout).
     resume : bool
         Reuse the per-run checkpoints that an interrupted run left in ``out_dir/checkpoints``
-        (same settings only; `fastcon.experiments._checkpoint`). The grid experiments ssg-roc and
+        (same settings only; `fastcon.experiments._runner`). The grid experiments ssg-roc and
         ssg-wasserstein checkpoint every run; the others do not support it (ValueError).
     download : bool or None
         Download missing data files from their official sources (as `fastcon.datasets.load`);

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._report import read_history_csv
 from ._tuning import METHODS
+from ._writer import pyplot, read_history_csv, save_figure
 
 __all__ = ["plot_figure", "combine_figure", "COLUMN_ORDER"]
 
@@ -57,11 +57,7 @@ def plot_figure(dirs, out_png, columns=None, title=None, dpi=110):
     ``columns`` restricts/reorders the (problem, dataset) columns (default: all found, canonical
     order). Works without a display (Agg backend).
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     panels = _load(dirs)
     cols = _column_order(panels) if columns is None else [tuple(c) for c in columns if tuple(c) in panels]
     if not cols:
@@ -118,11 +114,7 @@ def plot_figure(dirs, out_png, columns=None, title=None, dpi=110):
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.04, 1, 0.97 if title else 1))
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_png, dpi=dpi)
-    plt.close(fig)
-    return out_png
+    return save_figure(fig, out_png, dpi)
 
 
 def combine_figure(dirs, out_png):

@@ -1,8 +1,9 @@
-r"""Outputs of a paper experiment: ``results.json`` (one schema for every experiment), history CSVs,
-``summary.csv`` and the printed table.
+r"""The results of the Huang & Lin [HL23] experiments: their ``results.json`` entries, ``summary.csv``
+and the printed table, on the common helpers of `fastcon.experiments._writer`.
 
-``results.json`` holds one run entry per (dataset, method): the configuration selected by the
-tuning rule (`fastcon.experiments._tuning.select_config`) with its final values, plus extra keys:
+``results.json`` (the common schema, `fastcon.experiments._writer.RUN_SCHEMA`) holds one run entry
+per (dataset, method): the configuration selected by the tuning rule
+(`fastcon.experiments._tuning.select_config`) with its final values, plus extra keys:
 
 * ``constraint``: the raw final :math:`g(x_T)` (``max_violation`` is :math:`[g(x_T)]_+`);
 * ``epsilon``: :math:`\epsilon_{final}` of the feasibility filter, ``feasible`` whether the run
@@ -16,18 +17,12 @@ tuning rule (`fastcon.experiments._tuning.select_config`) with its final values,
   :math:`\hat\rho`;
 * ``tuning``: every grid point's params, final objective and constraint, feasibility, wall time.
 
-Keys holding wall-clock times contain ``time`` in their name (``wall_time_s``, ``timing``), so two
-runs with the same seed can be compared on everything else.
+``output_folder`` and ``writable_folder`` are `fastcon.experiments._writer`'s, re-exported for the
+callers that import them from here (`fastcon.cli`, `fastcon.demo`).
 """
 from __future__ import annotations
 
-import csv
 import datetime as _dt
-import errno
-import json
-import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,93 +30,14 @@ import numpy as np
 from .._results import _jsonable
 from .._version import __version__
 from ._tuning import METHODS, feasibility_threshold
+from ._writer import (history_csv_name, output_folder, ruled_table, writable_folder, write_csv, write_history_csv,
+                      write_results_json)
 
-__all__ = ["build_results", "output_folder", "writable_folder", "write_outputs", "write_results_json", "format_table",
-           "validate_results", "summary_rows", "CLAIM_FACTOR", "RUN_SCHEMA", "TOP_SCHEMA"]
+__all__ = ["build_results", "write_outputs", "format_table", "summary_rows", "output_folder", "writable_folder",
+           "CLAIM_FACTOR", "SUMMARY_COLUMNS"]
 
 #: "A small multiple of epsilon" in the paper-claim check.
 CLAIM_FACTOR = 10.0
-
-_NUM = (int, float)
-#: Required top-level keys of results.json and their types (the same for every experiment, so results compare
-#: across experiments and fastcon versions).
-TOP_SCHEMA = {"experiment": str, "quick": bool, "fastcon_version": str, "created": str, "runs": list}
-#: Required keys of a run entry; ``None`` allowed where the tuple contains ``type(None)``.
-RUN_SCHEMA = {
-    "dataset": str, "problem": str, "method": str, "params": dict, "status": str, "n_iter": int,
-    "wall_time_s": _NUM, "initial_objective": _NUM, "objective": _NUM, "max_violation": _NUM,
-    "stationarity": _NUM + (type(None),), "data_passes_f": _NUM, "data_passes_g": _NUM, "history_csv": str,
-}
-
-
-def apply_overrides(cfg, overrides) -> dict:
-    """``cfg`` updated with ``overrides`` (ValueError naming any key the configuration does not have)."""
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise ValueError(f"overrides: unknown configuration keys {sorted(unknown)}; known: {sorted(cfg)}")
-    cfg.update(overrides)
-    return cfg
-
-
-def writable_folder(path) -> Path:
-    """``path`` as a folder that can be written: created if needed, then a probe file written and deleted.
-
-    Checked before an experiment computes anything, so that an unwritable output folder fails at
-    once rather than after hours of runs.
-
-    Raises
-    ------
-    OSError
-        The folder cannot be created (a parent is a file, no permission, read-only file system),
-        is not a folder, or a file cannot be written in it.
-    """
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(folder))
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, probe = tempfile.mkstemp(dir=folder, prefix=".fastcon-write-test-")
-    try:
-        os.write(fd, b"fastcon")
-    finally:
-        os.close(fd)
-        os.unlink(probe)
-    return folder
-
-
-def output_folder(name, quick, out_dir=None) -> Path:
-    """``out_dir`` or ``fastcon-results/NAME[-quick]``, created and checked writable (`writable_folder`).
-
-    Raises ValueError naming ``out_dir`` when the folder cannot be written.
-    """
-    out = Path(out_dir if out_dir is not None else f"fastcon-results/{name}{'-quick' if quick else ''}")
-    try:
-        return writable_folder(out)
-    except OSError as exc:
-        raise ValueError(f"out_dir: cannot write to {out}: {exc.strerror or exc}") from exc
-
-
-def validate_results(doc) -> list:
-    """Problems of a results.json dict against ``TOP_SCHEMA`` and ``RUN_SCHEMA`` (empty list: valid)."""
-    errors = []
-    for key, typ in TOP_SCHEMA.items():
-        if key not in doc:
-            errors.append(f"missing top-level key {key!r}")
-        elif not isinstance(doc[key], typ) or (typ is not bool and isinstance(doc[key], bool)):
-            errors.append(f"{key!r}: expected {typ}, got {type(doc[key]).__name__}")
-    for i, run in enumerate(doc.get("runs", []) or []):
-        if not isinstance(run, dict):
-            errors.append(f"runs[{i}]: not an object")
-            continue
-        for key, typ in RUN_SCHEMA.items():
-            if key not in run:
-                errors.append(f"runs[{i}]: missing key {key!r}")
-            elif isinstance(run[key], bool) or not isinstance(run[key], typ):
-                errors.append(f"runs[{i}].{key}: expected {typ}, got {type(run[key]).__name__}")
-    return errors
-
-
-def history_csv_name(dataset, problem, method):
-    return f"{dataset}_{problem}_{method}.csv"
 
 
 def _claim(objective, initial, constraint, epsilon, kappa):
@@ -176,55 +92,6 @@ def spec_selection_text(factor=1.0):
             "diminishing E1/sqrt(T), ConEx / IPP-ConEx 1e-5")
 
 
-def write_history_csv(path, history, curve=None):
-    """History columns in recording order plus ``stationarity`` (empty where not measured).
-
-    Rows are the recorded iterations; a stationarity iteration that the history did not record (the
-    final :math:`x_T`) gets its own row with only ``iteration`` and ``stationarity``.
-    """
-    first = ["iteration", "time", "objective", "constraint", "max_violation"]
-    # Canonical order (IPP histories come with their columns in set order, which varies by process).
-    columns = [c for c in first if c in history] + sorted(c for c in history if c not in first and c != "stationarity")
-    rows = {int(it): i for i, it in enumerate(history.get("iteration", []))}
-    stat = {} if not curve else dict(zip(curve["iteration"], curve["value"]))
-    iters = sorted(set(rows) | set(stat))
-
-    def cell(v):
-        if v is None:
-            return ""
-        if isinstance(v, float) and not math.isfinite(v):
-            return "" if math.isnan(v) else repr(v)
-        return v
-
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(columns + ["stationarity"])
-        for it in iters:
-            i = rows.get(it)
-            vals = [cell(history[c][i]) if i is not None else "" for c in columns]
-            if i is None:
-                vals[columns.index("iteration")] = it
-            w.writerow(vals + [cell(stat.get(it))])
-
-
-def read_history_csv(path) -> dict:
-    """Columns of a history CSV as float arrays (non-numeric columns, e.g. ``step_kind``, as strings)."""
-    with open(path, newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader)
-        cols = [[] for _ in header]
-        for row in reader:
-            for c, v in zip(cols, row):
-                c.append(v)
-    out = {}
-    for name, values in zip(header, cols):
-        try:
-            out[name] = np.array([float(v) if v != "" else np.nan for v in values])
-        except ValueError:
-            out[name] = np.array(values)
-    return out
-
-
 SUMMARY_COLUMNS = ["dataset", "method", "params", "initial_objective", "objective", "constraint", "epsilon",
                    "stationarity", "wall_time_s", "n_iter", "status", "feasible", "selection", "meets_paper_claim"]
 
@@ -237,25 +104,17 @@ def summary_rows(doc) -> list:
     return [{c: (_params_text(r["params"]) if c == "params" else r.get(c)) for c in SUMMARY_COLUMNS} for r in doc["runs"]]
 
 
-def write_outputs(doc, out_dir, winners, reruns):
-    """History CSVs (one per run), summary.csv and results.json into ``out_dir``."""
+def write_outputs(doc, out_dir, winners):
+    """History CSVs (one per run), ``summary.csv`` and ``results.json`` into ``out_dir``.
+
+    ``winners`` maps (dataset, method) to the selected grid point's record (its history).
+    """
     out = Path(out_dir)
     for run in doc["runs"]:
         rec = winners[(run["dataset"], run["method"])]
         write_history_csv(out / run["history_csv"], rec["history"], run.get("stationarity_curve"))
-    with open(out / "summary.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=SUMMARY_COLUMNS)
-        w.writeheader()
-        for row in summary_rows(doc):
-            w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    write_csv(out / "summary.csv", SUMMARY_COLUMNS, summary_rows(doc))
     write_results_json(doc, out)
-
-
-def write_results_json(doc, out_dir):
-    errors = validate_results(doc)
-    if errors:  # a bug of this module, never a user error
-        raise RuntimeError("results.json does not match the schema: " + "; ".join(errors))
-    Path(out_dir, "results.json").write_text(json.dumps(_jsonable(doc), indent=1))
 
 
 def format_table(doc) -> str:
@@ -265,7 +124,7 @@ def format_table(doc) -> str:
 
     head = (f"{'dataset':<8} {'method':<16} {'selected params':<38} {'f(w_ERM) -> f(x_T)':>20} {'g(x_T)':>10} "
             f"{'eps':>8} {'stat.':>8} {'time s':>7} claim")
-    lines = [f"{doc['experiment']} ({'quick' if doc['quick'] else 'full'}; seed {doc.get('seed')})", head, "-" * len(head)]
+    lines = []
     for r in doc["runs"]:
         params = _params_text(r["params"])
         lines.append(f"{r['dataset']:<8} {r['method']:<16} {params[:38]:<38} "
@@ -273,5 +132,5 @@ def format_table(doc) -> str:
                      f"{g(r['epsilon'], '8.1e')} {g(r['stationarity'], '8.2e')} {r['wall_time_s']:>7.1f} "
                      f"{'yes' if r['meets_paper_claim'] else 'NO'}{'' if r['feasible'] else ' (infeasible pick)'}")
     n_ok = sum(r["meets_paper_claim"] for r in doc["runs"])
-    lines.append(f"{n_ok}/{len(doc['runs'])} runs meet the paper's claim ({doc.get('claim_rule', '')})")
-    return "\n".join(lines)
+    return ruled_table(f"{doc['experiment']} ({'quick' if doc['quick'] else 'full'}; seed {doc.get('seed')})", head,
+                       lines, f"{n_ok}/{len(doc['runs'])} runs meet the paper's claim ({doc.get('claim_rule', '')})")

@@ -5,6 +5,9 @@ r"""Table 2 of Liu & Xu [LX25] (copied from the paper), our table beside it, Fig
 from __future__ import annotations
 
 import math
+from pathlib import Path
+
+from ._writer import pyplot, save_figure
 
 __all__ = ["PAPER", "MEASURES", "METHOD_LABELS", "format_table2", "plot_figures"]
 
@@ -67,14 +70,9 @@ def format_table2(runs) -> str:
 def plot_figures(runs, histories, out_dir):
     """Figure 1 (3S-Econ-D vs the deterministic baselines: FV, CVio, SVio vs DP(g)) and Figure 2
     (3S-Econ-D vs -S: FV and CVio vs DP(g)); returns the written paths (none without matplotlib)."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot(required=False)
+    if plt is None:
         return []
-    from pathlib import Path
-
     keys = sorted({(r["problem_key"], r["dataset"]) for r in runs}, key=lambda k: (k[0], k[1] != "a9a"))
 
     def panel(ax, key, column, label, methods):
@@ -99,10 +97,7 @@ def plot_figures(runs, histories, out_dir):
         axes[0, 0].legend(fontsize=7)
         fig.suptitle(title, fontsize=11)
         fig.tight_layout()
-        path = Path(out_dir) / name
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return path
+        return save_figure(fig, Path(out_dir) / name, dpi=100)
 
     columns = (("objective", "FV"), ("max_violation", "CVio"), ("svio", "SVio"))
     fig, axes = plt.subplots(len(keys), 3, figsize=(13, 3.1 * len(keys)), squeeze=False)

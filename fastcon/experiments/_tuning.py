@@ -1,19 +1,18 @@
-r"""Grid search, the paper's selection rule, and the driver shared by the experiments of Huang & Lin [HL23].
+r"""Grid search, the paper's selection rule and one solver run of the experiments of Huang & Lin [HL23].
 
 One experiment module (`ssg_roc`, `ssg_wasserstein`) describes *what* is run: datasets, how a
-problem is built, the hyperparameter grids, iteration budgets. This module runs it:
+problem is built, the hyperparameter grids, iteration budgets. `fastcon.experiments._hl23` turns it
+into tasks for the shared driver (`fastcon.experiments._runner`); this module holds what a task
+needs:
 
-1. build each dataset's problem once in the parent (ERM, :math:`\kappa`, radius, :math:`w_{ERM}`);
-2. run every grid point of every method (:func:`run_tasks`, optionally in ``jobs`` processes),
-   saving each finished run at once (`fastcon.experiments._checkpoint`, for ``resume``);
-3. pick one configuration per (dataset, method) with :func:`select_config` (the tuning rule below);
-4. re-run each winner, as soon as its method's grid is complete and in the same process pool, with
-   a near-stationarity tracker (:class:`StationarityTracker`), which measures
-   :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` at about ``n_stationarity`` equally spaced iterations
-   with one fixed :math:`\hat\rho` per problem for all methods (grid points run longest first when
-   the experiment module defines ``relative_cost(meta, method)``);
-5. hand everything to `fastcon.experiments._report` (results.json, CSVs, table) and
-   `fastcon.experiments._figure` (the Figure 1 panels).
+1. each dataset's problem is built once per process (:func:`register_bundle` lets the parent's
+   own build be reused; ERM, :math:`\kappa`, radius, :math:`w_{ERM}`);
+2. :func:`execute_task` runs one grid point of one method (:func:`solve_method`) and returns a
+   plain record;
+3. :func:`select_config` picks one configuration per (dataset, method) (the tuning rule below);
+4. the winner is re-run with a near-stationarity tracker (:class:`StationarityTracker`), which
+   measures :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` at about ``n_stationarity`` equally spaced
+   iterations with one fixed :math:`\hat\rho` per problem for all methods.
 
 **Tuning rule** ([HL23] §6.1-6.2: "the smallest objective value after N iterations"; the paper does
 not say how infeasible runs are treated; see docs/references.md). Among the runs of one method on one dataset,
@@ -37,31 +36,29 @@ not say how infeasible runs are treated; see docs/references.md). Among the runs
 (the figure plots the trajectory, not the random output of Algorithm 1), IPP returns
 its last outer iterate.
 
-**Threads.** Every solve runs with one numba thread (the driver sets ``numba.set_num_threads(1)`` for
-the duration of the experiment and restores the previous value; workers do the same), and
-parallelism comes from ``jobs`` processes. Measured on the 2-core machine under load: with numba's
-OpenMP layer and 2 threads, the idle worker thread spin-waits between the many small parallel
-kernels of an iteration and starves the NumPy work of the main thread (german IPP-ConEx, 500
-iterations: 4.1 s with 2 threads, 0.2 s with 1); the large a9a passes run as fast with 1 thread.
+**Threads.** Every solve runs with one numba thread and one BLAS thread (`fastcon.experiments._runner`);
+parallelism comes from ``jobs`` processes.
 
 **Reproducibility.** Every run's seed is a fixed function of the experiment seed, the dataset and
 the method (not of the grid point, nor of ``jobs``): all grid points of a method see the same
 minibatch streams, and the worker processes compute exactly what the parent would (the numba kernels
-are bit-identical for any thread count; workers use one numba thread each to avoid
-oversubscription). Results therefore do not depend on ``jobs``.
+are bit-identical for any thread count). Results therefore do not depend on ``jobs``.
 """
 from __future__ import annotations
 
-import importlib
 import itertools
 import math
-import sys
 import time
 
 import numpy as np
 
+from ..metrics import near_stationarity
+from ..solvers import inverse_linear, inverse_sqrt, linear, prox_weights_to_steps, proximal_point
+from ..solvers.conex import _conex as conex  # the implementation behind conex: it takes record_problem
+from ..solvers.switching import _switching_subgradient as switching_subgradient  # likewise
+
 __all__ = ["select_config", "expand_grid", "method_seed", "EPS_REF", "VIOLATION_FLOOR_REL", "StationarityTracker",
-           "solve_method", "run_tasks", "run_paper_experiment", "METHODS"]
+           "solve_method", "execute_task", "register_bundle", "feasibility_threshold", "CHECKPOINT_FIELDS", "METHODS"]
 
 #: Tolerance used for the feasibility filter of methods without a switching tolerance (ConEx, IPP-ConEx).
 EPS_REF = 1e-5
@@ -144,8 +141,6 @@ class StationarityTracker:
     """
 
     def __init__(self, problem, iterations, rho_hat, mu, max_iter, tol, seed=0):
-        from ..metrics import near_stationarity
-
         self._ns = near_stationarity
         self.problem, self.due = problem, set(int(i) for i in iterations)
         self.rho_hat, self.mu, self.max_iter, self.tol, self.seed = float(rho_hat), float(mu), int(max_iter), float(tol), seed
@@ -235,11 +230,6 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
     the history records when ``problem``'s objective oracle is stochastic (IPP records the values of
     ``problem`` itself, i.e. its terms' ``value``).
     """
-    from ..solvers import inverse_linear, inverse_sqrt, linear, prox_weights_to_steps, proximal_point
-    # the implementations behind switching_subgradient/conex: they take record_problem
-    from ..solvers.conex import _conex as conex
-    from ..solvers.switching import _switching_subgradient as switching_subgradient
-
     oracle = dict(oracle or {})
     cb = tracker.step_callback() if tracker is not None else None
     common = dict(seed=seed, record_every=record_every)
@@ -281,23 +271,29 @@ def _theta_k(k):
 
 
 # ------------------------------------------------------------------------------- task execution
+#: The task fields that determine a record (the checkpoint key): never the data folder, the
+#: download setting, the ERM object (computed from the others) nor the builder function.
+CHECKPOINT_FIELDS = ("module", "dataset", "build", "seed", "method", "params", "grid_index", "run_seed", "run",
+                     "stationarity")
 _BUNDLES = {}
 
 
+def _bundle_key(task):
+    return task["module"], task["dataset"], task["seed"], task["data_home"], repr(sorted(task["build"].items()))
+
+
 def _bundle(task):
-    """The problem of a task, built once per process (keyed by experiment, dataset and build options)."""
-    key = (task["module"], task["dataset"], task["seed"], task["data_home"], repr(sorted(task["build"].items())))
+    """The problem of a task, built once per process by the experiment's ``task["builder"]``."""
+    key = _bundle_key(task)
     if key not in _BUNDLES:
-        spec = importlib.import_module(task["module"])
-        _BUNDLES[key] = spec.build(task["dataset"], task["build"], task["data_home"], task["seed"], erm=task["erm"],
-                                   download=task.get("download"))
+        _BUNDLES[key] = task["builder"](task["dataset"], task["build"], task["data_home"], task["seed"],
+                                        erm=task["erm"], download=task.get("download"))
     return _BUNDLES[key]
 
 
 def register_bundle(task, bundle):
     """Let the parent reuse the bundle it built (tasks run in-process then skip the rebuild)."""
-    key = (task["module"], task["dataset"], task["seed"], task["data_home"], repr(sorted(task["build"].items())))
-    _BUNDLES[key] = bundle
+    _BUNDLES[_bundle_key(task)] = bundle
 
 
 def execute_task(task):
@@ -340,234 +336,3 @@ def execute_task(task):
         rec["stationarity_curve"] = tracker.curve()
         rec["stationarity_time_s"] = tracker.time_s
     return rec
-
-
-def _init_worker():
-    try:
-        import numba
-
-        numba.set_num_threads(1)
-    except Exception:  # pragma: no cover - numba is a hard dependency; be lenient in workers
-        pass
-
-
-def run_tasks(tasks, jobs=1, on_done=None, checkpoints=None, follow_up=None):
-    """Execute ``tasks`` (one at a time when ``jobs`` is 1, else in a process pool).
-
-    Returns ``(all_tasks, records)``: ``tasks`` followed by the tasks ``follow_up`` added, and their
-    records in that order. ``on_done(task, record)`` is called as each task finishes (progress
-    lines). With ``checkpoints`` (a `fastcon.experiments._checkpoint.TaskCheckpoints`), every
-    finished record is saved at once, and records it loads (``resume``) replace their tasks' runs.
-
-    Ctrl-C stops the workers at once (`fastcon.experiments._pool`); the records finished before it
-    are in ``checkpoints``.
-
-    ``follow_up(task, record)``, called for every record (run or loaded), returns tasks to add; they
-    go to the **front** of the queue. The driver uses it to start a (dataset, method)'s
-    near-stationarity re-run as soon as that method's last grid point ends, instead of after the
-    whole grid: the re-runs are the longest single tasks (COMPAS static SSG: 881 s against a
-    36 s grid point), and started last they ran with one core idle. At most ``jobs`` tasks are in
-    the pool at a time so that an added task overtakes the waiting ones. Every task carries its
-    own seed and builds its own problem instance, so the order changes no number.
-    """
-    from collections import deque
-
-    all_tasks, results, queue = [], [], deque()
-
-    def completed(i, record, fresh):
-        results[i] = record
-        if fresh and checkpoints is not None:
-            checkpoints.save(all_tasks[i], record)
-        if fresh and on_done is not None:
-            on_done(all_tasks[i], record)
-        if follow_up is not None:
-            add(follow_up(all_tasks[i], record) or [], front=True)
-
-    def add(new_tasks, front=False):
-        fresh = []
-        for task in new_tasks:
-            all_tasks.append(task)
-            results.append(None)
-            fresh.append(len(all_tasks) - 1)
-        waiting = []
-        for i in fresh:
-            record = None if checkpoints is None else checkpoints.load(all_tasks[i])
-            if record is None:
-                waiting.append(i)
-            else:
-                completed(i, record, fresh=False)
-        if front:
-            queue.extendleft(reversed(waiting))
-        else:
-            queue.extend(waiting)
-
-    add(tasks)
-    if int(jobs) <= 1:
-        while queue:
-            i = queue.popleft()
-            completed(i, execute_task(all_tasks[i]), fresh=True)
-        return all_tasks, results
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    from ._pool import WorkerPool
-
-    # On Ctrl-C (or any error) the pool terminates its workers; records finished so far are saved.
-    with WorkerPool(jobs, initializer=_init_worker) as pool:
-        running = {}
-        while queue or running:
-            while queue and len(running) < int(jobs):
-                i = queue.popleft()
-                running[pool.submit(execute_task, all_tasks[i])] = i
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in done:
-                completed(running.pop(fut), fut.result(), fresh=True)
-    return all_tasks, results
-
-
-# ------------------------------------------------------------------------------- the driver
-def _log(verbose, msg):
-    if verbose:
-        print(msg, file=sys.stderr, flush=True)
-
-
-def _fmt_params(params):
-    return ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in params.items())
-
-
-def run_paper_experiment(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
-                         resume=False, download=None, **overrides):
-    """Run one experiment module end to end and write its outputs; returns the results.json dict.
-
-    ``spec`` is the experiment module (`ssg_roc` or `ssg_wasserstein`); ``overrides`` replace entries
-    of its configuration (``spec.config(quick)``), e.g. ``datasets=("compas",)``, ``max_iter=60``
-    (tests use them for a smaller-than-quick run). Every finished run is checkpointed in
-    ``out_dir/checkpoints`` until the outputs are written; ``resume=True`` reuses the checkpoints
-    of an interrupted run with the same settings (`fastcon.experiments._checkpoint`); Ctrl-C raises
-    `fastcon.experiments._checkpoint.ExperimentInterrupted`, which says how many runs are saved.
-    ``download`` is passed to `fastcon.datasets.load` (missing files are fetched, or an error).
-    """
-    import numba
-
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)  # see "Threads" in the module docstring
-    try:
-        return _run(spec, quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs, verbose=verbose,
-                    resume=resume, download=download, **overrides)
-    finally:
-        numba.set_num_threads(previous)
-
-
-def _run(spec, *, quick, out_dir, data_home, seed, jobs, verbose, resume, download, **overrides):
-    from . import _report
-    from ._checkpoint import ExperimentInterrupted, TaskCheckpoints
-
-    t_start = time.perf_counter()
-    cfg = _report.apply_overrides(spec.config(quick), overrides)
-    out = _report.output_folder(spec.NAME, quick, out_dir)
-    checkpoints = TaskCheckpoints(out / "checkpoints", resume=resume)
-    try:
-        return _run_checkpointed(spec, cfg, out, checkpoints, t_start=t_start, quick=quick, data_home=data_home,
-                                 seed=seed, jobs=jobs, verbose=verbose, download=download)
-    except ExperimentInterrupted:
-        raise
-    except KeyboardInterrupt:
-        # One line for the user instead of a traceback: what is saved and how to go on.
-        raise ExperimentInterrupted(checkpoints.interrupted_message()) from None
-
-
-def _run_checkpointed(spec, cfg, out, checkpoints, *, t_start, quick, data_home, seed, jobs, verbose, download):
-    from . import _figure, _report
-
-    data_home = None if data_home is None else str(data_home)
-    run_cfg = spec.run_options(cfg)
-    grids = {m: expand_grid(g, cfg["grid"]) for m, g in spec.GRIDS.items() if m in cfg["methods"]}
-    _log(verbose, f"[{spec.NAME}] {'quick' if quick else 'full'} run: datasets {', '.join(cfg['datasets'])}; "
-                  f"T = {run_cfg['max_iter']}; {sum(len(g) for g in grids.values())} configurations per dataset; "
-                  f"jobs = {jobs}; output {out}")
-
-    datasets_meta, tasks, bundles = {}, [], {}
-    for di, name in enumerate(cfg["datasets"]):
-        t0 = time.perf_counter()
-        bundle = spec.build(name, spec.build_options(cfg), data_home, seed, download=download)
-        bundles[name] = bundle
-        meta = bundle["meta"]
-        datasets_meta[name] = meta
-        _log(verbose, f"[{spec.NAME}] {name}: problem built in {time.perf_counter() - t0:.1f} s "
-                      f"(L* = {meta['L_star']:.5g}, kappa = {meta['kappa']:.3g}, f(x0) = {meta['initial_objective']:.5g})")
-        for method, points in grids.items():
-            for gi, params in enumerate(points):
-                task = {"module": spec.__name__, "dataset": name, "build": spec.build_options(cfg),
-                        "data_home": data_home, "download": download, "seed": int(seed), "erm": bundle["erm"],
-                        "method": method, "params": params, "grid_index": gi, "run_seed": method_seed(seed, di, method),
-                        "run": run_cfg, "stationarity": None}
-                register_bundle(task, bundle)
-                tasks.append(task)
-
-    n_grid = len(tasks)
-    n_rerun = len(cfg["datasets"]) * len(grids) if cfg["n_stationarity"] > 0 else 0
-    checkpoints.total = n_grid + n_rerun
-
-    def progress(task, rec):  # resumed runs count as done (`follow_up` has seen them)
-        if task.get("stationarity"):
-            curve = rec["stationarity_curve"]["value"]
-            _log(verbose, f"[{spec.NAME}] stationarity {len(curves) + 1}/{n_rerun} {rec['dataset']} {rec['method']}: "
-                          f"{len(curve)} points, final {curve[-1] if curve else float('nan'):.3g} "
-                          f"({rec['stationarity_time_s']:.1f} s)")
-        else:
-            done = sum(len(group) for group in group_records.values()) + 1
-            _log(verbose, f"[{spec.NAME}] {done}/{n_grid} {rec['dataset']} {rec['method']} ({_fmt_params(rec['params'])}): "
-                          f"f = {rec['objective']:.5g}, g = {rec['constraint']:.3g}, {rec['wall_time_s']:.1f} s")
-
-    # Selection as soon as a method's grid is complete, then its winner's re-run with the
-    # stationarity tracker (`run_tasks`, ``follow_up``).
-    group_tasks, group_records, selection, curves = {}, {}, {}, {}
-    for task in tasks:
-        group_tasks.setdefault((task["dataset"], task["method"]), []).append(task)
-
-    def follow_up(task, rec):
-        key = (task["dataset"], task["method"])
-        if task.get("stationarity"):
-            curves[key] = rec
-            return []
-        group_records.setdefault(key, []).append(rec)
-        group = group_records[key]
-        if len(group) < len(group_tasks[key]):
-            return []
-        group.sort(key=lambda r: r["grid_index"])  # ties go to the first in grid order
-        idx, reason = select_config(group, datasets_meta[key[0]]["kappa"], cfg["feasibility_factor"])
-        selection[key] = (group, idx, reason)
-        if cfg["n_stationarity"] <= 0:
-            return []
-        winner = next(t for t in group_tasks[key] if t["grid_index"] == group[idx]["grid_index"])
-        return [dict(winner, stationarity={"n_points": cfg["n_stationarity"], "max_iter": cfg["stationarity_iter"],
-                                           "tol": cfg["stationarity_tol"]})]
-
-    # Longest tasks first (`spec.relative_cost`), so that the last to finish are short ones.
-    cost = getattr(spec, "relative_cost", None)
-    if cost is not None:
-        order = {name: i for i, name in enumerate(cfg["datasets"])}
-        tasks.sort(key=lambda t: (-cost(datasets_meta[t["dataset"]], t["method"]), order[t["dataset"]],
-                                  METHODS.index(t["method"]), t["grid_index"]))
-    t_run = time.perf_counter()
-    run_tasks(tasks, jobs, progress, checkpoints, follow_up)
-    run_time = time.perf_counter() - t_run
-    if checkpoints.loaded:
-        _log(verbose, f"[{spec.NAME}] resumed {checkpoints.loaded} of {n_grid + n_rerun} runs from {checkpoints.folder}")
-    selected = [(name, method) + selection[(name, method)] for name in cfg["datasets"] for method in grids]
-
-    doc = _report.build_results(spec, cfg, run_cfg, quick=quick, seed=seed, jobs=jobs, datasets_meta=datasets_meta,
-                                selected=selected, reruns=curves)
-    # With resumed runs the wall times cover this invocation only; each run's own time is in its record.
-    doc["timing"] = {"runs_wall_time_s": run_time, "total_wall_time_s": time.perf_counter() - t_start,
-                     "resumed_runs": checkpoints.loaded}
-    _report.write_outputs(doc, out, {(n, m): group[idx] for n, m, group, idx, _ in selected}, curves)
-    _figure.plot_figure([out], out / spec.FIGURE, title=spec.TITLE)
-    doc["timing"]["total_wall_time_s"] = time.perf_counter() - t_start
-    _report.write_results_json(doc, out)
-    checkpoints.clear()
-    table = _report.format_table(doc)
-    if verbose:
-        print(table, flush=True)
-    _log(verbose, f"[{spec.NAME}] wrote {out / 'results.json'}, {out / 'summary.csv'}, {out / spec.FIGURE} "
-                  f"in {doc['timing']['total_wall_time_s']:.1f} s")
-    return doc

@@ -52,10 +52,9 @@ the LIBSVM file (fastcon's choice).
   form), not projected. It runs for the same time as IQRC on that dataset
   (``baseline_time_factor`` x IQRC's algorithm time) or until its own stopping test.
 
-**Time axis.** Figure 1 plots CPU time. Every method runs in this process on one thread (numba
-kernels are serial, BLAS is limited to one thread with ``threadpoolctl`` when it is installed;
-a multi-threaded BLAS on a busy two-core machine was measured 25x slower on these sizes), and the
-curves use each solver's algorithm clock (``time`` columns: elapsed time minus the history
+**Time axis.** Figure 1 plots CPU time. Every method runs in this process on one thread (one numba
+and one BLAS thread, `fastcon.experiments._runner`; a multi-threaded BLAS on a busy two-core
+machine was measured 25x slower on these sizes), and the curves use each solver's algorithm clock (``time`` columns: elapsed time minus the history
 evaluations); for this single-threaded work it matches the CPU time (``process_time`` and the
 wall clock agreed within 1% in the runs above). ``cpu_time_s`` (``process_time``, history
 evaluations included) is recorded beside ``wall_time_s``.
@@ -99,16 +98,23 @@ all rows).
 """
 from __future__ import annotations
 
-import contextlib
-import csv
 import math
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
+from .._results import _jsonable
+from .._version import __version__
+from ..datasets import Dataset, load
+from ..datasets._registry import get_spec
+from ..problems import multiclass_neyman_pearson
+from ..solvers import iqrc
 from ..solvers._validation import check_count
+from ..solvers.exact_penalty import exact_penalty_trust_region
+from ._runner import drive
+from ._writer import (history_csv_name, pyplot, ruled_table, save_figure, write_csv, write_history_csv,
+                      write_results_json)
 
 NAME = "iqrc-mnpc"
 PAPER = ("Ma, Lin & Yang [MLY20], Quadratically regularized subgradient methods for weakly convex optimization "
@@ -147,7 +153,9 @@ def config(quick=False) -> dict:
     return cfg
 
 
-def _check_config(cfg):
+def check_config(cfg):
+    """The driver's hook: ValueError naming the first bad entry of ``cfg`` (``datasets`` made a tuple)."""
+    cfg["datasets"] = tuple(cfg["datasets"])
     unknown = [d for d in cfg["datasets"] if d not in DATASETS]
     if unknown or not cfg["datasets"]:
         raise ValueError(f"datasets: expected a non-empty subset of {DATASETS}, got {cfg['datasets']!r}")
@@ -220,8 +228,6 @@ def load_data(dataset, cfg, data_home=None, seed=0, download=None):
     fastcon.Dataset
         Dense, labels 0..C-1.
     """
-    from ..datasets import Dataset, load
-
     ds = load(dataset, data_home=data_home, subset="train", download=download)  # segment has no test file: all rows
     X, y = ds.X, ds.y
     if dataset == "pendigits" and cfg["pendigits_scale"] == "raw":
@@ -266,9 +272,6 @@ def build(dataset, cfg, data_home=None, seed=0, download=None) -> dict:
         ``problem`` the `ConstrainedProblem`, ``data`` the `Dataset`, ``meta`` a JSON-ready summary
         (sizes, levels, scaling, :math:`f(x_0)`, :math:`g(x_0)`, the :math:`\rho` bound).
     """
-    from ..datasets._registry import get_spec
-    from ..problems import multiclass_neyman_pearson
-
     data = load_data(dataset, cfg, data_home, seed, download=download)
     C = int(data.y.max()) + 1
     r = (C - 1) / 2.0
@@ -297,30 +300,6 @@ def build(dataset, cfg, data_home=None, seed=0, download=None) -> dict:
 
 
 # ------------------------------------------------------------------------------ runs
-@contextlib.contextmanager
-def single_thread():
-    """Run numba and BLAS on one thread inside the block (restored afterwards).
-
-    BLAS is limited through ``threadpoolctl`` when it is installed (it ships with scikit-learn);
-    without it the block only sets numba's thread count.
-    """
-    import numba
-
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:  # pragma: no cover - threadpoolctl comes with the test extras
-            limits = contextlib.nullcontext()
-        else:
-            limits = threadpool_limits(limits=1)
-        with limits:
-            yield
-    finally:
-        numba.set_num_threads(before)
-
-
 def row_norms(iterates, n_classes) -> np.ndarray:
     """:math:`\\max_c \\|w_c\\|_2` of every iterate (rows of ``iterates``, each ``vec(W)``)."""
     W = np.asarray(iterates, dtype=np.float64).reshape(len(iterates), n_classes, -1)
@@ -333,8 +312,6 @@ def run_iqrc(bundle, cfg, dataset, seed=0) -> dict:
     ``outer`` is ``info["outer_history"]`` plus ``max_row_norm`` (:math:`\\max_c\\|w_c\\|` of each
     :math:`x_t`); ``inner`` is the concatenated inner history.
     """
-    from ..solvers import iqrc
-
     problem, meta = bundle["problem"], bundle["meta"]
     T, K = _outer_iter(cfg, dataset), int(cfg["inner_iter"])
     record_every = max(1, min(int(cfg["record_every"]), K))
@@ -360,8 +337,6 @@ def run_exact_penalty(bundle, cfg, dataset, time_budget, seed=0) -> dict:
     is the solver's (row k at :math:`x_k`) plus a final row at the returned point, so its last
     row holds the final objective and infeasibility.
     """
-    from ..solvers.exact_penalty import exact_penalty_trust_region
-
     problem = bundle["problem"]
     xi = STEERING[dataset]
     params = {"steering": xi, "penalty": 1.0 / xi, "penalty_increase": 100.0, "penalty_update": cfg["penalty_update"],
@@ -463,11 +438,8 @@ def plot_figure(curves, datasets, meta, out_dir, infeasibility):
     Path or None
         None when matplotlib is missing.
     """
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot(required=False)
+    if plt is None:
         return None
     # An outer (or baseline) iterate is the method's answer until the next one: step curves.
     style = {"iqrc_outer": dict(color="tab:red", marker="o", ms=4, lw=1.6, drawstyle="steps-post",
@@ -504,10 +476,7 @@ def plot_figure(curves, datasets, meta, out_dir, infeasibility):
     axes[0, 1].set_title(f"dashed: {infeasibility:g}; dotted: IQRC threshold", fontsize=9)
     fig.suptitle("Ma, Lin & Yang [MLY20] Figure 1: mNPC, IQRC vs exact penalty", fontsize=11)
     fig.tight_layout()
-    path = Path(out_dir) / "figure1_iqrc.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, out_dir / "figure1_iqrc.png", dpi=110)
 
 
 def _fmt(value, spec):
@@ -520,9 +489,10 @@ def format_table(doc) -> str:
     infeas = doc["config"]["target_infeasibility"]
     head = (f"{'dataset':<10} {'method':<14} {'iters':>7} {'time s':>8} {'f(x0) -> f(final)':>22} "
             f"{'infeas.':>9} {'level L':>10} {'t(L) s':>8}")
-    lines = [f"{doc['experiment']} ({'quick' if doc['quick'] else 'full'}; seed {doc['seed']}); level L = worse final "
+    title = (f"{doc['experiment']} ({'quick' if doc['quick'] else 'full'}; seed {doc['seed']}); level L = worse final "
              f"objective of iqrc_outer / exact_penalty among those ending with infeasibility <= {infeas:g}; t(L) = "
-             f"first time with objective <= L and infeasibility <= {infeas:g}", head, "-" * len(head)]
+             f"first time with objective <= L and infeasibility <= {infeas:g}")
+    lines = []
     for r in rows:
         lines.append(f"{r['dataset']:<10} {r['method']:<14} {r['n_iter']:>7d} {r['time_s']:>8.2f} "
                      f"{r['initial_objective']:>9.4g} -> {r['objective']:>9.4g} {r['infeasibility']:>9.2e} "
@@ -532,23 +502,143 @@ def format_table(doc) -> str:
         claims.append(f"{d} {'yes' if c['claim'] else 'NO'} (max_t>=1 g(x_t) {c['max_outer_constraint']:.3g}, "
                       f"max ||w_c|| {c['max_row_norm']:.6g})")
     threshold = doc["runs"][0]["params"].get("switching_threshold") if doc["runs"] else None
-    lines.append(f"IQRC below f(x0) with every outer iterate g(x_t) <= {_fmt(threshold, 'g')} and in X: "
-                 + "; ".join(claims))
-    return "\n".join(lines)
-
-
-def _write_summary_csv(rows, path):
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=SUMMARY_COLUMNS)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in SUMMARY_COLUMNS})
+    return ruled_table(title, head, lines, f"IQRC below f(x0) with every outer iterate g(x_t) <= {_fmt(threshold, 'g')} "
+                                           "and in X: " + "; ".join(claims))
 
 
 # ------------------------------------------------------------------------------ driver
 def data_needed(cfg) -> list:
     """``(dataset, subset)`` pairs the configuration ``cfg`` loads (checked before computing)."""
     return [(d, "train") for d in cfg["datasets"]]
+
+
+#: The runs are timed against each other (the baseline gets IQRC's time): one process, one at a time.
+MAX_JOBS = 1
+
+
+def tasks(session) -> list:
+    """The driver's hook: one task per dataset (IQRC, then the baseline for IQRC's time)."""
+    session.log(f"{'quick' if session.quick else 'full'} run on {', '.join(session.cfg['datasets'])}; "
+                f"output {session.out}")
+    return [{"dataset": d, "cfg": session.cfg, "data_home": session.data_home, "seed": session.seed,
+             "download": session.download} for d in session.cfg["datasets"]]
+
+
+def _run_summary(res):
+    """What the outputs read of a `SolveResult` (records stay plain dicts)."""
+    return {"status": res.status, "n_iter": int(res.n_iter), "objective": res.objective,
+            "max_violation": res.max_violation, "message": res.message,
+            "data_passes_f": res.counters["data_passes_f"], "data_passes_g": res.counters["data_passes_g"],
+            "lp_solves": res.counters.get("lp_solves"), "info": res.info}
+
+
+def execute(task) -> dict:
+    """The driver's hook: build one dataset's problem, run IQRC and the exact-penalty baseline."""
+    d, cfg, seed = task["dataset"], task["cfg"], task["seed"]
+    bundle = build(d, cfg, task["data_home"], seed, download=task["download"])
+    meta = bundle["meta"]
+    iq = run_iqrc(bundle, cfg, d, seed)
+    meta["switching_threshold"] = iq["params"]["switching_threshold"]
+    budget = float(cfg["baseline_time_factor"]) * float(iq["outer"]["time"][-1])
+    ep = run_exact_penalty(bundle, cfg, d, budget, seed)
+    iq["result"], ep["result"] = _run_summary(iq["result"]), _run_summary(ep["result"])
+    return {"dataset": d, "meta": meta, "iqrc": iq, "exact_penalty": ep}
+
+
+def on_done(session, task, rec) -> None:
+    """The driver's hook: the dataset's problem, IQRC's and the baseline's final values."""
+    d, meta, iq, ep = rec["dataset"], rec["meta"], rec["iqrc"], rec["exact_penalty"]
+    session.log(f"{d}: {meta['n']} x {meta['d']}, C = {meta['n_classes']}, r = {meta['r']:g}, "
+                f"f(0) = {meta['initial_objective']:.6g}, g(0) = {meta['initial_constraint']:.3g}, "
+                f"rho bound {meta['rho_upper_bound']:.3g} (rho_hat = {session.cfg['rho_hat']:g})")
+    session.log(f"{d}: IQRC {iq['params']['outer_iter']} x {iq['params']['inner_iter']}: "
+                f"f = {iq['outer']['objective'][-1]:.6g}, g = {iq['outer']['constraint'][-1]:.3g}, "
+                f"{float(iq['outer']['time'][-1]):.1f} s")
+    session.log(f"{d}: exact penalty {ep['result']['n_iter']} iterations ({ep['status']}): "
+                f"f = {ep['result']['objective']:.6g}, infeasibility = {ep['result']['max_violation']:.3g}, "
+                f"{ep['history']['time'][-1]:.1f} s")
+
+
+def write(session, all_tasks, records) -> dict:
+    """The driver's hook: results.json, the history CSVs, summary.csv/.txt and the figure; returns the doc."""
+    cfg, out = session.cfg, session.out
+    infeas = float(cfg["target_infeasibility"])
+    runs, curves, metas, summary, claims = [], {}, {}, [], {}
+    for rec in records:
+        d, meta, iq, ep = rec["dataset"], rec["meta"], rec["iqrc"], rec["exact_penalty"]
+        res, ep_res = iq["result"], ep["result"]
+        curves[(d, "iqrc_outer")] = iq["outer"]
+        curves[(d, "iqrc_inner")] = iq["inner"]
+        curves[(d, "exact_penalty")] = ep["history"]
+        finals = {m: (float(curves[(d, m)]["objective"][-1]), float(curves[(d, m)]["max_violation"][-1]))
+                  for m in ("iqrc_outer", "exact_penalty")}
+        level = target_level(finals, infeas)
+        claim = iqrc_claim(iq["outer"], meta["initial_objective"], iq["params"]["switching_threshold"], meta["radius"])
+        claims[d] = claim
+        passes = {"iqrc": (res["data_passes_f"], res["data_passes_g"]),
+                  "ep": (ep_res["data_passes_f"], ep_res["data_passes_g"])}
+        entries = {
+            "iqrc_outer": dict(params=iq["params"], status=res["status"], n_iter=iq["params"]["outer_iter"],
+                               wall_time_s=iq["wall_time_s"], cpu_time_s=iq["cpu_time_s"], passes=passes["iqrc"],
+                               extra={"inner_iterations": res["n_iter"], **claim,
+                                      "last_step_norm": float(iq["outer"]["step_norm"][-1]),
+                                      "phase_one": res["info"]["phase_one"]["status"], "message": res["message"]}),
+            "iqrc_inner": dict(params=iq["params"], status=res["status"], n_iter=res["n_iter"],
+                               wall_time_s=iq["wall_time_s"], cpu_time_s=iq["cpu_time_s"], passes=passes["iqrc"],
+                               extra={"final_point": "last recorded inner iterate",
+                                      "max_inner_violation": float(np.nanmax(iq["inner"]["max_violation"]))}),
+            "exact_penalty": dict(params=ep["params"], status=ep["status"], n_iter=ep_res["n_iter"],
+                                  wall_time_s=ep["wall_time_s"], cpu_time_s=ep["cpu_time_s"], passes=passes["ep"],
+                                  extra={"solver_status": ep_res["status"],
+                                         "stop_reason": ep_res["info"]["stop_reason"],
+                                         "final_penalty": float(ep_res["info"]["penalty"]),
+                                         "final_radius": float(ep_res["info"]["radius"]),
+                                         "lp_solves": int(ep_res["lp_solves"]),
+                                         "message": ep_res["message"]}),
+        }
+        for method in METHODS:
+            e, curve = entries[method], curves[(d, method)]
+            csv_name = history_csv_name(d, PROBLEM, method)
+            write_history_csv(out / csv_name, curve)
+            objective, violation = float(curve["objective"][-1]), float(curve["max_violation"][-1])
+            t_target = time_to_target(curve, level, infeas)
+            runs.append({"dataset": d, "problem": PROBLEM, "method": method, "params": e["params"],
+                         "status": e["status"], "n_iter": int(e["n_iter"]), "wall_time_s": e["wall_time_s"],
+                         "initial_objective": meta["initial_objective"], "objective": objective,
+                         "max_violation": violation, "stationarity": None,
+                         "data_passes_f": float(e["passes"][0]), "data_passes_g": float(e["passes"][1]),
+                         "history_csv": csv_name, "cpu_time_s": e["cpu_time_s"],
+                         "algorithm_time_s": float(curve["time"][-1]), "target_level": level,
+                         "time_to_target_s": t_target, **e["extra"]})
+            summary.append({"dataset": d, "method": method, "n_iter": int(e["n_iter"]),
+                            "time_s": float(curve["time"][-1]), "initial_objective": meta["initial_objective"],
+                            "objective": objective, "infeasibility": violation, "target_level": level,
+                            "time_to_target_s": t_target,
+                            "iqrc_claim": ("yes" if claim["claim"] else "no") if method == "iqrc_outer" else None})
+        metas[d] = meta
+
+    doc = {"experiment": NAME, "quick": session.quick, "fastcon_version": __version__,
+           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": runs, "seed": session.seed, "jobs": session.jobs,
+           "paper": PAPER, "problem": PROBLEM, "config": cfg, "datasets": metas, "summary": summary,
+           "iqrc_claim": claims,
+           "target_rule": (f"level L = max final objective over iqrc_outer and exact_penalty among those with final "
+                           f"infeasibility <= {infeas:g}; time_to_target = first recorded time with objective <= L "
+                           f"and infeasibility <= {infeas:g}"),
+           "claim_rule": ("iqrc_outer: final objective < f(x0), every outer iterate g(x_t) <= switching threshold "
+                          f"and max_c ||w_c|| <= radius (1 + {DOMAIN_SLACK:g})"),
+           "time_axis": "each solver's algorithm clock (elapsed minus history evaluations), one thread"}
+    doc = _jsonable(doc)
+    table = format_table(doc)
+    (out / "summary.txt").write_text(table + "\n")
+    write_csv(out / "summary.csv", SUMMARY_COLUMNS, doc["summary"])
+    plot_figure(curves, cfg["datasets"], metas, out, infeas)
+    doc["timing"] = {"total_wall_time_s": session.elapsed()}
+    write_results_json(doc, out)
+    if session.verbose:
+        print(table)
+    session.log(f"wrote {out / 'results.json'}, summary.csv/.txt, figure1_iqrc.png and {len(runs)} history CSVs in "
+                f"{session.elapsed():.1f} s")
+    return doc
 
 
 def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=None, **overrides):
@@ -564,7 +654,8 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     seed : int
         Seed of the quick subsample and of the solvers (both are deterministic).
     jobs : int
-        Accepted for the common signature; the runs are sequential, since their times are compared.
+        Accepted for the common signature; the runs are sequential (``MAX_JOBS``), since their times
+        are compared.
     verbose : bool
         Progress (stderr) and the summary table (stdout).
     download : bool or None
@@ -577,114 +668,5 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     -------
     dict
     """
-    from .._results import _jsonable
-    from .._version import __version__
-    from . import _report
-
-    def log(msg):
-        if verbose:
-            print(msg, file=sys.stderr, flush=True)
-
-    t_start = time.perf_counter()
-    cfg = _report.apply_overrides(config(quick), overrides)
-    cfg["datasets"] = tuple(cfg["datasets"])
-    _check_config(cfg)
-    out = _report.output_folder(NAME, quick, out_dir)
-    data_home = None if data_home is None else str(data_home)
-    infeas = float(cfg["target_infeasibility"])
-    log(f"[{NAME}] {'quick' if quick else 'full'} run on {', '.join(cfg['datasets'])}; output {out}")
-
-    runs, curves, metas, summary, claims = [], {}, {}, [], {}
-    with single_thread():
-        for d in cfg["datasets"]:
-            bundle = build(d, cfg, data_home, seed, download=download)
-            meta = bundle["meta"]
-            log(f"[{NAME}] {d}: {meta['n']} x {meta['d']}, C = {meta['n_classes']}, r = {meta['r']:g}, "
-                f"f(0) = {meta['initial_objective']:.6g}, g(0) = {meta['initial_constraint']:.3g}, "
-                f"rho bound {meta['rho_upper_bound']:.3g} (rho_hat = {cfg['rho_hat']:g})")
-            iq = run_iqrc(bundle, cfg, d, seed)
-            res = iq["result"]
-            algo_time = float(iq["outer"]["time"][-1])
-            meta["switching_threshold"] = iq["params"]["switching_threshold"]
-            log(f"[{NAME}] {d}: IQRC {iq['params']['outer_iter']} x {iq['params']['inner_iter']}: "
-                f"f = {iq['outer']['objective'][-1]:.6g}, g = {iq['outer']['constraint'][-1]:.3g}, "
-                f"{algo_time:.1f} s")
-            budget = float(cfg["baseline_time_factor"]) * algo_time
-            ep = run_exact_penalty(bundle, cfg, d, budget, seed)
-            log(f"[{NAME}] {d}: exact penalty {ep['result'].n_iter} iterations ({ep['status']}): "
-                f"f = {ep['result'].objective:.6g}, infeasibility = {ep['result'].max_violation:.3g}, "
-                f"{ep['history']['time'][-1]:.1f} s")
-
-            curves[(d, "iqrc_outer")] = iq["outer"]
-            curves[(d, "iqrc_inner")] = iq["inner"]
-            curves[(d, "exact_penalty")] = ep["history"]
-            finals = {m: (float(curves[(d, m)]["objective"][-1]), float(curves[(d, m)]["max_violation"][-1]))
-                      for m in ("iqrc_outer", "exact_penalty")}
-            level = target_level(finals, infeas)
-            claim = iqrc_claim(iq["outer"], meta["initial_objective"], iq["params"]["switching_threshold"],
-                               meta["radius"])
-            claims[d] = claim
-            passes = {"iqrc": (res.counters["data_passes_f"], res.counters["data_passes_g"]),
-                      "ep": (ep["result"].counters["data_passes_f"], ep["result"].counters["data_passes_g"])}
-            entries = {
-                "iqrc_outer": dict(params=iq["params"], status=res.status, n_iter=iq["params"]["outer_iter"],
-                                   wall_time_s=iq["wall_time_s"], cpu_time_s=iq["cpu_time_s"], passes=passes["iqrc"],
-                                   extra={"inner_iterations": int(res.n_iter), **claim,
-                                          "last_step_norm": float(iq["outer"]["step_norm"][-1]),
-                                          "phase_one": res.info["phase_one"]["status"], "message": res.message}),
-                "iqrc_inner": dict(params=iq["params"], status=res.status, n_iter=int(res.n_iter),
-                                   wall_time_s=iq["wall_time_s"], cpu_time_s=iq["cpu_time_s"], passes=passes["iqrc"],
-                                   extra={"final_point": "last recorded inner iterate",
-                                          "max_inner_violation": float(np.nanmax(iq["inner"]["max_violation"]))}),
-                "exact_penalty": dict(params=ep["params"], status=ep["status"], n_iter=int(ep["result"].n_iter),
-                                      wall_time_s=ep["wall_time_s"], cpu_time_s=ep["cpu_time_s"], passes=passes["ep"],
-                                      extra={"solver_status": ep["result"].status,
-                                             "stop_reason": ep["result"].info["stop_reason"],
-                                             "final_penalty": float(ep["result"].info["penalty"]),
-                                             "final_radius": float(ep["result"].info["radius"]),
-                                             "lp_solves": int(ep["result"].counters["lp_solves"]),
-                                             "message": ep["result"].message}),
-            }
-            for method in METHODS:
-                e, curve = entries[method], curves[(d, method)]
-                csv_name = _report.history_csv_name(d, PROBLEM, method)
-                _report.write_history_csv(out / csv_name, curve)
-                objective, violation = float(curve["objective"][-1]), float(curve["max_violation"][-1])
-                t_target = time_to_target(curve, level, infeas)
-                runs.append({"dataset": d, "problem": PROBLEM, "method": method, "params": e["params"],
-                             "status": e["status"], "n_iter": int(e["n_iter"]), "wall_time_s": e["wall_time_s"],
-                             "initial_objective": meta["initial_objective"], "objective": objective,
-                             "max_violation": violation, "stationarity": None,
-                             "data_passes_f": float(e["passes"][0]), "data_passes_g": float(e["passes"][1]),
-                             "history_csv": csv_name, "cpu_time_s": e["cpu_time_s"],
-                             "algorithm_time_s": float(curve["time"][-1]), "target_level": level,
-                             "time_to_target_s": t_target, **e["extra"]})
-                summary.append({"dataset": d, "method": method, "n_iter": int(e["n_iter"]),
-                                "time_s": float(curve["time"][-1]), "initial_objective": meta["initial_objective"],
-                                "objective": objective, "infeasibility": violation, "target_level": level,
-                                "time_to_target_s": t_target,
-                                "iqrc_claim": ("yes" if claim["claim"] else "no") if method == "iqrc_outer" else None})
-            metas[d] = meta
-
-    doc = {"experiment": NAME, "quick": bool(quick), "fastcon_version": __version__,
-           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": runs, "seed": int(seed), "jobs": int(jobs),
-           "paper": PAPER, "problem": PROBLEM, "config": cfg, "datasets": metas, "summary": summary,
-           "iqrc_claim": claims,
-           "target_rule": (f"level L = max final objective over iqrc_outer and exact_penalty among those with final "
-                           f"infeasibility <= {infeas:g}; time_to_target = first recorded time with objective <= L "
-                           f"and infeasibility <= {infeas:g}"),
-           "claim_rule": ("iqrc_outer: final objective < f(x0), every outer iterate g(x_t) <= switching threshold "
-                          f"and max_c ||w_c|| <= radius (1 + {DOMAIN_SLACK:g})"),
-           "time_axis": "each solver's algorithm clock (elapsed minus history evaluations), one thread"}
-    doc = _jsonable(doc)
-    table = format_table(doc)
-    (out / "summary.txt").write_text(table + "\n")
-    _write_summary_csv(doc["summary"], out / "summary.csv")
-    plot_figure(curves, cfg["datasets"], metas, out, infeas)
-    doc["timing"] = {"total_wall_time_s": time.perf_counter() - t_start}
-    _report.write_results_json(doc, out)
-    if verbose:
-        print(table)
-    log(f"[{NAME}] wrote {out / 'results.json'}, summary.csv/.txt, figure1_iqrc.png and "
-        f"{len(runs)} history CSVs in {time.perf_counter() - t_start:.1f} s")
-    return doc
+    return drive(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs,
+                 verbose=verbose, download=download, **overrides)

@@ -48,13 +48,26 @@ uses an earlier tuning run's picks; ``tuning_records`` carries that run's grid r
 """
 from __future__ import annotations
 
-import json
+import itertools
 import math
 import sys
 import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
+
+from .._results import _jsonable
+from .._version import __version__
+from ..datasets import load
+from ..metrics import near_stationarity
+from ..problems import (ConstrainedProblem, ProximalTerm, Whole, erm_optimum, hinge_constrained_problem, hinge_risk,
+                        less_equal, penalized, roc_fairness, scad_penalty, smoothed_demographic_parity)
+from ..solvers import inverse_linear, linear, prox_weights_to_steps, proximal_point, spider, switching_subgradient
+from ._runner import drive
+from ._table2 import format_table2, plot_figures
+from ._writer import history_csv_name, write_csv, write_history_csv, write_results_json
+from .ssg_roc import load_split
 
 NAME = "spider-table2"
 PAPER = ("Liu & Xu [LX25], A Single-Loop SPIDER-Type Stochastic Subgradient Method for Expectation-Constrained "
@@ -102,8 +115,6 @@ def _sweep_params(betas):
 
 # ------------------------------------------------------------------------------ problems
 def _groups_rho(p, u):
-    import scipy.sparse as sp
-
     def sq(X):
         return np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(np.asarray(X) ** 2, axis=1)
     return float(sq(p.X).sum() / (4 * p.n_samples) + sq(u.X).sum() / (4 * u.n_samples))
@@ -115,9 +126,6 @@ def data_needed(cfg) -> list:
 
 
 def load_data(dataset, data_home, seed, max_rows, download=None):
-    from ..datasets import load
-    from .ssg_roc import load_split
-
     if dataset == "a9a":
         D = load("a9a", data_home=data_home, subset="train", download=download)
         T = load("a9a", data_home=data_home, subset="test", download=download)
@@ -132,9 +140,6 @@ def load_data(dataset, data_home, seed, max_rows, download=None):
 
 def build(dataset, problem_key, cfg, data_home=None, seed=0, download=None):
     """``{"problem", "meta"}`` for one (dataset, problem)."""
-    from ..problems import (ConstrainedProblem, Whole, erm_optimum, hinge_constrained_problem, hinge_risk, less_equal,
-                            penalized, roc_fairness, scad_penalty, smoothed_demographic_parity)
-
     D, p, u = load_data(dataset, data_home, seed, cfg["max_rows"], download)
     rho_groups = _groups_rho(p, u)
     if problem_key == "p1":
@@ -175,9 +180,6 @@ class SVio:
         self.seconds = 0.0
 
     def __call__(self, x):
-        from ..metrics import near_stationarity
-        from ..problems import ConstrainedProblem, ProximalTerm
-
         t0 = time.perf_counter()
         prob = self.problem
         x = np.array(x, dtype=np.float64)
@@ -198,8 +200,6 @@ class SVio:
 def run_method(dataset, problem_key, method, params, cfg, data_home=None, seed=0, *, budget=None, svio=True,
                download=None):
     """Run one method; returns a plain record (final values, paper-convention passes, history)."""
-    from ..solvers import inverse_linear, linear, prox_weights_to_steps, proximal_point, spider, switching_subgradient
-
     b = _bundle(dataset, problem_key, cfg, data_home, seed, download)
     prob, meta = b["problem"], b["meta"]
     q = meta["q"]
@@ -276,34 +276,7 @@ def run_method(dataset, problem_key, method, params, cfg, data_home=None, seed=0
             "table": (int(n_iter), float(dpf), float(dpg), float(prob.f(x)), float(prob.max_violation(x)), final_svio)}
 
 
-def _task(args):
-    import numba
-    numba.set_num_threads(1)
-    return run_method(*args[:5], **args[5])
-
-
-def _run_all(tasks, jobs, on_done):
-    if jobs <= 1:
-        out = []
-        for t in tasks:
-            out.append(_task(t))
-            on_done(out[-1])
-        return out
-    from concurrent.futures import as_completed
-
-    from ._pool import WorkerPool
-
-    results = [None] * len(tasks)
-    with WorkerPool(jobs) as pool:  # Ctrl-C terminates the workers (`fastcon.experiments._pool`)
-        futs = {pool.submit(_task, t): i for i, t in enumerate(tasks)}
-        for f in as_completed(futs):
-            results[futs[f]] = f.result()
-            on_done(results[futs[f]])
-    return results
-
-
 def _grid(method, cfg):
-    import itertools
     g = GRIDS.get(method)
     if g is None:
         return [{}]
@@ -313,68 +286,97 @@ def _grid(method, cfg):
     return [dict(zip(keys, c)) for c in itertools.product(*(g[k] for k in keys))]
 
 
-def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=None, **overrides):
-    """Run the experiment (module docstring); writes results.json, table2.csv/.txt, figures; returns the doc.
+def execute(task) -> dict:
+    """The driver's hook: one run (`run_method`) of a tuning, Table 2 or β-sweep task."""
+    return run_method(task["dataset"], task["problem_key"], task["method"], task["params"], task["cfg"],
+                      data_home=task["data_home"], seed=task["seed"], budget=task.get("budget"),
+                      svio=task.get("svio", True), download=task["download"])
 
-    ``download`` is passed to `fastcon.datasets.load`; the other arguments are those of
-    `fastcon.experiments.run_experiment`.
-    """
-    from .._results import _jsonable
-    from .._version import __version__
-    from . import _report
-    from ._table2 import format_table2, plot_figures
 
-    def log(msg):
-        if verbose:
-            print(msg, file=sys.stderr, flush=True)
+def _task(session, phase, dataset, problem_key, method, params, **extra):
+    return {"phase": phase, "dataset": dataset, "problem_key": problem_key, "method": method, "params": params,
+            "cfg": session.cfg, "data_home": session.data_home, "seed": session.seed, "download": session.download,
+            **extra}
 
-    t_start = time.perf_counter()
-    cfg = _report.apply_overrides(config(quick), overrides)
-    out = _report.output_folder(NAME, quick, out_dir)
-    data_home = None if data_home is None else str(data_home)
-    pairs = [(d, p) for p in cfg["problems"] for d in cfg["datasets"]]
-    metas = {f"{p}/{d}": build(d, p, cfg, data_home, seed, download)["meta"] for d, p in pairs}
-    log(f"[{NAME}] {'quick' if quick else 'full'} run: {', '.join(metas)}; jobs = {jobs}; output {out}")
 
+def _table_tasks(session, chosen) -> list:
+    """The Table 2 runs (tuned or middle parameters), then the β sweep."""
+    cfg = session.cfg
+    main = [_task(session, "main", d, p, m, chosen.get((d, p, m), _grid(m, cfg)[0]))
+            for d, p in session.state["pairs"] for m in cfg["methods"]]
+    sweep = [_task(session, "sweep", d, "p1", "spider_d", params)
+             for d in cfg["datasets"] if "p1" in cfg["problems"] for params in _sweep_params(cfg["beta_sweep"])]
+    return main + sweep
+
+
+def tasks(session) -> list:
+    """The driver's hook: the tuning runs when the baselines are tuned, else the Table 2 runs."""
+    cfg, st = session.cfg, session.state
+    st["pairs"] = pairs = [(d, p) for p in cfg["problems"] for d in cfg["datasets"]]
+    st["metas"] = {f"{p}/{d}": build(d, p, cfg, session.data_home, session.seed, session.download)["meta"]
+                   for d, p in pairs}
+    session.log(f"{'quick' if session.quick else 'full'} run: {', '.join(st['metas'])}; jobs = {session.jobs}; "
+                f"output {session.out}")
     # 1. baseline tuning (smallest objective among feasible runs after tune_iter iterations)
-    chosen, tuning = {}, dict(cfg["tuning_records"] or {})
-    tune_tasks = [(d, p, m, params, cfg, dict(data_home=data_home, seed=seed, budget=cfg["tune_iter"], svio=False,
-                                              download=download))
-                  for d, p in pairs for m in cfg["methods"] if m in GRIDS for params in _grid(m, cfg)]
+    st["chosen"], st["tuning"], st["tune_records"] = {}, dict(cfg["tuning_records"] or {}), []
+    tune = [_task(session, "tune", d, p, m, params, budget=cfg["tune_iter"], svio=False, index=i)
+            for i, (d, p, m, params) in enumerate((d, p, m, params) for d, p in pairs for m in cfg["methods"]
+                                                  if m in GRIDS for params in _grid(m, cfg))]
     if cfg["baseline_params"]:
         # parameters picked by an earlier tuning run (keys "p1/a9a/ssg"), e.g. to re-run the table alone
-        chosen = {tuple(k.split("/")[i] for i in (1, 0, 2)): dict(v) for k, v in cfg["baseline_params"].items()}
-    elif cfg["tune"] and tune_tasks:
-        recs = _run_all(tune_tasks, jobs, lambda r: log(f"[{NAME}] tune {r['problem_key']}/{r['dataset']} {r['method']} "
-                                                        f"{r['params']}: f = {r['objective']:.5g}, g = {r['constraint']:.3g}"))
-        for d, p in pairs:
-            for m in GRIDS:
-                group = [r for r in recs if (r["dataset"], r["problem_key"], r["method"]) == (d, p, m)]
-                if not group:
-                    continue
-                ok = [r for r in group if r["constraint"] <= 1e-4]
-                best = min(ok, key=lambda r: r["objective"]) if ok else min(group, key=lambda r: r["constraint"])
-                chosen[(d, p, m)] = best["params"]
-                tuning[f"{p}/{d}/{m}"] = [{k: r[k] for k in ("params", "objective", "constraint")} for r in group]
+        st["chosen"] = {tuple(k.split("/")[i] for i in (1, 0, 2)): dict(v) for k, v in cfg["baseline_params"].items()}
+    elif cfg["tune"] and tune:
+        st["n_tune"] = len(tune)
+        return tune
     # 2. the Table 2 runs and the beta sweep
-    tasks = [(d, p, m, chosen.get((d, p, m), _grid(m, cfg)[0]), cfg, dict(data_home=data_home, seed=seed,
-                                                                          download=download))
-             for d, p in pairs for m in cfg["methods"]]
-    sweep = [(d, "p1", "spider_d", params, cfg, dict(data_home=data_home, seed=seed, download=download))
-             for d in cfg["datasets"] if "p1" in cfg["problems"] for params in _sweep_params(cfg["beta_sweep"])]
-    recs = _run_all(tasks + sweep, jobs, lambda r: log(
-        f"[{NAME}] {r['problem_key']}/{r['dataset']} {r['method']} {r['params']}: {r['n_iter']} it, "
-        f"DP(g) = {r['data_passes_g']:.4g}, FV = {r['objective']:.5g}, CVio = {r['max_violation']:.3g}, "
-        f"SVio = {r['svio']:.3g}, {r['wall_time_s']:.1f} s"))
-    main, swept = recs[:len(tasks)], recs[len(tasks):]
+    return _table_tasks(session, st["chosen"])
+
+
+def follow_up(session, task, rec) -> list:
+    """The driver's hook: once every tuning run is in, pick the baselines' parameters and start Table 2."""
+    if task["phase"] != "tune":
+        return []
+    st = session.state
+    st["tune_records"].append((task["index"], rec))
+    if len(st["tune_records"]) < st["n_tune"]:
+        return []
+    recs = [r for _, r in sorted(st["tune_records"], key=lambda ir: ir[0])]  # task order, whatever the jobs
+    for d, p in st["pairs"]:
+        for m in GRIDS:
+            group = [r for r in recs if (r["dataset"], r["problem_key"], r["method"]) == (d, p, m)]
+            if not group:
+                continue
+            ok = [r for r in group if r["constraint"] <= 1e-4]
+            best = min(ok, key=lambda r: r["objective"]) if ok else min(group, key=lambda r: r["constraint"])
+            st["chosen"][(d, p, m)] = best["params"]
+            st["tuning"][f"{p}/{d}/{m}"] = [{k: r[k] for k in ("params", "objective", "constraint")} for r in group]
+    return _table_tasks(session, st["chosen"])
+
+
+def on_done(session, task, r) -> None:
+    """The driver's hook: one progress line per run."""
+    if task["phase"] == "tune":
+        session.log(f"tune {r['problem_key']}/{r['dataset']} {r['method']} {r['params']}: f = {r['objective']:.5g}, "
+                    f"g = {r['constraint']:.3g}")
+    else:
+        session.log(f"{r['problem_key']}/{r['dataset']} {r['method']} {r['params']}: {r['n_iter']} it, "
+                    f"DP(g) = {r['data_passes_g']:.4g}, FV = {r['objective']:.5g}, CVio = {r['max_violation']:.3g}, "
+                    f"SVio = {r['svio']:.3g}, {r['wall_time_s']:.1f} s")
+
+
+def write(session, all_tasks, records) -> dict:
+    """The driver's hook: results.json, table2.txt/.csv, the history CSVs and Figures 1-2; returns the doc."""
+    cfg, st, out = session.cfg, session.state, session.out
+    main = [r for t, r in zip(all_tasks, records) if t["phase"] == "main"]
+    swept = [r for t, r in zip(all_tasks, records) if t["phase"] == "sweep"]
     beta_rows = [{"dataset": r["dataset"], "beta": float(r["params"].get("beta", 10.0)),
                   "step_size": float(r["params"].get("step_size", SWEEP_STEP)), "objective": r["objective"],
                   "cvio": r["max_violation"], "svio": r["svio"], "n_iter": r["n_iter"], "data_passes_g": r["data_passes_g"]}
                  for r in [x for x in main if x["method"] == "spider_d" and x["problem_key"] == "p1"] + swept]
     runs, histories = [], {}
     for r in main:
-        name = f"{r['dataset']}_{PROBLEMS[r['problem_key']]}_{r['method']}.csv"
-        _report.write_history_csv(out / name, r["history"])
+        name = history_csv_name(r["dataset"], PROBLEMS[r["problem_key"]], r["method"])
+        write_history_csv(out / name, r["history"])
         histories[(r["problem_key"], r["dataset"], r["method"])] = r["history"]
         runs.append({"dataset": r["dataset"], "problem": PROBLEMS[r["problem_key"]], "problem_key": r["problem_key"],
                      "method": r["method"], "params": r["params"], "status": r["status"], "n_iter": r["n_iter"],
@@ -389,20 +391,20 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
         if a and b:
             ratio[d] = {"dp_g_ratio": a["data_passes_g"] / b["data_passes_g"], "wall_time_ratio": a["wall_time_s"] / b["wall_time_s"],
                         "paper_dp_g_ratio": {"a9a": 5.13e4 / 110, "compas": 1.17e5 / 4.35e3}.get(d)}
-    doc = {"experiment": NAME, "quick": bool(quick), "fastcon_version": __version__,
-           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": runs, "seed": int(seed), "jobs": int(jobs),
-           "paper": PAPER, "config": cfg, "datasets": metas, "tuning": tuning, "beta_sweep": beta_rows,
-           "ssg_s_over_spider_s_p2": ratio, "timing": {"total_wall_time_s": time.perf_counter() - t_start}}
+    doc = {"experiment": NAME, "quick": session.quick, "fastcon_version": __version__,
+           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": runs, "seed": session.seed, "jobs": session.jobs,
+           "paper": PAPER, "config": cfg, "datasets": st["metas"], "tuning": st["tuning"], "beta_sweep": beta_rows,
+           "ssg_s_over_spider_s_p2": ratio, "timing": {"total_wall_time_s": session.elapsed()}}
     doc = _jsonable(doc)
     table = format_table2(runs)
     (out / "table2.txt").write_text(table + "\n")
-    with open(out / "table2.csv", "w") as fh:
-        fh.write("problem,dataset,method,iteration,dp_f,dp_g,fv,cvio,svio,wall_time_s\n")
-        for r in runs:
-            fh.write(",".join(str(v) for v in [r["problem_key"], r["dataset"], r["method"], *r["table"], r["wall_time_s"]]) + "\n")
+    write_csv(out / "table2.csv", ["problem", "dataset", "method", "iteration", "dp_f", "dp_g", "fv", "cvio", "svio",
+                                   "wall_time_s"],
+              [[r["problem_key"], r["dataset"], r["method"], *r["table"], r["wall_time_s"]] for r in runs],
+              lineterminator="\n")
     plot_figures(runs, histories, out)
-    _report.write_results_json(doc, out)
-    if verbose:
+    write_results_json(doc, out)
+    if session.verbose:
         print(table)
         for row in beta_rows:
             print(f"beta sweep P1/{row['dataset']}: beta = {row['beta']:g}, alpha = {row['step_size']:g}: "
@@ -411,7 +413,16 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
         for d, v in ratio.items():
             print(f"P2/{d}: DP(g) SSG-S / 3S-Econ-S = {v['dp_g_ratio']:.1f} (paper {v['paper_dp_g_ratio']:.0f}), "
                   f"wall time ratio {v['wall_time_ratio']:.2f}")
-    log(f"[{NAME}] wrote {out / 'results.json'}, table2.txt/.csv, figure1_spider.png, figure2_spider.png in "
-        f"{time.perf_counter() - t_start:.1f} s")
-    json.dumps(doc)  # fail loudly here rather than in a reader
+    session.log(f"wrote {out / 'results.json'}, table2.txt/.csv, figure1_spider.png, figure2_spider.png in "
+                f"{session.elapsed():.1f} s")
     return doc
+
+
+def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=None, **overrides):
+    """Run the experiment (module docstring); writes results.json, table2.csv/.txt, figures; returns the doc.
+
+    ``download`` is passed to `fastcon.datasets.load`; the other arguments are those of
+    `fastcon.experiments.run_experiment`.
+    """
+    return drive(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs,
+                 verbose=verbose, download=download, **overrides)

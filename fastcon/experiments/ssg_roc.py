@@ -46,7 +46,17 @@ iterations.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+import scipy.sparse as sp
+
+from ..datasets import load
+from ..problems import erm_optimum, hinge_constrained_problem, roc_fairness
+from ._hl23 import follow_up, on_done, tasks, write  # noqa: F401 (the driver's hooks)
+from ._runner import drive
+from ._tuning import CHECKPOINT_FIELDS  # noqa: F401 (the task fields that make up a checkpoint's key)
+from ._tuning import execute_task as execute  # noqa: F401 (the driver's hook)
 
 NAME = "ssg-roc"
 PROBLEM = "roc_fairness"
@@ -99,8 +109,6 @@ def build_options(cfg) -> dict:
 
 
 def _row_norm_mean(X):
-    import scipy.sparse as sp
-
     if sp.issparse(X):
         return float(np.mean(np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())))
     return float(np.mean(np.linalg.norm(X, axis=1)))
@@ -111,8 +119,6 @@ def load_split(dataset, data_home, seed, max_rows=None, download=True):
 
     ``download`` is passed to `fastcon.datasets.load` (False: a missing file is an error).
     """
-    from ..datasets import load
-
     ds = load(dataset, data_home=data_home, subset="all", download=download)
     n_all = ds.n_samples
     if max_rows is not None and ds.n_samples > int(max_rows):
@@ -127,8 +133,6 @@ def load_split(dataset, data_home, seed, max_rows=None, download=True):
 
 def build(dataset, options, data_home=None, seed=0, erm=None, download=True) -> dict:
     """The ROC-fairness problem of one dataset: ``{"problem", "erm", "meta"}`` (meta is JSON-able)."""
-    from ..problems import erm_optimum, hinge_constrained_problem, roc_fairness
-
     D, p, u, n_all, names = load_split(dataset, data_home, seed, options.get("max_rows"), download=download)
     if erm is None:
         erm = erm_optimum(D)
@@ -165,9 +169,5 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     ``download`` is passed to `fastcon.datasets.load`; the other arguments are those of
     `fastcon.experiments.run_experiment`.
     """
-    import sys
-
-    from ._tuning import run_paper_experiment
-
-    return run_paper_experiment(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed,
-                                jobs=jobs, verbose=verbose, download=download, **overrides)
+    return drive(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs,
+                 verbose=verbose, download=download, **overrides)

@@ -54,8 +54,16 @@ iterations; near stationarity at 11 points with at most 30 subproblem iterations
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
+from ..problems import BlockTerm, ConstrainedProblem, erm_optimum, hinge_constraint
+from ..problems._wasserstein import wasserstein_fairness
+from ._hl23 import follow_up, on_done, tasks, write  # noqa: F401 (the driver's hooks)
+from ._runner import drive
+from ._tuning import CHECKPOINT_FIELDS  # noqa: F401 (the task fields that make up a checkpoint's key)
+from ._tuning import execute_task as execute  # noqa: F401 (the driver's hook)
 from .ssg_roc import _record_every, load_split
 
 NAME = "ssg-wasserstein"
@@ -109,9 +117,6 @@ def build(dataset, options, data_home=None, seed=0, erm=None, download=True) -> 
     ``(solve problem, exact problem)`` pair with new domain objects (the transport projection keeps
     warm-start duals); the stochastic oracle comes from the solvers (``oracle`` in the run config).
     """
-    from ..problems import BlockTerm, ConstrainedProblem, erm_optimum, hinge_constraint
-    from ..problems._wasserstein import wasserstein_fairness
-
     D, p, u, n_all, names = load_split(dataset, data_home, seed, options.get("max_rows"), download=download)
     if erm is None:
         erm = erm_optimum(D)
@@ -176,9 +181,5 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
     ``download`` is passed to `fastcon.datasets.load`; the other arguments are those of
     `fastcon.experiments.run_experiment`.
     """
-    import sys
-
-    from ._tuning import run_paper_experiment
-
-    return run_paper_experiment(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed,
-                                jobs=jobs, verbose=verbose, download=download, **overrides)
+    return drive(sys.modules[__name__], quick=quick, out_dir=out_dir, data_home=data_home, seed=seed, jobs=jobs,
+                 verbose=verbose, download=download, **overrides)
