@@ -49,7 +49,7 @@ _seed = _integer_at_least(0, "non-negative")
 
 def _check_out(prog, out) -> bool:
     """Create ``--out`` and write a probe file in it; on failure print the error line, return False."""
-    from .experiments._report import writable_folder
+    from .experiments._writer import writable_folder
 
     try:
         writable_folder(out)

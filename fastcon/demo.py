@@ -49,7 +49,7 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, max_iter=
     output folder is created and checked writable first (ValueError naming ``out_dir`` if not),
     so nothing is computed for outputs that could not be saved.
     """
-    from .experiments._report import writable_folder
+    from .experiments._writer import writable_folder
 
     t0 = time.perf_counter()
     out = Path(out_dir)

@@ -173,7 +173,7 @@ def test_unwritable_out_fails_before_computing(argv, tmp_path, data_home, monkey
 
 
 def test_out_probe_leaves_the_folder_clean(tmp_path):
-    from fastcon.experiments._report import output_folder, writable_folder
+    from fastcon.experiments._writer import output_folder, writable_folder
 
     assert writable_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b"
     assert list((tmp_path / "a" / "b").iterdir()) == []

@@ -111,6 +111,9 @@ EXPERIMENTS = {
     "iqrc-mnpc": Experiment("iqrc-mnpc", "iqrc_mnpc",
                             "Ma, Lin & Yang [MLY20] Figure 1, multi-class Neyman-Pearson on pendigits/segment/usps: "
                             "IQRC outer and inner iterates vs the exact-penalty baseline"),
+    "partial-fairness": Experiment("partial-fairness", "partial_fairness",
+                                   "He, Huang, Yao & Lin [HHYL25] Figures 1, 2, 9, 10, partial fairness on "
+                                   "a9a/bank/law school: IDCA vs pairwise quadratic baselines, penalty, direct SSG"),
 }
 
 

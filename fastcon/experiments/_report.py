@@ -16,9 +16,6 @@ per (dataset, method): the configuration selected by the tuning rule
   ``stationarity`` its value at the last iterate; ``stationarity_rho_hat`` the fixed
   :math:`\hat\rho`;
 * ``tuning``: every grid point's params, final objective and constraint, feasibility, wall time.
-
-``output_folder`` and ``writable_folder`` are `fastcon.experiments._writer`'s, re-exported for the
-callers that import them from here (`fastcon.cli`, `fastcon.demo`).
 """
 from __future__ import annotations
 
@@ -30,10 +27,9 @@ import numpy as np
 from .._results import _jsonable
 from .._version import __version__
 from ._tuning import METHODS, feasibility_threshold
-from ._writer import (history_csv_name, output_folder, ruled_table, writable_folder, write_csv, write_history_csv,
-                      write_results_json)
+from ._writer import history_csv_name, ruled_table, write_csv, write_history_csv, write_results_json
 
-__all__ = ["build_results", "write_outputs", "format_table", "summary_rows", "output_folder", "writable_folder",
+__all__ = ["build_results", "write_outputs", "format_table", "summary_rows",
            "CLAIM_FACTOR", "SUMMARY_COLUMNS"]
 
 #: "A small multiple of epsilon" in the paper-claim check.
