@@ -9,12 +9,15 @@ PUBLIC = {
                          "make_fair_classification", "make_multiclass"],
     "fastcon.problems": ["ConstrainedProblem", "hinge_risk", "erm_optimum", "roc_fairness", "wasserstein_fairness",
                          "custom_term", "less_equal", "Ball", "ProductOfBalls", "ColumnBalls", "Box", "Whole",
-                         "smoothed_demographic_parity", "scad_penalty", "multiclass_neyman_pearson", "neyman_pearson"],
+                         "smoothed_demographic_parity", "scad_penalty", "multiclass_neyman_pearson", "neyman_pearson",
+                         "partial_dp_constraints", "weak_partial_dp_constraints", "cross_term_features",
+                         "PartialFairnessProblem", "pairwise_fairness_constraints", "qcqp_projection"],
     "fastcon.solvers": ["switching_subgradient", "conex", "proximal_point", "switching_theory_parameters",
                         "spider_theory_parameters", "check_certificate",
                         "spider", "iqrc", "exact_penalty_trust_region", "check_feasibility", "FeasibilityResult",
-                        "support_function"],
-    "fastcon.metrics": ["near_stationarity", "roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy"],
+                        "support_function", "idca", "switching_polyak", "penalty_subgradient", "projected_gradient"],
+    "fastcon.metrics": ["near_stationarity", "roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy",
+                        "partial_dp", "weak_partial_dp", "choose_interval", "ks_demographic_parity"],
 }
 
 
