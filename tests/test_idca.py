@@ -167,3 +167,61 @@ def test_theory_parameters_follow_theorem_6_5():
     assert th.outer_iter == math.ceil(8 * 1.0 / 0.01)
     assert th.inner_iter == math.ceil(1 / eps_k * math.log(4 / eps_k))
     assert th.lagrange_bound == pytest.approx(2 / math.sqrt(2))
+
+
+# ------------------------------------------------------------------ IDCA on the partial-fairness models
+def _partial_problem(model, kappa, n=1500, seed=0):
+    from fastcon.datasets import Dataset, make_fair_classification
+    from fastcon.problems import (LinearLoss, LinearScores, PartialFairnessProblem, cross_term_features,
+                                  partial_dp_constraints, weak_partial_dp_constraints)
+
+    data = make_fair_classification(n, 5, shift=1.5, seed=seed)
+    ds = Dataset(cross_term_features(data.X, data.groups), data.y, groups=data.groups)
+    scores = LinearScores(ds, fit_intercept=False)
+    loss = LinearLoss(scores, ds.y, np.ones(ds.n_samples))
+    if model == "pdp":
+        block = partial_dp_constraints(scores, ds.groups, (0.1, 0.4), kappa, n_levels=10)
+    else:
+        block = weak_partial_dp_constraints(scores, ds.groups, (0.1, 0.4), kappa)
+    return PartialFairnessProblem(loss, block), ds
+
+
+@pytest.mark.parametrize("model", ["pdp", "weak_pdp"])
+def test_idca_from_zero_stays_feasible_and_trades_accuracy_for_fairness(model):
+    from fastcon.metrics import partial_dp, weak_partial_dp
+
+    metric = {"pdp": lambda s, g: partial_dp(s, g, (0.1, 0.4)),
+              "weak_pdp": lambda s, g: weak_partial_dp(s, g, (0.1, 0.4))}[model]
+    eps = 1e-3
+    losses, gaps = [], []
+    for kappa in (0.6, 0.2, 0.02):
+        problem, ds = _partial_problem(model, kappa)
+        res = idca(problem, outer_iter=30, inner_iter=150, tolerance=eps)
+        assert res.status == "max_iter"
+        # Lemma C.3: started feasible (w = 0), every outer iterate stays eps-feasible
+        assert np.all(res.history["max_violation"] <= eps + 1e-12)
+        s = np.asarray(ds.X @ res.x[:problem.n_weights]).ravel()
+        losses.append(res.objective)
+        gaps.append(metric(s, ds.groups))
+    # tighter bound: fairer on the training rows and a larger training loss (up to solver slack)
+    assert gaps[2] < gaps[0]
+    assert all(b <= a + 0.03 for a, b in zip(gaps, gaps[1:]))
+    assert all(b >= a - 1e-3 for a, b in zip(losses, losses[1:]))
+    assert gaps[2] <= 0.1
+
+
+def test_direct_switching_polyak_on_partial_dp():
+    problem, _ = _partial_problem("pdp", 0.2)
+    res = switching_polyak(problem, max_iter=3000, tolerance=1e-3)
+    assert res.status == "max_iter" and res.max_violation <= 1e-3
+    assert res.objective < problem.objective_value(problem.x0)
+
+
+def test_penalty_subgradient_on_partial_dp_lowers_the_penalty():
+    from fastcon.solvers import penalty_subgradient as ps
+
+    problem, _ = _partial_problem("pdp", 0.2)
+    weak = ps(problem, 0.0, max_iter=3000, step_size=0.05)
+    strong = ps(problem, 5.0, max_iter=3000, step_size=0.05)
+    assert strong.info["penalty"] < weak.info["penalty"]
+    assert strong.objective >= weak.objective - 1e-6
