@@ -261,3 +261,61 @@ def transport_lagrangian(X, y, w, b, groups, lam, ridge):
     np.add.at(v, ib, -s)
     grad = np.append(X.T @ v + ridge * w, v.sum())
     return f, g, grad
+
+
+# --------------------------------------------------------------------------- partial fairness, model (13)
+def partial_dp_ramp_parts(X_groups, w, theta, levels, width):
+    r"""Every :math:`f_i^+, f_i^-` of model (13) of He, Huang, Yao & Lin [HHYL25] (ramp surrogate,
+    :math:`\rho = 0`) and one subgradient of each, as a competent NumPy/SciPy user computes them.
+
+    With :math:`S^\pm_{kp} = \frac{1}{n_k}\sum_{i\in k}\max\{z_i - (\theta_p \mp \tfrac12), 0\}` the
+    hinge means of the ramp, constraint ``2(jG + k) + s`` (level ``j``, group ``k``, ``s = 0`` lower,
+    ``1`` upper, `fastcon.problems.PartialDPConstraints`' order) has lower
+    :math:`f^+ = S^-_{kp}`, :math:`f^- = S^+_{kp} - p`; upper :math:`f^+ = S^+_{kp}`,
+    :math:`f^- = S^-_{kp} + p + \delta`. Gradients (kink convention :math:`\mathbf 1\{u > 0\}`):
+    :math:`\nabla_w S = \frac{1}{n_k}\sum_{z_i > t}\tilde x_i`,
+    :math:`\partial_{\theta_p} S = -\frac{1}{n_k}\#\{z_i > t\}`.
+
+    Per group (``X_groups``: the group's row block, split once outside): the scores, the masks of the
+    :math:`2P` cuts as one float :math:`(n_k, 2P)` matrix :math:`M`, the hinge sums from the same
+    matrix as :math:`z^\top M - t\,\mathbf 1^\top M` (one BLAS product; faster than ``np.maximum``
+    over the broadcast difference, 5.8 vs 7.5 ms at P = 10 and 57 vs 83 ms at P = 100 on a9a, and
+    equal to it within 5e-15 relative), and every masked row sum by one sparse product
+    :math:`\tilde X_k^\top M`. Per group beats one :math:`\tilde X^\top M` over all rows with a
+    block-structured :math:`(n, 2GP)` matrix (3.3 vs 8.1 ms at P = 10, 34 vs 91 ms at P = 100: half
+    of that matrix is zeros). ``M`` is dense (a9a scores put about half the rows above a cut), so a
+    sparse ``M`` only adds conversion (25 ms at P = 10).
+
+    Returns
+    -------
+    plus, minus : ndarray (m,)
+    plus_jacobian, minus_jacobian : ndarray (m, n_w + P)
+        One subgradient of every :math:`f_i^+` and :math:`f_i^-` (rows).
+    """
+    G, P, n_w = len(X_groups), theta.size, w.size
+    cuts = np.concatenate([theta - 0.5, theta + 0.5])          # q < P: S+ cut, q >= P: S- cut
+    S = np.empty((G, 2 * P))
+    C = np.empty((G, 2 * P))
+    R = np.empty((G, 2 * P, n_w))
+    for k, Xk in enumerate(X_groups):
+        z = Xk @ w
+        M = (z[:, None] > cuts[None, :]).astype(np.float64)
+        count = M.sum(axis=0)
+        inv = 1.0 / z.size
+        S[k] = (z @ M - cuts * count) * inv
+        C[k] = count * inv
+        R[k] = (Xk.T @ M).T * inv
+    j, k = np.repeat(np.arange(P), G), np.tile(np.arange(G), P)
+    s_plus, s_minus = S[k, j], S[k, P + j]
+    p = levels[j]
+    plus = np.stack([s_minus, s_plus], axis=1).ravel()
+    minus = np.stack([s_plus - p, s_minus + p + width], axis=1).ravel()
+    m, dim = 2 * G * P, n_w + P
+    grad_plus, grad_minus = np.zeros((G * P, dim)), np.zeros((G * P, dim))    # gradients of S+ and S-
+    rows = np.arange(G * P)
+    grad_plus[:, :n_w], grad_plus[rows, n_w + j] = R[k, j], -C[k, j]
+    grad_minus[:, :n_w], grad_minus[rows, n_w + j] = R[k, P + j], -C[k, P + j]
+    plus_jac, minus_jac = np.empty((m, dim)), np.empty((m, dim))
+    plus_jac[0::2], plus_jac[1::2] = grad_minus, grad_plus
+    minus_jac[0::2], minus_jac[1::2] = grad_plus, grad_minus
+    return plus, minus, plus_jac, minus_jac
