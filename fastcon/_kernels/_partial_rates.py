@@ -203,6 +203,24 @@ def _suffix_over_bins(buf, n_bin, perm, out, counts):
 
 
 @njit(cache=True)
+def _bin_rows(z, groups, cuts, n_groups):
+    """``(perm, bins, n_bin, read)``: the cuts' sort order, each row's bin among the sorted cuts (0: below
+    the lowest, never read), the rows per (group, bin), and the rows above the lowest cut."""
+    perm = np.argsort(cuts)
+    sc = cuts[perm]
+    bins = np.empty(z.shape[0], dtype=np.int64)
+    n_bin = np.zeros((n_groups, cuts.shape[0] + 1), dtype=np.int64)
+    read = 0
+    for i in range(z.shape[0]):
+        b = _bin_of(sc, z[i])
+        bins[i] = b
+        if b > 0:
+            n_bin[groups[i], b] += 1
+            read += 1
+    return perm, bins, n_bin, read
+
+
+@njit(cache=True)
 def hinge_cut_row_sums_csr(indptr, indices, data, z, groups, cuts, out, counts):
     r"""``out[k, q]`` :math:`= R_{kq} = \sum_{i \in k,\ z_i > t_q}\tilde x_i`, ``counts[k, q]`` as in `hinge_cut_sums_naive`.
 
@@ -227,21 +245,13 @@ def hinge_cut_row_sums_csr(indptr, indices, data, z, groups, cuts, out, counts):
         Rows read (those above the lowest cut).
     """
     n_groups, n_cuts, n_w = out.shape
-    perm = np.argsort(cuts)
-    sc = cuts[perm]
+    perm, bins, n_bin, read = _bin_rows(z, groups, cuts, n_groups)
     buf = np.zeros((n_groups, n_cuts + 1, n_w))
-    n_bin = np.zeros((n_groups, n_cuts + 1), dtype=np.int64)
-    read = 0
     for i in range(z.shape[0]):
-        b = _bin_of(sc, z[i])
-        if b == 0:
-            continue
-        k = groups[i]
-        n_bin[k, b] += 1
-        read += 1
-        row = buf[k, b]
-        for e in range(indptr[i], indptr[i + _ONE]):
-            row[indices[e]] += _entry(data, e)
+        if bins[i] > 0:
+            row = buf[groups[i], bins[i]]
+            for e in range(indptr[i], indptr[i + _ONE]):
+                row[indices[e]] += _entry(data, e)
     _suffix_over_bins(buf, n_bin, perm, out, counts)
     return read
 
@@ -250,22 +260,14 @@ def hinge_cut_row_sums_csr(indptr, indices, data, z, groups, cuts, out, counts):
 def hinge_cut_row_sums_dense(X, z, groups, cuts, out, counts):
     """`hinge_cut_row_sums_csr` for a dense C-contiguous :math:`\\tilde X`."""
     n_groups, n_cuts, n_w = out.shape
-    perm = np.argsort(cuts)
-    sc = cuts[perm]
+    perm, bins, n_bin, read = _bin_rows(z, groups, cuts, n_groups)
     buf = np.zeros((n_groups, n_cuts + 1, n_w))
-    n_bin = np.zeros((n_groups, n_cuts + 1), dtype=np.int64)
-    read = 0
     for i in range(z.shape[0]):
-        b = _bin_of(sc, z[i])
-        if b == 0:
-            continue
-        k = groups[i]
-        n_bin[k, b] += 1
-        read += 1
-        row = buf[k, b]
-        xi = X[i]
-        for col in range(n_w):
-            row[col] += xi[col]
+        if bins[i] > 0:
+            row = buf[groups[i], bins[i]]
+            xi = X[i]
+            for col in range(n_w):
+                row[col] += xi[col]
     _suffix_over_bins(buf, n_bin, perm, out, counts)
     return read
 
