@@ -4,22 +4,37 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
+from .. import metrics
+from ..metrics import choose_interval
 from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
+from ..problems._partial_fairness import (
+    PartialFairnessProblem, _check_interval, partial_dp_constraints, weak_partial_dp_constraints,
+)
 from ..problems._roc_fairness import threshold_grid
 from ..problems._score_constraints import FAIRNESS_CONSTRAINTS, group_fairness_constraints
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
+from ..solvers.idca import idca
 from ._input import (
     check_binary_target, check_fraction, check_sample_weight, encode_fit_groups, fit_dataset, labels_to_index,
     ridge_for, sensitive_columns, split_sensitive,
 )
 from ._linear import LinearConstrainedClassifier
 from ._report import ConstraintReport, fairness_gap
-from ._solve import Calibration, calibrate_bound, choose_solver, solve_linear
+from ._solve import PARTIAL_CONSTRAINTS, Calibration, calibrate_bound, choose_solver, solve_linear
 
 __all__ = ["FairClassifier"]
+
+#: IDCA settings of the partial constraints: outer iterations (``max_iter=None``), inner
+#: switching-subgradient iterations, and the inexactness epsilon (He, Huang, Yao & Lin [HHYL25]
+#: Appendix D.2.2: T in {150, 200}, epsilon in {5e-4, 1e-3, 2e-3, 5e-3}, K from 100).
+IDCA_OUTER_ITER, IDCA_INNER_ITER, IDCA_TOLERANCE = 100, 200, 1e-3
+#: Largest surrogate bound of the partial DP block: its theory-safe level grid
+#: [alpha, beta - kappa (beta - alpha)) is empty at kappa = 1.
+_MAX_PARTIAL_BOUND = 0.99
 
 
 class FairClassifier(LinearConstrainedClassifier):
@@ -40,6 +55,40 @@ class FairClassifier(LinearConstrainedClassifier):
     Every group is bounded against every other group: the constraint is on the largest rate minus
     the smallest, the gap of `fastcon.metrics` (and of fairlearn's ``*_difference`` metrics).
 
+    **Partial constraints** (He, Huang, Yao & Lin [HHYL25], "Enforcing Fairness Where It Matters:
+    An Approach Based on Difference-of-Convex Constraints"). ``"partial_dp"`` bounds the
+    Kolmogorov–Smirnov distance between the groups' score distributions truncated to each group's
+    rank band :math:`\mathcal I = [\alpha, \beta)` (`fastcon.metrics.partial_dp`), through
+    model (13): with auxiliary thresholds :math:`\theta_p` on a grid of ``n_levels`` rank levels
+    :math:`p \in [\alpha, \beta - \kappa(\beta - \alpha))`,
+
+    .. math::
+
+        p \le \frac{1}{n_k}\sum_{i \in k}\sigma(s_i - \theta_p) \le p + \kappa(\beta - \alpha)
+        \quad\text{for every level } p \text{ and group } k;
+
+    ``"weak_partial_dp"`` bounds the selection-rate gap inside the band at the threshold 0 of
+    ``predict`` (`fastcon.metrics.weak_partial_dp`), through model (17), one constraint per
+    ordered pair of groups. :math:`\sigma` is the ramp :math:`\max\{u/\tau + \frac12, 0\} -
+    \max\{u/\tau - \frac12, 0\}` of width :math:`\tau` = ``smoothing`` in score units (the
+    paper's ramp is :math:`\tau = 1`), each constraint a difference of convex functions, solved by
+    IDCA (`fastcon.solvers.idca`, Algorithms 1–2 of [HHYL25]) from :math:`w = 0` with the feasible thresholds of
+    `~fastcon.problems.PartialDPConstraints.initial_thresholds`. The model is linear on
+    :math:`[x, 1]` (the intercept is a weight on a column of ones; the ridge skips it). The paper's
+    cross-term features :math:`(1, \xi, \gamma, \gamma\xi)` would need the group at prediction
+    time, and ``predict`` takes no groups, so the estimator does not use them
+    (`fastcon.problems.cross_term_features` and `fastcon.problems.PartialFairnessProblem` train
+    that model directly). The surrogate bound :math:`\kappa` is calibrated against the hard metric
+    as for the other constraints, :math:`\tau` included: both hard metrics are invariant to the
+    scale of the scores while the surrogates are not, so a model can satisfy a tight :math:`\kappa`
+    by shrinking its scores into the ramp's linear part without becoming fair in rank; sharpening
+    the ramp is what lowers the hard metric then (synthetic data, 2,000 rows, ``partial_dp``
+    tolerance 0.05: the hard value stayed at 0.09-0.10 as :math:`\kappa` shrank at :math:`\tau = 1`;
+    on Adult it *rose* from 0.08 to 0.69). With ``n_levels`` :math:`= P` levels the hard partial DP
+    of a solution of model (13) can exceed :math:`\kappa` by the level spacing,
+    :math:`(1 - \kappa)/P` (the group CCDFs are only pinned at the levels), so a tolerance below
+    about :math:`1/P` needs more levels.
+
     Parameters
     ----------
     constraint : str
@@ -49,39 +98,59 @@ class FairClassifier(LinearConstrainedClassifier):
         Huang & Lin, "Single-loop switching subgradient methods for non-smooth weakly convex
         optimization with non-smooth convex constraints"; hard gap: the largest difference of the
         groups' score CDFs over all thresholds), ``"wasserstein"`` (the Wasserstein-1 distance
-        between the groups' score distributions, same paper; in score units).
+        between the groups' score distributions, same paper; in score units),
+        ``"partial_dp"`` and ``"weak_partial_dp"`` (partial demographic parity on a rank band, see
+        above; no ``sample_weight``).
     tolerance : float
-        Bound on the hard gap (a rate difference in [0, 1], or a distance for ``"wasserstein"``).
+        Bound on the hard gap (a rate difference in [0, 1], or a distance for ``"wasserstein"``;
+        below 1 for the partial constraints, whose metrics never exceed 1).
     loss : {"logistic", "hinge"}
     ridge : float, optional
         :math:`\ge 0`, the L2 penalty on :math:`w` (not on the intercept). None (default):
         :math:`1/n`, the regularisation of scikit-learn's ``LogisticRegression(C=1.0)``.
     fit_intercept : bool
-    solver : {"auto", "augmented_lagrangian", "switching_subgradient"}
+    solver : {"auto", "augmented_lagrangian", "switching_subgradient", "idca"}
         ``"auto"``: the augmented Lagrangian method with L-BFGS (`fastcon.solvers.augmented_lagrangian`)
         for the smooth logistic loss, one :math:`Xw` and one :math:`X^\top v` per evaluation, whatever
         the number of groups: the fastest here by far (a few hundred passes, where subgradient methods
         need thousands); the switching subgradient method for ``loss="hinge"``, whose kink L-BFGS
-        does not handle.
+        does not handle; ``"idca"`` for the partial constraints, the only solver they accept
+        (another explicit solver is a ValueError). IDCA runs ``max_iter`` outer iterations of 200
+        inner switching-subgradient iterations with :math:`\epsilon = 10^{-3}` (the middle of the
+        grid of [HHYL25] Appendix D.2.2) and returns the last outer iterate, as the paper does.
     max_iter : int, optional
-        The solver's iteration budget (outer iterations of the augmented Lagrangian; iterations of
-        the subgradient method). Default: the solver's own.
+        The solver's iteration budget (outer iterations of the augmented Lagrangian or of IDCA;
+        iterations of the subgradient method). Default: the solver's own (100 for IDCA).
     tol : float
         Stationarity tolerance of the augmented Lagrangian (the gradient of the Lagrangian, as
         scikit-learn's ``LogisticRegression(tol=...)``).
     smoothing : float
         Starting :math:`\tau > 0` of the smoothed rates (in score units; for ``"wasserstein"``
-        :math:`\tau/50` is the Huber width of the matched-quantile distances). The calibration
-        halves it (at most four times; not for ``"roc"``) when the smoothed rates track the hard
-        ones too loosely to meet ``tolerance`` (`fastcon.estimators._solve.calibrate_bound`;
-        measurements in docs/design.md, "Estimators").
+        :math:`\tau/50` is the Huber width of the matched-quantile distances; for the partial
+        constraints the width of the ramp). The calibration halves it (at most four times; not for
+        ``"roc"``) when the smoothed rates track the hard ones too loosely to meet ``tolerance``
+        (`fastcon.estimators._solve.calibrate_bound`; measurements in docs/design.md, "Estimators").
     n_thresholds : int
         Grid size of ``"roc"`` (the grid spans the unconstrained model's scores).
+    interval : (float, float), optional
+        The rank band :math:`(\alpha, \beta)`, :math:`0 \le \alpha < \beta \le 1`, of the partial
+        constraints (rank 0 is the top score of a group). None (default): the rule of [HHYL25] §4,
+        `fastcon.metrics.choose_interval` on the unconstrained model's training scores with
+        :math:`p` the fraction of them above 0 (``interval_choice_`` keeps the candidates).
+    n_levels : int
+        :math:`P`, the number of rank levels of ``"partial_dp"`` (model (13)), on the grid
+        :math:`p_j = \alpha + j(\beta - \kappa(\beta - \alpha) - \alpha)/P` where Lemma 5.1 of
+        [HHYL25] makes the constraints equivalent to partial DP :math:`\le \kappa`. Each level
+        adds a threshold variable and :math:`2G` constraints.
     validation_fraction : float, optional
         Hold out this fraction of the rows (stratified by group and label) to measure the hard gap
         during calibration; default None measures it on the training rows.
-    max_calibration : int
-        Largest number of solves in the bound calibration (each warm-started from the previous).
+    max_calibration : int, optional
+        Largest number of solves in the bound calibration (each warm-started from the previous;
+        for the partial constraints only when the previous solution is :math:`\epsilon`-feasible
+        for the new bound, else from :math:`w = 0`). Default None: 12, and 6 for the partial
+        constraints, whose solves cost an IDCA run each (Adult, ``"partial_dp"``, tolerance 0.05:
+        about 30 s per solve on one core).
     drop_sensitive : bool
         With ``sensitive_features`` naming columns of X, drop them from the features.
     random_state : int, optional
@@ -97,19 +166,25 @@ class FairClassifier(LinearConstrainedClassifier):
     groups_ : list
         The group labels seen in ``fit`` (tuples for several sensitive columns).
     solve_result_ : fastcon.SolveResult
-        The solve that produced the model (status, multipliers, KKT residuals in ``info``).
+        The solve that produced the model (status, multipliers, KKT residuals in ``info``; for
+        IDCA ``x`` also holds the level thresholds :math:`\theta` after the weights).
     calibration_ : dict
         One entry per solve: ``bounds`` and ``smoothings`` tried, ``hard_values`` reached,
         ``objectives``, ``statuses``; the ``chosen`` index, ``met`` (tolerance met) and where the
         hard gap was measured (``measured_on``).
     fit_gap_ : float
         The hard gap where calibration measured it.
+    interval_ : tuple of float or None
+        The rank band of the partial constraints (given or chosen); None for the others.
+    interval_choice_ : fastcon.metrics.IntervalChoice or None
+        The candidates and their partial DP when ``interval=None`` chose the band; None when the
+        band was given (or the constraint is not partial).
     """
 
     def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=None,
                  fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, n_thresholds=50,
-                 validation_fraction=None, max_calibration=12, drop_sensitive=False, random_state=None,
-                 verbose=False):
+                 interval=None, n_levels=10, validation_fraction=None, max_calibration=None, drop_sensitive=False,
+                 random_state=None, verbose=False):
         self.constraint = constraint
         self.tolerance = tolerance
         self.loss = loss
@@ -120,22 +195,36 @@ class FairClassifier(LinearConstrainedClassifier):
         self.tol = tol
         self.smoothing = smoothing
         self.n_thresholds = n_thresholds
+        self.interval = interval
+        self.n_levels = n_levels
         self.validation_fraction = validation_fraction
         self.max_calibration = max_calibration
         self.drop_sensitive = drop_sensitive
         self.random_state = random_state
         self.verbose = verbose
 
+    def _calibration_rounds(self) -> int:
+        if self.max_calibration is not None:
+            return int(self.max_calibration)
+        return 6 if self.constraint in PARTIAL_CONSTRAINTS else 12
+
     def _check_params(self):
-        check_choice("constraint", self.constraint, FAIRNESS_CONSTRAINTS)
+        check_choice("constraint", self.constraint, FAIRNESS_CONSTRAINTS + PARTIAL_CONSTRAINTS)
         check_choice("loss", self.loss, ("logistic", "hinge"))
         for name in ("tolerance", "smoothing", "tol"):
             check_real(name, getattr(self, name), positive=True)
+        if self.constraint in PARTIAL_CONSTRAINTS and not self.tolerance < 1.0:
+            raise ValueError(f"tolerance: must be below 1 for constraint={self.constraint!r} (the metric never "
+                             f"exceeds 1, so every model meets {self.tolerance!r}), got {self.tolerance!r}")
+        if self.interval is not None:
+            _check_interval(self.interval)
+        check_count("n_levels", self.n_levels)
         if self.ridge is not None:
             check_real("ridge", self.ridge)
         if self.validation_fraction is not None:
             check_fraction("validation_fraction", self.validation_fraction)
-        check_count("max_calibration", self.max_calibration)
+        if self.max_calibration is not None:
+            check_count("max_calibration", self.max_calibration)
         check_count("n_thresholds", self.n_thresholds)
         return choose_solver(self.solver, self.loss, self.constraint)
 
@@ -156,7 +245,8 @@ class FairClassifier(LinearConstrainedClassifier):
         sample_weight : array-like of shape (n_samples,), optional
             Row weights of the loss and of the group rates (a weight of 2 counts as a repeated
             row, in the constraint and in the hard gap the calibration measures). Not with
-            ``"roc"`` or ``"wasserstein"``, whose hard gaps compare unweighted distributions.
+            ``"roc"``, ``"wasserstein"``, ``"partial_dp"`` or ``"weak_partial_dp"``, whose hard
+            gaps compare unweighted distributions (the rank band is defined on them).
         """
         solver = self._check_params()
         X, sensitive = split_sensitive(X, sensitive_features, self.drop_sensitive)
@@ -171,7 +261,7 @@ class FairClassifier(LinearConstrainedClassifier):
         self.group_encoder_ = groups
         self.groups_ = list(groups.labels)
         weight = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n)
-        if sample_weight is not None and self.constraint in ("roc", "wasserstein"):
+        if sample_weight is not None and self.constraint in ("roc", "wasserstein", *PARTIAL_CONSTRAINTS):
             raise ValueError(f"sample_weight: not supported with constraint={self.constraint!r} (its hard gap "
                              "compares unweighted score distributions); use a rate constraint or no weights")
 
@@ -180,6 +270,9 @@ class FairClassifier(LinearConstrainedClassifier):
             X_fit, y_fit, g_fit, w_fit = X, y01, groups.codes, weight
         else:
             X_fit, y_fit, g_fit, w_fit = X[fit_rows], y01[fit_rows], groups.codes[fit_rows], weight[fit_rows]
+        self.interval_ = self.interval_choice_ = None
+        if self.constraint in PARTIAL_CONSTRAINTS:
+            return self._fit_partial(X, y01, groups.codes, X_fit, y_fit, g_fit, w_fit, check_rows)
         dataset = fit_dataset(X_fit, y_fit)
         scores = LinearScores(dataset, self.fit_intercept)
         objective = LinearLoss(scores, dataset.y, w_fit, self.loss, ridge_for(self.ridge, w_fit.sum()))
@@ -232,20 +325,103 @@ class FairClassifier(LinearConstrainedClassifier):
             x, result, record = free.x, free, Calibration(met=True)
         else:
             x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
-                                                max_rounds=int(self.max_calibration),
+                                                max_rounds=self._calibration_rounds(),
                                                 adapt_smoothing=self.constraint != "roc")
-        self.coef_ = x[:X.shape[1]].reshape(1, -1).copy()
-        self.intercept_ = np.array([x[-1] if self.fit_intercept else 0.0])
+        return self._set_fitted(x, X.shape[1], result, record, check_rows)
+
+    def _set_fitted(self, x, n_features, result, record, check_rows):
+        """Fitted attributes from the chosen solution ``x = (w, b, ...)``; warns when the tolerance was missed."""
+        self.coef_ = x[:n_features].reshape(1, -1).copy()
+        self.intercept_ = np.array([x[n_features] if self.fit_intercept else 0.0])
         self.solve_result_ = result
         self.calibration_ = record.as_dict("training rows" if check_rows is None else "validation rows")
         self.fit_gap_ = record.hard_values[record.chosen] if record.hard_values else 0.0
         self.n_iter_ = result.n_iter
         if not record.met:
+            hint = ("raise max_calibration or max_iter" if self.constraint in PARTIAL_CONSTRAINTS else
+                    "raise max_calibration or max_iter, or start from a smaller smoothing")
             warnings.warn(f"tolerance: the hard {self.constraint} gap reached {self.fit_gap_:.4g} > "
-                          f"{self.tolerance} after {len(record.bounds)} solves (calibration_ has the trace); "
-                          "raise max_calibration or max_iter, or start from a smaller smoothing", ConvergenceWarning,
-                          stacklevel=2)
+                          f"{self.tolerance} after {len(record.bounds)} solves (calibration_ has the trace); {hint}",
+                          ConvergenceWarning, stacklevel=3)
         return self
+
+    def _fit_partial(self, X, y01, codes, X_fit, y_fit, g_fit, w_fit, check_rows):
+        r"""Fit with ``"partial_dp"`` or ``"weak_partial_dp"``: IDCA on [HHYL25] model (13) or (17), calibrated.
+
+        The variable is :math:`x = (w, b, \theta)` (:math:`b` only with ``fit_intercept``,
+        :math:`\theta` the ``n_levels`` thresholds of model (13) only): the blocks need
+        ``LinearScores(fit_intercept=False)``, so the intercept is the weight of a ones column.
+        """
+        n_features = X.shape[1]
+        n_groups = len(self.groups_)
+        design = _with_ones(X_fit) if self.fit_intercept else X_fit
+        dataset = fit_dataset(design, y_fit)
+        scores = LinearScores(dataset, fit_intercept=False)
+        objective = _ScaledLoss(scores, dataset.y, w_fit, self.loss, ridge_for(self.ridge, w_fit.sum()),
+                                n_penalised=n_features)
+        n_w = scores.n_features
+        free = None
+        if self.interval is None or n_groups < 2:
+            # the unconstrained model: its training scores choose the band ([HHYL25] §4), and with
+            # one group (no pair to constrain) it is the answer
+            objective.scale = 1.0
+            free = solve_linear(LinearModelProblem(objective, []), choose_solver("auto", self.loss, "unconstrained"),
+                                np.zeros(n_w), None, None, self.verbose, self.tol)
+        if n_groups < 2:
+            self.interval_ = None if self.interval is None else _check_interval(self.interval)
+            return self._set_fitted(free.x, n_features, free, Calibration(met=True), check_rows)
+        g_fit = _check_all_groups_present(g_fit, n_groups)
+        if self.interval is None:
+            choice = choose_interval(scores.scores(free.x).copy(), g_fit, threshold=0.0)
+            self.interval_, self.interval_choice_ = choice.interval, choice
+        else:
+            self.interval_ = _check_interval(self.interval)
+        interval = self.interval_
+        outer = IDCA_OUTER_ITER if self.max_iter is None else check_count("max_iter", self.max_iter)
+        name = f"FairClassifier({self.constraint})"
+
+        def block_at(bound):
+            # rebuilding costs a few group index arrays: no pass over the data
+            if self.constraint == "partial_dp":
+                return partial_dp_constraints(scores, g_fit, interval, bound, n_levels=int(self.n_levels))
+            return weak_partial_dp_constraints(scores, g_fit, interval, bound, threshold=0.0)
+
+        state = {"x": None, "scale": None}
+
+        def solve_at(bound, smoothing):
+            # the solver's scores are the model's over tau = smoothing: a ramp of width 1 on them is
+            # tau wide on the model's (the model is tau times the solver's x)
+            objective.scale = smoothing
+            problem = PartialFairnessProblem(objective, block_at(bound), name=name)
+            x0 = problem.x0
+            # IDCA needs an epsilon-feasible start (its inner solver keeps the best epsilon-feasible
+            # iterate): the previous model (w and thresholds, rescaled to this tau) qualifies after
+            # a looser bound, rarely after a tighter one
+            if state["x"] is not None:
+                previous = state["x"] * (state["scale"] / smoothing)
+                if float(np.max(problem.constraint_values(previous))) <= IDCA_TOLERANCE:
+                    x0 = previous
+            result = idca(problem, x0, outer_iter=outer, inner_iter=IDCA_INNER_ITER, tolerance=IDCA_TOLERANCE,
+                          verbose=self.verbose)
+            state["x"], state["scale"] = result.x, smoothing
+            return result.x, result
+
+        metric = _PARTIAL_METRICS[self.constraint]
+        if check_rows is None:
+            def hard(x):   # the training scores at x are LinearScores' cache: no second product
+                return metric(scores.scores(x[:n_w]), g_fit, interval)
+        else:
+            X_check, g_check = X[check_rows], codes[check_rows]
+
+            def hard(x):
+                s = np.asarray(X_check @ x[:n_features]).ravel() + (x[n_features] if self.fit_intercept else 0.0)
+                return fairness_gap(self.constraint, s, None, g_check, interval=interval)
+
+        x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
+                                            max_rounds=self._calibration_rounds(),
+                                            max_bound=_MAX_PARTIAL_BOUND if self.constraint == "partial_dp" else None)
+        # the model is tau times the solver's variable (both metrics are invariant to that scale)
+        return self._set_fitted(record.smoothings[record.chosen] * x, n_features, result, record, check_rows)
 
     def _features_for_predict(self, X):
         if getattr(self, "sensitive_columns_", None):
@@ -271,6 +447,58 @@ class FairClassifier(LinearConstrainedClassifier):
         y01 = labels_to_index(y, self.classes_)
         scores = self.decision_function(X)
         return ConstraintReport.for_fairness(self, scores, y01, codes)
+
+
+def _partial_dp(scores, codes, interval):
+    return metrics.partial_dp(scores, codes, interval)
+
+
+def _weak_partial_dp(scores, codes, interval):
+    return metrics.weak_partial_dp(scores, codes, interval, threshold=0.0)
+
+
+_PARTIAL_METRICS = {"partial_dp": _partial_dp, "weak_partial_dp": _weak_partial_dp}
+
+
+def _with_ones(X):
+    """:math:`[X, 1]`: CSR stays CSR (no densifying), dense stays dense."""
+    ones = np.ones((X.shape[0], 1))
+    if sp.issparse(X):
+        return sp.hstack([X, ones], format="csr")
+    return np.hstack([X, ones])
+
+
+class _ScaledLoss(LinearLoss):
+    r"""`LinearLoss` of the model :math:`\tau\,\tilde Xw` on :math:`\tilde X = [X, 1]`, ridge off the ones column.
+
+    The partial fairness blocks see the scores :math:`z = \tilde Xw` through a ramp of width 1;
+    the model's scores are :math:`\tau z` (``scale``), so that in the model's units the ramp is
+    :math:`\tau` wide: the loss is :math:`\frac1n\sum_i\phi(y_i\tau z_i) +
+    \frac{\lambda\tau^2}{2}\|w_{1:d}\|^2`, the loss and ridge of the model :math:`\tau w`. The
+    intercept is the last weight (the blocks need scores without a separate intercept), and the
+    ridge leaves it out as it does for the other constraints (and scikit-learn): only the first
+    ``n_penalised`` weights are penalised.
+    """
+
+    def __init__(self, scores, y, weight, loss, alpha, *, n_penalised):
+        super().__init__(scores, y, weight, loss, alpha)
+        self.n_penalised = int(n_penalised)
+        self.scale = 1.0
+
+    def value_and_grad_scores(self, z, v) -> float:
+        if self.scale == 1.0:
+            return super().value_and_grad_scores(z, v)
+        value = super().value_and_grad_scores(self.scale * z, v)
+        v *= self.scale
+        return value
+
+    def _ridge(self, x):
+        w = x[:self.n_penalised]
+        return 0.5 * self.alpha * self.scale ** 2 * float(w @ w)
+
+    def add_ridge_gradient(self, x, out):
+        k = self.n_penalised
+        out[:k] += (self.alpha * self.scale ** 2) * x[:k]
 
 
 def _check_all_groups_present(codes, n_groups):

@@ -17,8 +17,10 @@ plain JSON object, so a marker is never confused with data. Two fitted objects g
 markers: the solve's `fastcon.SolveResult` (status, message, iterations, multipliers, counters,
 ``info``; **not** the history, which can be long and is not needed to predict) and the group
 encoder `fastcon.datasets.GroupEncoding` (group labels and column count; its ``codes`` come back
-as ``0..K-1``, the training rows' codes are not saved). Anything else, e.g. a group label that is an
-arbitrary Python object, makes `save` raise TypeError naming the attribute rather than drop it.
+as ``0..K-1``, the training rows' codes are not saved). A third, `fastcon.metrics.IntervalChoice`
+(the rank band a partial-fairness `FairClassifier` chose), is saved field by field. Anything else,
+e.g. a group label that is an arbitrary Python object, makes `save` raise TypeError naming the
+attribute rather than drop it.
 
 `load` only constructs classes of `ESTIMATORS` by name and only sets attributes named like fitted
 attributes (``name_``), so nothing in the file is ever executed.
@@ -36,6 +38,7 @@ import numpy as np
 from .._results import SolveResult
 from .._version import __version__
 from ..datasets import GroupEncoding
+from ..metrics import IntervalChoice
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load", "save"]
 
@@ -47,7 +50,7 @@ FORMAT_VERSION = 1
 _HEADER = "__header__"
 _ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
 _MARKERS = ("__array__", "__object_array__", "__tuple__", "__dict__", "__float__", "__solve_result__",
-            "__group_encoding__")
+            "__group_encoding__", "__interval_choice__")
 
 
 def _estimators():
@@ -95,6 +98,11 @@ class _Encoder:
                 "multipliers": self(value.multipliers, f"{where}.multipliers"),
                 "counters": self(value.counters, f"{where}.counters"), "info": self(value.info, f"{where}.info"),
                 "solver": value.solver}}
+        if isinstance(value, IntervalChoice):
+            return {"__interval_choice__": {
+                "interval": self(value.interval, f"{where}.interval"), "rate": self(value.rate, f"{where}.rate"),
+                "candidates": self(value.candidates, f"{where}.candidates"),
+                "partial_dp_values": self(value.partial_dp_values, f"{where}.partial_dp_values")}}
         if isinstance(value, GroupEncoding):
             return {"__group_encoding__": {"labels": self(list(value.labels), f"{where}.labels"),
                                            "n_columns": int(value.n_columns)}}
@@ -148,6 +156,12 @@ def _decode(value, arrays, where):
                            objective=fields["objective"], max_violation=fields["max_violation"],
                            multipliers=fields["multipliers"], counters=fields["counters"], info=fields["info"],
                            solver=fields["solver"])
+    if marker == "__interval_choice__":
+        fields = _decode(body, arrays, where)
+        values = np.array(fields["partial_dp_values"], dtype=np.float64)
+        values.flags.writeable = False   # read-only, as choose_interval returns it
+        return IntervalChoice(interval=fields["interval"], rate=fields["rate"], candidates=fields["candidates"],
+                              partial_dp_values=values)
     fields = _decode(body, arrays, where)   # __group_encoding__
     labels = [_hashable(g) for g in fields["labels"]]
     return GroupEncoding(codes=np.arange(len(labels), dtype=np.int64), labels=labels, n_groups=len(labels),

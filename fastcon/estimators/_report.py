@@ -15,11 +15,22 @@ _RATE_OF = {"demographic_parity": ("selection_rate",), "equal_opportunity": ("tr
             "equalized_odds": ("true_positive_rate", "false_positive_rate")}
 
 
-def fairness_gap(constraint, scores, y01, codes, sample_weight=None) -> float:
+def fairness_gap(constraint, scores, y01, codes, sample_weight=None, interval=None) -> float:
     """The hard gap of a named constraint (`fastcon.metrics`; prediction: score > 0), worst pair of groups.
 
-    ``sample_weight`` weighs the rates (rate constraints only).
+    ``sample_weight`` weighs the rates (rate constraints only). ``interval`` is the rank band
+    :math:`(\alpha, \beta)` of ``"partial_dp"`` (`fastcon.metrics.partial_dp`) and
+    ``"weak_partial_dp"`` (`fastcon.metrics.weak_partial_dp` at threshold 0, the threshold of
+    ``predict``); with fewer than two groups present both are 0.
     """
+    if constraint in ("partial_dp", "weak_partial_dp"):
+        if interval is None:
+            raise ValueError(f"interval: constraint={constraint!r} needs the rank band (alpha, beta)")
+        if np.unique(codes).size < 2:   # one group has nobody to differ from
+            return 0.0
+        if constraint == "partial_dp":
+            return metrics.partial_dp(scores, codes, interval)
+        return metrics.weak_partial_dp(scores, codes, interval, threshold=0.0)
     if constraint in _RATE_OF:
         rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01, sample_weight)
         return max(rates.gap(rate) for rate in _RATE_OF[constraint])
@@ -56,6 +67,9 @@ class ConstraintReport:
         The solver's certificate (KKT residuals and multipliers for the augmented Lagrangian).
     fit_value : float
         The hard metric where calibration measured it (training or validation rows).
+    interval : tuple of float, optional
+        The rank band :math:`(\alpha, \beta)` of ``"partial_dp"`` and ``"weak_partial_dp"``
+        (He, Huang, Yao & Lin [HHYL25]); None for the other constraints.
     """
     constraint: str
     bound: float
@@ -66,10 +80,12 @@ class ConstraintReport:
     solver_message: str = ""
     certificate: dict = field(default_factory=dict)
     fit_value: float = float("nan")
+    interval: tuple = None
 
     @classmethod
     def for_fairness(cls, estimator, scores, y01, codes):
-        value = fairness_gap(estimator.constraint, scores, y01, codes)
+        interval = getattr(estimator, "interval_", None)
+        value = fairness_gap(estimator.constraint, scores, y01, codes, interval=interval)
         rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01)
         present = {int(k) for k in np.unique(codes)}
         per_group = {}
@@ -81,10 +97,12 @@ class ConstraintReport:
                                 "true_positive_rate": float(rates.true_positive_rate[r]),
                                 "false_positive_rate": float(rates.false_positive_rate[r])}
         return cls(estimator.constraint, float(estimator.tolerance), float(value), bool(value <= estimator.tolerance),
-                   per_group, *_solve_summary(estimator), fit_value=float(estimator.fit_gap_))
+                   per_group, *_solve_summary(estimator), fit_value=float(estimator.fit_gap_),
+                   interval=None if interval is None else tuple(float(v) for v in interval))
 
     def __str__(self):
-        lines = [f"{self.constraint}: {self.value:.4g} (bound {self.bound:.4g}) -> "
+        band = "" if self.interval is None else f" on ranks [{self.interval[0]:.4g}, {self.interval[1]:.4g})"
+        lines = [f"{self.constraint}{band}: {self.value:.4g} (bound {self.bound:.4g}) -> "
                  f"{'satisfied' if self.satisfied else 'VIOLATED'}; fit: {self.fit_value:.4g}; "
                  f"solver: {self.solver_status}"]
         for label, rates in self.per_group.items():

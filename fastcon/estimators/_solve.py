@@ -13,16 +13,33 @@ import numpy as np
 from ..solvers import switching_subgradient
 from ..solvers.augmented_lagrangian import augmented_lagrangian
 
-__all__ = ["SOLVERS", "choose_solver", "solve_linear", "calibrate_bound", "Calibration"]
+__all__ = ["PARTIAL_CONSTRAINTS", "SOLVERS", "Calibration", "calibrate_bound", "choose_solver", "solve_linear"]
 
 #: Solvers an estimator accepts by name.
-SOLVERS = ("auto", "augmented_lagrangian", "switching_subgradient")
+SOLVERS = ("auto", "augmented_lagrangian", "switching_subgradient", "idca")
+#: Constraints with difference-of-convex surrogates (He, Huang, Yao & Lin [HHYL25]), solved by IDCA only.
+PARTIAL_CONSTRAINTS = ("partial_dp", "weak_partial_dp")
 
 
 def choose_solver(solver, loss, constraint):
-    """The solver ``"auto"`` stands for (the rule is documented in the estimators' ``solver`` parameter)."""
+    """The solver ``"auto"`` stands for (the rule is documented in the estimators' ``solver`` parameter).
+
+    ``"idca"`` (`fastcon.solvers.idca`) for the partial constraints, whose ramp surrogates are
+    differences of convex functions that neither the augmented Lagrangian nor the switching
+    subgradient method handle; for every other constraint the switching subgradient method with
+    ``loss="hinge"`` and the augmented Lagrangian otherwise. An explicit solver that does not fit
+    the constraint is a ValueError naming ``solver``.
+    """
     if solver not in SOLVERS:
         raise ValueError(f"solver: expected one of {SOLVERS}, got {solver!r}")
+    if constraint in PARTIAL_CONSTRAINTS:
+        if solver not in ("auto", "idca"):
+            raise ValueError(f"solver: constraint={constraint!r} is solved by 'idca' (its surrogate is a "
+                             f"difference of convex functions), got {solver!r}; use 'auto' or 'idca'")
+        return "idca"
+    if solver == "idca":
+        raise ValueError(f"solver: 'idca' solves the partial constraints {PARTIAL_CONSTRAINTS} only, not "
+                         f"{constraint!r}; use 'auto', 'augmented_lagrangian' or 'switching_subgradient'")
     if solver != "auto":
         return solver
     if loss == "hinge":
@@ -89,7 +106,8 @@ def _next_bound(points, tolerance, target):
     return hi * float(np.clip(target / h_hi, 0.25, 0.8))
 
 
-def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8, adapt_smoothing=True):
+def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8, adapt_smoothing=True,
+                    max_bound=None):
     r"""Find a surrogate bound whose solution meets ``hard_metric <= tolerance``, as loose as the rounds allow.
 
     The hard gap :math:`h(\kappa)` of the solution at surrogate bound :math:`\kappa` is a step
@@ -127,6 +145,10 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         supremum over all thresholds and the surrogate sees a grid, an offset that a tighter bound
         fixes and a sharper sigmoid does not (Adult, tolerance 0.02: met at :math:`\tau = 0.5`,
         missed after halving).
+    max_bound : float, optional
+        Largest bound tried (the partial DP block of [HHYL25] model (13) needs :math:`\kappa < 1`):
+        a larger next bound is clipped to it, and the loop stops when the clipped bound was already
+        tried.
 
     Returns
     -------
@@ -162,6 +184,10 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
             tau, bound, halvings, points = tau / 2, tolerance, halvings + 1, []
             continue
         bound = _next_bound(points, tolerance, target)
+        if bound is not None and max_bound is not None:
+            bound = min(bound, max_bound)
+            if any(b == bound for b, _, _ in points):
+                break
         if bound is None:
             break
     met = [k for k, h in enumerate(record.hard_values) if h <= tolerance]
