@@ -319,3 +319,35 @@ def partial_dp_ramp_parts(X_groups, w, theta, levels, width):
     plus_jac[0::2], plus_jac[1::2] = grad_minus, grad_plus
     minus_jac[0::2], minus_jac[1::2] = grad_plus, grad_minus
     return plus, minus, plus_jac, minus_jac
+
+
+# --------------------------------------------------------------------------- boosting custom objectives [LD23]
+def boosting_grad_hess(F, labels, W, anchor_k, inv_tau, anchor_t, c):
+    r"""Gradient and Hessian diagonal of :math:`\psi(F) = \sum_i W_i\ell_i + \frac c2\lVert F - F^t\rVert^2
+    + \frac{1}{2\tau}\lVert F - F^k\rVert^2` (Lin & Deng [LD23] §3): binary when ``F`` is 1-D.
+
+    What a user writes for a GBM custom objective: ``expit`` (binary) or ``scipy.special.softmax``
+    (J classes) once, the one-hot subtraction as a fancy-indexed update of the gradient (no (n, J)
+    one-hot array), the anchors' terms and the Hessian built in place. Both anchors must be given.
+    """
+    # a local import keeps this appended section's edit to itself
+    from scipy.special import softmax
+
+    if F.ndim == 1:
+        p = expit(F)
+        grad = p - labels
+        grad *= W
+        hess = p * (1.0 - p)
+        hess *= W
+    else:
+        p = softmax(F, axis=1)
+        grad = p * W[:, None]
+        grad[np.arange(F.shape[0]), labels] -= W
+        hess = 1.0 - p
+        hess *= p
+        hess *= W[:, None]
+    grad += c * (F - anchor_t)
+    grad += inv_tau * (F - anchor_k)
+    hess += c + inv_tau
+    np.maximum(hess, 1e-16, out=hess)
+    return grad, hess
