@@ -165,10 +165,13 @@ class SolveResult:
         Oracle counts and data passes (see `Counters`).
     info : dict
         Solver-specific extras (parameters used, output-rule details).
+    state : object or None
+        The solver's model state when ``x`` alone does not describe the model (a boosting ensemble
+        of `fastcon.solvers.abpp` / `cbpr`); not serialised by `to_dict`.
     """
 
     def __init__(self, x, status, message="", n_iter=0, objective=math.nan, max_violation=math.nan,
-                 multipliers=None, history=None, counters=None, info=None, solver=""):
+                 multipliers=None, history=None, counters=None, info=None, solver="", state=None):
         if status not in STATUSES:
             raise ValueError(f"status: {status!r} is not one of {STATUSES}")
         self.x = np.asarray(x)
@@ -186,6 +189,7 @@ class SolveResult:
         self.counters = dict(counters or {})
         self.info = dict(info or {})
         self.solver = solver
+        self.state = state
 
     @property
     def success(self) -> bool:

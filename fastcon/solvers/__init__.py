@@ -30,6 +30,10 @@ from .projected_gradient import gradient_lipschitz_constant, projected_gradient
 from .idca import idca, idca_theory_parameters
 from .switching_polyak import switching_polyak
 from .penalty_subgradient import penalty_subgradient
+from ._bregman_models import LinearScoreModel
+from ._bregman_problems import GroupLossGap, NeymanPearsonScores
+from .abpp import abpp, abpp_lipschitz_constant
+from .cbpr import cbpr
 
 __all__ = [
     "augmented_lagrangian",
@@ -40,4 +44,5 @@ __all__ = [
     "check_feasibility", "FeasibilityResult", "support_function",
     "idca", "idca_theory_parameters", "switching_polyak", "penalty_subgradient",
     "projected_gradient", "gradient_lipschitz_constant",
+    "abpp", "abpp_lipschitz_constant", "cbpr", "LinearScoreModel", "NeymanPearsonScores", "GroupLossGap",
 ]
