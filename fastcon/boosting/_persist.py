@@ -1,0 +1,163 @@
+r"""Saving and loading the boosted estimators without pickle: a zip of the libraries' own model files and JSON.
+
+`save` writes one zip archive:
+
+- ``header.json``: the format and its version, the fastcon version, the estimator's class,
+  ``get_params()``, the fitted attributes that are not the ensemble (encoded as
+  `fastcon.estimators._persist` encodes them: tuples, non-string keys, non-finite numbers and the
+  solve's `fastcon.SolveResult` as marked JSON objects), and the ensemble's backend, coefficients
+  and number of outputs;
+- ``arrays/aN.npy``: the NumPy arrays the header refers to (read with ``allow_pickle=False``);
+- ``boosters/NNN.json`` (XGBoost's JSON model) or ``boosters/NNN.txt`` (LightGBM's model text):
+  one file per booster, loadable by the library itself (``xgboost.Booster(model_file=...)``,
+  ``lightgbm.Booster(model_file=...)``).
+
+`load` rebuilds only the two estimator classes of this package, sets only ``name_``-style
+attributes and hands the booster files to the libraries' own parsers: nothing in the file runs.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from .._version import __version__
+from ..estimators._persist import _ATTRIBUTE, _decode, _Encoder
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "save", "load"]
+
+#: Value of the header's ``format`` field.
+FORMAT = "fastcon.boosting.estimator"
+#: Version of the layout `save` writes; `load` reads this and every earlier version.
+FORMAT_VERSION = 1
+
+
+def _estimators():
+    from ._estimators import FairGBMClassifier, NeymanPearsonGBMClassifier
+
+    return {cls.__name__: cls for cls in (NeymanPearsonGBMClassifier, FairGBMClassifier)}
+
+
+def save(estimator, path):
+    """Write a fitted `NeymanPearsonGBMClassifier` or `FairGBMClassifier` to ``path`` (a zip archive, module docstring).
+
+    Raises
+    ------
+    TypeError
+        ``estimator`` is not one of these classes, or a fitted attribute cannot be written without
+        pickle (the message names it).
+    sklearn.exceptions.NotFittedError
+        ``estimator`` is not fitted.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    name = type(estimator).__name__
+    if _estimators().get(name) is not type(estimator):
+        raise TypeError(f"estimator: {name} is not a fastcon.boosting estimator (known: {sorted(_estimators())})")
+    check_is_fitted(estimator, "ensemble_")
+    encode = _Encoder()
+    params = {k: encode(v, f"params[{k!r}]") for k, v in estimator.get_params(deep=False).items()}
+    attributes = {k: encode(v, k) for k, v in sorted(vars(estimator).items())
+                  if _ATTRIBUTE.match(k) and k != "ensemble_"}
+    ensemble = estimator.ensemble_
+    suffix = ensemble.backend.suffix
+    files = [f"boosters/{k:04d}.{suffix}" for k in range(len(ensemble.boosters))]
+    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastcon_version": __version__, "class": name,
+              "params": params, "attributes": attributes,
+              "ensemble": {"backend": ensemble.backend_name, "coefficients": [float(w) for w in ensemble.coefficients],
+                           "n_outputs": ensemble.n_outputs, "n_threads": ensemble.n_threads, "files": files}}
+    text = json.dumps(header, allow_nan=False, ensure_ascii=False, indent=1)
+    with zipfile.ZipFile(os.fspath(path), "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", text)
+        for key, value in encode.arrays.items():
+            buffer = io.BytesIO()
+            np.save(buffer, value, allow_pickle=False)
+            archive.writestr(f"arrays/{key}.npy", buffer.getvalue())
+        for file, booster_text in zip(files, ensemble.to_texts()):
+            archive.writestr(file, booster_text)
+
+
+def load(path):
+    """Rebuild an estimator written by `save`: same parameters, same predictions (bit for bit).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    NeymanPearsonGBMClassifier or FairGBMClassifier
+        Fitted; ``solve_result_.history`` is empty (not saved).
+
+    Raises
+    ------
+    ValueError
+        ``"path: ..."`` when the file is not such an archive, was written by a newer format
+        version, or is inconsistent.
+    ImportError
+        The backend library the model was trained with is not installed.
+    """
+    from ._models import BoostedEnsemble
+
+    where = os.fspath(path)
+    try:
+        archive = zipfile.ZipFile(where)
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ValueError(f"path: {where!r} is not a fastcon.boosting model file ({exc})") from None
+    with archive:
+        names = set(archive.namelist())
+        if "header.json" not in names:
+            raise ValueError(f"path: {where!r} has no header.json (not a fastcon.boosting model file)")
+        try:
+            header = json.loads(archive.read("header.json").decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"path: {where!r} has an unreadable header ({exc})") from None
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise ValueError(f"path: {where!r} is not a fastcon.boosting model file (format "
+                             f"{header.get('format') if isinstance(header, dict) else None!r})")
+        version = header.get("format_version")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(f"path: {where!r} has an invalid format_version {version!r}")
+        if version > FORMAT_VERSION:
+            raise ValueError(f"path: {where!r} was written in format version {version} (by fastcon "
+                             f"{header.get('fastcon_version')}); this fastcon ({__version__}) reads versions up to "
+                             f"{FORMAT_VERSION}: upgrade fastcon")
+        known = _estimators()
+        name = header.get("class")
+        if name not in known:
+            raise ValueError(f"path: {where!r} holds an estimator of class {name!r}, not one of {sorted(known)}")
+        try:
+            arrays = {}
+            for entry in names:
+                if entry.startswith("arrays/") and entry.endswith(".npy"):
+                    arrays[entry[len("arrays/"):-len(".npy")]] = np.load(io.BytesIO(archive.read(entry)),
+                                                                         allow_pickle=False)
+            spec = header["ensemble"]
+            files = spec["files"]
+            missing = [f for f in files if f not in names]
+            if missing:
+                raise ValueError(f"booster file(s) {missing[:3]} missing")
+            texts = [archive.read(f).decode("utf-8") for f in files]
+            cls = known[name]
+            params, attributes = header["params"], header["attributes"]
+            unknown = sorted(set(params) - set(cls().get_params(deep=False)))
+            if unknown:
+                raise ValueError(f"parameter(s) {unknown} that {name} does not have")
+            estimator = cls(**{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
+            for key, value in attributes.items():
+                if not isinstance(key, str) or not _ATTRIBUTE.match(key):
+                    raise ValueError(f"attribute {key!r} is not a fitted attribute name")
+                setattr(estimator, key, _decode(value, arrays, key))
+            ensemble = BoostedEnsemble.from_texts(spec["backend"], texts, spec["coefficients"], spec["n_outputs"],
+                                                  spec["n_threads"])
+        except ImportError:
+            raise
+        except (ValueError, TypeError, KeyError, OSError) as exc:
+            raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
+    estimator.ensemble_ = ensemble
+    return estimator
