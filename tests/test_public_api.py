@@ -15,7 +15,10 @@ PUBLIC = {
     "fastcon.solvers": ["switching_subgradient", "conex", "proximal_point", "switching_theory_parameters",
                         "spider_theory_parameters", "check_certificate",
                         "spider", "iqrc", "exact_penalty_trust_region", "check_feasibility", "FeasibilityResult",
-                        "support_function", "idca", "switching_polyak", "penalty_subgradient", "projected_gradient"],
+                        "support_function", "idca", "switching_polyak", "penalty_subgradient", "projected_gradient",
+                        "abpp", "cbpr", "LinearScoreModel", "NeymanPearsonScores", "GroupLossGap"],
+    "fastcon.boosting": ["NeymanPearsonGBMClassifier", "FairGBMClassifier", "XGBoostScoreModel", "LightGBMScoreModel",
+                         "xgboost_objective", "lightgbm_objective"],
     "fastcon.metrics": ["near_stationarity", "roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy",
                         "partial_dp", "weak_partial_dp", "choose_interval", "ks_demographic_parity"],
 }
