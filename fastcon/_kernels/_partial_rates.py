@@ -327,6 +327,15 @@ def _scatter_levels(acc, perm, out):
                 dst[col] = acc[k, col, j]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _level_weights(zi, starts, anchors, f, scale, s, d, d_acc_k):
+    r"""A row's weights :math:`\sigma'(z_i - \theta_p)/n_k` into ``d`` (``s``: scratch), added to its group's sums."""
+    _sigmoid_row(zi, starts, anchors, f, s, d)
+    for j in range(d.shape[0]):
+        d[j] *= scale
+        d_acc_k[j] += d[j]
+
+
 @njit(cache=True, error_model="numpy")
 def logistic_level_row_sums_csr(indptr, indices, data, z, groups, theta, inv_size, out, dsums):
     r"""``out[k, p]`` :math:`= \frac{1}{n_k}\sum_{i \in k}\sigma'(z_i - \theta_p)\tilde x_i` (the :math:`w`-gradients
@@ -346,11 +355,7 @@ def logistic_level_row_sums_csr(indptr, indices, data, z, groups, theta, inv_siz
     d = np.empty(n_levels)
     for i in range(z.shape[0]):
         k = groups[i]
-        _sigmoid_row(z[i], starts, anchors, f, s, d)
-        scale = inv_size[k]
-        for j in range(n_levels):
-            d[j] *= scale
-            d_acc[k, j] += d[j]
+        _level_weights(z[i], starts, anchors, f, inv_size[k], s, d, d_acc[k])
         for e in range(indptr[i], indptr[i + _ONE]):
             x = _entry(data, e)
             dst = acc[k, indices[e]]
@@ -374,11 +379,7 @@ def logistic_level_row_sums_dense(X, z, groups, theta, inv_size, out, dsums):
     d = np.empty(n_levels)
     for i in range(z.shape[0]):
         k = groups[i]
-        _sigmoid_row(z[i], starts, anchors, f, s, d)
-        scale = inv_size[k]
-        for j in range(n_levels):
-            d[j] *= scale
-            d_acc[k, j] += d[j]
+        _level_weights(z[i], starts, anchors, f, inv_size[k], s, d, d_acc[k])
         xi = X[i]
         for col in range(n_w):
             x = xi[col]
