@@ -18,7 +18,7 @@ from ..estimators._input import (
     check_fraction, encode_fit_groups, labels_to_index, sensitive_columns, split_sensitive,
 )
 from ..estimators._linear import ConstrainedClassifier
-from ..estimators._report import ConstraintReport, _solve_summary
+from ..estimators._report import ConstraintReport, _solve_summary, class_error_report
 from ..estimators._solve import Calibration, calibrate_bound
 from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
 from ..solvers._common import check_choice
@@ -326,21 +326,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         check_is_fitted(self, "ensemble_")
         y = np.asarray(y)
         labels_to_index(y, self.classes_)
-        y_pred = self.predict(X)
-        if y_pred.shape[0] != y.shape[0]:
-            raise ValueError(f"y: has {y.shape[0]} labels but X has {y_pred.shape[0]} rows")
-        per_class, excess = {}, []
-        for label in self.classes_.tolist():
-            rows = y == label
-            error = float(np.mean(y_pred[rows] != label)) if np.any(rows) else float("nan")
-            bound = self.class_bounds_.get(label)
-            per_class[label] = {"n": int(np.sum(rows)), "error": error, "bound": bound}
-            if bound is not None and np.any(rows):
-                excess.append(error - bound)
-        value = max(excess) if excess else float("nan")
-        fit_value = max(self.fit_errors_[c] - e for c, e in self.class_bounds_.items())
-        return ConstraintReport("class_error_rates", 0.0, float(value), bool(not excess or value <= 0.0), per_class,
-                                *_solve_summary(self), fit_value=float(fit_value))
+        return class_error_report(self, y, self.predict(X))
 
 
 class FairGBMClassifier(_GBMClassifier):

@@ -23,7 +23,7 @@ from ..solvers._validation import check_count, check_optional_count, check_real
 from ..solvers.augmented_lagrangian import augmented_lagrangian
 from ._input import check_sample_weight, ridge_for
 from ._linear import ConstrainedClassifier
-from ._report import ConstraintReport, _solve_summary
+from ._report import ConstraintReport, _solve_summary, class_error_report
 
 __all__ = ["MultiClassNeymanPearsonClassifier"]
 
@@ -443,21 +443,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         if unknown.size:
             raise ValueError(f"y: labels {unknown[:5].tolist()} were not seen in fit "
                              f"(classes_ = {self.classes_.tolist()})")
-        y_pred = self.predict(X)
-        if y_pred.shape[0] != y.shape[0]:
-            raise ValueError(f"y: has {y.shape[0]} labels but X has {y_pred.shape[0]} rows")
-        per_class, excess = {}, []
-        for label in self.classes_.tolist():
-            rows = y == label
-            error = float(np.mean(y_pred[rows] != label)) if np.any(rows) else float("nan")
-            bound = self.class_bounds_.get(label)
-            per_class[label] = {"n": int(np.sum(rows)), "error": error, "bound": bound}
-            if bound is not None and np.any(rows):
-                excess.append(error - bound)
-        value = max(excess) if excess else float("nan")
-        fit_excess = [self.fit_errors_[c] - a for c, a in self.class_bounds_.items()]
-        return ConstraintReport("class_error_rates", 0.0, float(value), bool(not excess or value <= 0.0), per_class,
-                                *_solve_summary(self), fit_value=float(max(fit_excess)) if fit_excess else float("nan"))
+        return class_error_report(self, y, self.predict(X))
 
 
 def _python(label):

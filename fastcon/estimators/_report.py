@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import metrics
 
-__all__ = ["ConstraintReport", "fairness_gap"]
+__all__ = ["ConstraintReport", "class_error_report", "fairness_gap"]
 
 
 _RATE_OF = {"demographic_parity": ("selection_rate",), "equal_opportunity": ("true_positive_rate",),
@@ -118,3 +118,29 @@ def _solve_summary(estimator):
     if result.multipliers is not None:
         certificate["multipliers"] = result.multipliers.tolist()
     return result.status, result.message, certificate
+
+
+def class_error_report(estimator, y, y_pred) -> ConstraintReport:
+    """Every class's error rate on ``(y, y_pred)`` against ``estimator.class_bounds_`` (the largest excess).
+
+    The report of the Neyman–Pearson estimators: ``per_group`` maps each class label to its row
+    count, error rate and bound (None when unbounded); ``value`` is the largest error minus bound
+    over the bounded classes present, ``fit_value`` the same on the training rows
+    (``estimator.fit_errors_``).
+    """
+    if y_pred.shape[0] != y.shape[0]:
+        raise ValueError(f"y: has {y.shape[0]} labels but X has {y_pred.shape[0]} rows")
+    per_class, excess = {}, []
+    for label in estimator.classes_.tolist():
+        rows = y == label
+        error = float(np.mean(y_pred[rows] != label)) if np.any(rows) else float("nan")
+        bound = estimator.class_bounds_.get(label)
+        per_class[label] = {"n": int(np.sum(rows)), "error": error, "bound": bound}
+        if bound is not None and np.any(rows):
+            excess.append(error - bound)
+    value = max(excess) if excess else float("nan")
+    fit_excess = [estimator.fit_errors_[c] - a for c, a in estimator.class_bounds_.items()]
+    return ConstraintReport("class_error_rates", 0.0, float(value), bool(not excess or value <= 0.0), per_class,
+                            *_solve_summary(estimator),
+                            fit_value=float(max(fit_excess)) if fit_excess else float("nan"))
+
