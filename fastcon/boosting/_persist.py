@@ -25,7 +25,7 @@ import zipfile
 import numpy as np
 
 from .._version import __version__
-from ..estimators._persist import _ATTRIBUTE, _decode, _Encoder
+from ..estimators._persist import _ATTRIBUTE, _decode, _Encoder, read_header
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "save", "load"]
 
@@ -113,20 +113,8 @@ def load(path):
         names = set(archive.namelist())
         if "header.json" not in names:
             raise ValueError(f"path: {where!r} has no header.json (not a fastcon.boosting model file)")
-        try:
-            header = json.loads(archive.read("header.json").decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"path: {where!r} has an unreadable header ({exc})") from None
-        if not isinstance(header, dict) or header.get("format") != FORMAT:
-            raise ValueError(f"path: {where!r} is not a fastcon.boosting model file (format "
-                             f"{header.get('format') if isinstance(header, dict) else None!r})")
-        version = header.get("format_version")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise ValueError(f"path: {where!r} has an invalid format_version {version!r}")
-        if version > FORMAT_VERSION:
-            raise ValueError(f"path: {where!r} was written in format version {version} (by fastcon "
-                             f"{header.get('fastcon_version')}); this fastcon ({__version__}) reads versions up to "
-                             f"{FORMAT_VERSION}: upgrade fastcon")
+        header = read_header(archive.read("header.json"), where, FORMAT, FORMAT_VERSION,
+                             "fastcon.boosting model file")
         known = _estimators()
         name = header.get("class")
         if name not in known:

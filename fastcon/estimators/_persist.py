@@ -210,6 +210,29 @@ def save(estimator, path):
         np.savez(fh, **arrays)
 
 
+def read_header(raw, where, format_name, format_version, what):
+    """The JSON header ``raw`` (bytes) of a saved model, checked: its format and a version this fastcon reads.
+
+    Raises ValueError naming ``path`` (``where``) for unreadable JSON, another format (``what``
+    describes the expected one) or a version newer than ``format_version``.
+    """
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"path: {where!r} has an unreadable header ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != format_name:
+        raise ValueError(f"path: {where!r} is not a {what} (format "
+                         f"{header.get('format') if isinstance(header, dict) else None!r})")
+    version = header.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"path: {where!r} has an invalid format_version {version!r}")
+    if version > format_version:
+        raise ValueError(f"path: {where!r} was written in format version {version} (by fastcon "
+                         f"{header.get('fastcon_version')}); this fastcon ({__version__}) reads versions up to "
+                         f"{format_version}: upgrade fastcon")
+    return header
+
+
 def load(path):
     """Rebuild an estimator written by `save`: same parameters, same fitted arrays (bit for bit).
 
@@ -249,20 +272,7 @@ def load(path):
     raw = arrays.pop(_HEADER, None)
     if raw is None or raw.dtype != np.uint8 or raw.ndim != 1:
         raise ValueError(f"path: {where!r} has no fastcon estimator header")
-    try:
-        header = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"path: {where!r} has an unreadable header ({exc})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ValueError(f"path: {where!r} is not a fastcon estimator file (format "
-                         f"{header.get('format') if isinstance(header, dict) else None!r})")
-    version = header.get("format_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"path: {where!r} has an invalid format_version {version!r}")
-    if version > FORMAT_VERSION:
-        raise ValueError(f"path: {where!r} was written in format version {version} (by fastcon "
-                         f"{header.get('fastcon_version')}); this fastcon ({__version__}) reads versions up to "
-                         f"{FORMAT_VERSION}: upgrade fastcon")
+    header = read_header(raw.tobytes(), where, FORMAT, FORMAT_VERSION, "fastcon estimator file")
     name = header.get("class")
     known = _estimators()
     if name not in known:
