@@ -296,27 +296,8 @@ class LinearScoreModel:
         m = A.shape[0]
         if m == 0:
             value = 0.0
-        elif self.n_features <= 400:
-            G = A.T @ A
-            G = G.toarray() if sp.issparse(G) else np.asarray(G)
-            if self.fit_intercept:
-                s = np.asarray(A.sum(axis=0)).ravel()
-                G = np.block([[G, s[:, None]], [s[None, :], np.array([[float(m)]])]])
-            value = float(np.linalg.eigvalsh(G)[-1])
         else:
-            p = self.n_features
-
-            def gram(v):
-                z = A @ v[:self.n_weights] + (v[-1] if self.fit_intercept else 0.0)
-                out = np.empty(p)
-                out[:self.n_weights] = A.T @ z
-                if self.fit_intercept:
-                    out[-1] = z.sum()
-                return out
-
-            op = scipy.sparse.linalg.LinearOperator((p, p), matvec=gram, dtype=np.float64)
-            value = float(scipy.sparse.linalg.eigsh(op, k=1, which="LA", tol=1e-8,
-                                                    v0=np.ones(p), return_eigenvectors=False)[0]) * (1 + 1e-6)
+            value = self._weighted_gram_lambda_max(rows, np.ones(m))
         if len(self._gram_cache) >= 16:  # negative-weight row sets repeat (groups); keep the cache small
             self._gram_cache.pop(next(iter(self._gram_cache)))
         self._gram_cache[key] = value
@@ -368,8 +349,10 @@ class LinearScoreModel:
         return c * self._weighted_gram_lambda_max(rows, -weights[rows])
 
     def _weighted_gram_lambda_max(self, rows, scale):
-        r""":math:`\lambda_{\max}(\tilde A_S^\top \operatorname{diag}(s)\tilde A_S)`, :math:`s \ge 0` (not cached)."""
-        A = self.X[rows]
+        r""":math:`\lambda_{\max}(\tilde A_S^\top \operatorname{diag}(s)\tilde A_S)`, :math:`s \ge 0`, S = ``rows``
+        (None: all rows); not cached. Exact (dense eigvalsh) up to 400 columns, else Lanczos (eigsh)
+        scaled up by 1e-6."""
+        A = self.X if rows is None else self.X[rows]
         if self.n_features <= 400:
             SA = (sp.diags(scale) @ A) if sp.issparse(A) else scale[:, None] * A
             G = A.T @ SA

@@ -121,6 +121,13 @@ def inexactness_schedule(inexactness, max_iter, primal_step, mu):
     return values
 
 
+def start_state(model, x0):
+    """The model state to start from: ``model.initial_state()`` (zero scores) or ``x0`` as a state."""
+    if x0 is None:
+        return model.initial_state()
+    return model.as_state(x0) if hasattr(model, "as_state") else x0
+
+
 def abpp_lipschitz_constant(problem, model) -> float:
     r""":math:`L_g` of Definition 2 for a score problem on `LinearScoreModel` (:math:`W = I`).
 
@@ -255,12 +262,7 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
             raise ValueError(f"multipliers: expected shape ({m},), got {np.shape(multipliers)}")
         if not (np.all(np.isfinite(y)) and np.all(y >= 0)):
             raise ValueError("multipliers: must be finite and >= 0")
-    if x0 is None:
-        state = model.initial_state()
-    elif hasattr(model, "as_state"):
-        state = model.as_state(x0)
-    else:
-        state = x0
+    state = start_state(model, x0)
 
     history = History(every)
     counters = Counters()

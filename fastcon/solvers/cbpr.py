@@ -29,7 +29,7 @@ from .._results import Counters, History, SolveResult
 from ._bregman_problems import ProxSubproblem
 from ._common import check_choice, default_record_every
 from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
-from .abpp import abpp, check_protocols, inexactness_schedule
+from .abpp import abpp, check_protocols, inexactness_schedule, start_state
 
 __all__ = ["cbpr", "cbpr_prox"]
 
@@ -142,12 +142,7 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
     if y.shape != (m,) or not (np.all(np.isfinite(y)) and np.all(y >= 0)):
         raise ValueError(f"multipliers: expected {m} finite values >= 0, got {np.shape(multipliers)}")
     y0 = y.copy()
-    if x0 is None:
-        state = model.initial_state()
-    elif hasattr(model, "as_state"):
-        state = model.as_state(x0)
-    else:
-        state = x0
+    state = start_state(model, x0)
 
     def violation(p, s):
         return max(0.0, float(np.max(p.constraint_values(model, s), initial=-math.inf)))
