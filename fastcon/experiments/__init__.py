@@ -114,6 +114,9 @@ EXPERIMENTS = {
     "partial-fairness": Experiment("partial-fairness", "partial_fairness",
                                    "He, Huang, Yao & Lin [HHYL25] Figures 1, 2, 9, 10, partial fairness on "
                                    "a9a/bank/law school: IDCA vs pairwise quadratic baselines, penalty, direct SSG"),
+    "gbm-bregman": Experiment("gbm-bregman", "gbm_bregman",
+                              "Lin & Deng [LD23] Tables 1-2, Figures 1-3, constrained boosting on a9a/Dry Bean (NP) "
+                              "and Adult/COMPAS (fairness): ABPP/CBPR vs vanilla LightGBM/XGBoost and FairGBM"),
 }
 
 
