@@ -116,6 +116,17 @@ def test_ensemble_predicts_the_tracked_training_scores(name, J):
 
 
 @pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
+def test_sparse_ish_dense_rows_predict_the_tracked_scores(name):
+    """Dense X with few non-zeros is predicted on a CSR copy: the tracked scores must stay exact."""
+    X, y = _data(300, 2, density=0.3)
+    model = MODELS[name](X, y, 2, rounds=3, params=PARAMS[name])
+    s1 = model.prox_step(model.initial_state(), 10.0, np.ones(300))
+    s2 = model.prox_step(s1, 10.0, np.where(y == 0, -0.5, 1.0))
+    np.testing.assert_array_equal(model.predict_scores(X, s2), model.scores(s2))
+    np.testing.assert_array_equal(model.predict_scores(sp.csr_matrix(X), s2), model.scores(s2))
+
+
+@pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
 def test_score_model_deterministic_and_csr_equals_dense(name):
     X, y = _data(250, 3, density=0.4)
     params = dict(PARAMS[name], **({"subsample": 0.7} if name == "xgboost" else
