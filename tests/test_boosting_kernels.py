@@ -176,7 +176,9 @@ def test_softmax_losses_small_and_tied():
 
 
 # --------------------------------------------------------------------------- labels, chunking, threads
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint32])
+# The library hands the kernels int64 labels (fastcon/boosting/_objective.py, solvers/_bregman_problems.py);
+# one narrower signed type checks that nothing in the kernels assumes 64 bits (each dtype is a compile).
+@pytest.mark.parametrize("dtype", [np.int32])
 def test_label_dtypes(rng, dtype):
     F, b, W, Fk, Ft = _problem(rng, 100, 4, 3.0, "both")
     g64, h64 = _run(softmax_grad_hess, F, b, W, Fk, 0.5, Ft, 0.5)
