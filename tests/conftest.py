@@ -176,3 +176,29 @@ def pytest_report_header(config):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+# ----------------------------------------------------------------------------- sparse input kept sparse
+def refuse_densify(patcher):
+    """Make every scipy.sparse ``toarray``/``todense`` raise, through ``patcher`` (a monkeypatch or its context)."""
+    import scipy.sparse as sp
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError(f"{type(self).__name__} densified")
+
+    def subclasses(cls):
+        yield cls
+        for sub in cls.__subclasses__():
+            yield from subclasses(sub)
+    for cls in set(subclasses(sp._base._spbase)):
+        for name in ("toarray", "todense"):
+            if name in vars(cls):
+                patcher.setattr(cls, name, refuse)
+    return refuse
+
+
+@pytest.fixture
+def no_densify(monkeypatch):
+    """Every scipy.sparse toarray/todense raises while the fixture is active."""
+    return refuse_densify(monkeypatch)
+

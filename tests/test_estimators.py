@@ -205,23 +205,6 @@ def test_dataframe_keeps_a_numeric_sensitive_column_unless_dropped():
 
 
 # ----------------------------------------------------------------------------- sparse end to end
-@pytest.fixture
-def no_densify(monkeypatch):
-    """Every scipy.sparse toarray/todense raises while the fixture is active."""
-    def refuse(self, *args, **kwargs):
-        raise AssertionError(f"{type(self).__name__} densified")
-
-    def subclasses(cls):
-        yield cls
-        for sub in cls.__subclasses__():
-            yield from subclasses(sub)
-    for cls in set(subclasses(sp._base._spbase)):
-        for name in ("toarray", "todense"):
-            if name in vars(cls):
-                monkeypatch.setattr(cls, name, refuse)
-    return refuse
-
-
 def test_no_densify_fixture_catches_densification(no_densify):
     with pytest.raises(AssertionError, match="densified"):
         sp.random(3, 3, density=0.5, format="csr").toarray()

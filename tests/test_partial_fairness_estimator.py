@@ -4,6 +4,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import refuse_densify
 
 pytest.importorskip("sklearn")
 from sklearn.base import clone
@@ -102,20 +103,6 @@ def test_report_on_test_data(data, fitted):
     assert "partial_dp on ranks [" in str(report)
 
 
-def _no_densify(monkeypatch):
-    def refuse(self, *args, **kwargs):
-        raise AssertionError(f"{type(self).__name__} densified")
-
-    def subclasses(cls):
-        yield cls
-        for sub in cls.__subclasses__():
-            yield from subclasses(sub)
-    for cls in set(subclasses(sp._base._spbase)):
-        for name in ("toarray", "todense"):
-            if name in vars(cls):
-                monkeypatch.setattr(cls, name, refuse)
-
-
 @pytest.mark.parametrize("constraint", ["partial_dp", "weak_partial_dp"])
 def test_csr_stays_sparse_and_equals_dense(data, monkeypatch, constraint):
     X, y, g = data
@@ -125,7 +112,7 @@ def test_csr_stays_sparse_and_equals_dense(data, monkeypatch, constraint):
         warnings.simplefilter("ignore")
         dense = FairClassifier(constraint, 0.1, **params).fit(X, y, sensitive_features=g)
         with monkeypatch.context() as m:
-            _no_densify(m)
+            refuse_densify(m)
             csr = FairClassifier(constraint, 0.1, **params).fit(sp.csr_matrix(X), y, sensitive_features=g)
             s_csr = csr.decision_function(sp.csr_matrix(X))
     np.testing.assert_allclose(csr.coef_, dense.coef_, rtol=1e-10, atol=1e-12)
