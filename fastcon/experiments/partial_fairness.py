@@ -383,15 +383,14 @@ def ccdf_curve(data, w, n_points=201):
 
 
 # --------------------------------------------------------------------------------------- aggregation
-#: Two-sided 95% Student-t quantiles by degrees of freedom (n_splits - 1).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-
-
 def _mean_ci(values):
+    """Mean and half-width of the two-sided 95% Student-t interval (0 for a single value)."""
+    from scipy.stats import t as student_t
+
     v = np.asarray(values, dtype=np.float64)
     if v.size < 2:
         return float(v.mean()), 0.0
-    t = _T95.get(v.size - 1, 1.96)
+    t = float(student_t.ppf(0.975, v.size - 1))
     return float(v.mean()), float(t * v.std(ddof=1) / math.sqrt(v.size))
 
 

@@ -69,11 +69,6 @@ def _start(problem, x0):
     return x
 
 
-def _schedule(name, value, n, *, positive):
-    """Values of a float / callable-of-k schedule, or of an integer / callable-of-k count."""
-    return check_schedule(name, value, n, positive=positive)
-
-
 @dataclass
 class _InnerOutcome:
     x: np.ndarray            # best nearly-feasible iterate, or None when there was none
@@ -183,7 +178,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
     check_dc_problem(problem)
     check_choice("output", output, _OUTPUTS)
     K = check_count("outer_iter", outer_iter)
-    eps = _schedule("tolerance", tolerance, K, positive=True)
+    eps = check_schedule("tolerance", tolerance, K, positive=True)
     if callable(inner_iter):
         T = [check_count(f"inner_iter({k})", inner_iter(k)) for k in range(K)]
     else:
