@@ -6,7 +6,8 @@ a squared distance of the training scores; a gradient-boosting library solves th
 custom objective. This package provides
 
 - the score models `XGBoostScoreModel` and `LightGBMScoreModel` that `fastcon.solvers.abpp` and
-  `fastcon.solvers.cbpr` drive (one booster per prox step, the ensemble kept cumulatively);
+  `fastcon.solvers.cbpr` drive (one booster grown by `rounds` rounds per prox step, the ensemble
+  kept cumulatively);
 - the objective callables `xgboost_objective` and `lightgbm_objective` for a training loop of
   one's own;
 - the scikit-learn estimators `NeymanPearsonGBMClassifier` and `FairGBMClassifier` (need

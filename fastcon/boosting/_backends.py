@@ -1,11 +1,13 @@
-r"""The two gradient-boosting libraries behind one small interface: train from init scores, predict raw scores, text.
+r"""The two gradient-boosting libraries behind one small interface: grow a booster, read its scores, predict ranges.
 
-A backend trains one booster of ``rounds`` Newton-boosting rounds on a custom objective, starting
-from given training scores (XGBoost's ``base_margin``, LightGBM's ``init_score``), and predicts the
-*trees only* of a booster (``base_score = 0`` for XGBoost; LightGBM's ``predict`` never adds an
-init score), so that an ensemble is the plain sum of its boosters (Lin & Deng [LD23] §5: the
-released reference code read the newest booster's prediction as the whole model, and lost every
-earlier booster's trees).
+A score model keeps *one* library booster for its whole life. A backend builds it on the training
+rows, adds Newton-boosting rounds with a custom objective (``Booster.update`` with ``fobj``, the
+public custom-objective API of both libraries), reads the library's own training scores (the sum of
+every tree so far: XGBoost's cached margin, LightGBM's training scores) and predicts the trees of a
+range of rounds on any rows (``iteration_range`` / ``start_iteration``), so that a proximal step
+is a range of rounds and an ensemble a weighted sum of ranges. ``base_score`` is 0 and no init
+score is used: the trees are the whole model (Lin & Deng [LD23] §5; the released reference code
+read the newest booster's prediction as the whole model, and lost every earlier booster's trees).
 
 Neither library is imported with `fastcon.boosting`: `backend` imports the one asked for and
 raises an ImportError that names it when it is missing.
@@ -43,13 +45,13 @@ def _check_params(params, fixed, name="params"):
 
 
 class XGBoostBackend:
-    """XGBoost (``xgboost.train`` with ``obj=``; ``base_margin`` = the training scores; ``base_score = 0``)."""
+    """XGBoost: one ``xgboost.Booster`` per score model, grown by ``Booster.update(dtrain, i, fobj)``; ``base_score = 0``."""
 
     name = "xgboost"
     suffix = "json"
     #: parameters the score model owns, and why
     FIXED = {"objective": "the custom objective is the prox subproblem's", "obj": "idem",
-             "base_score": "0, so that a booster predicts its trees only",
+             "base_score": "0, so that the trees are the whole model",
              "num_class": "from the labels", "num_target": "from the labels",
              "nthread": "use n_threads=", "n_jobs": "use n_threads=", "seed": "use seed=",
              "random_state": "use seed="}
@@ -65,23 +67,38 @@ class XGBoostBackend:
         params.update(_check_params(user, self.FIXED))
         return params
 
-    def dataset(self, X):
-        # One DMatrix per score model: its quantile sketch is computed once, the margin changes per
-        # step. XGBoost reads the entries a CSR matrix does not store as *missing*; reading zeros as
-        # missing everywhere (missing=0) makes a dense X and its CSR form the same data, hence the
-        # same trees (with missing=NaN a dense 0 is a value and the two models differ).
+    def dataset(self, X, params):
+        # One DMatrix per score model: its quantile sketch is computed once. XGBoost reads the
+        # entries a CSR matrix does not store as *missing*; reading zeros as missing everywhere
+        # (missing=0) makes a dense X and its CSR form the same data, hence the same trees (with
+        # missing=NaN a dense 0 is a value and the two models differ).
         return self.lib.DMatrix(X, missing=0.0, nthread=1)
 
-    def train(self, params, data, init_scores, objective, rounds):
-        data.set_base_margin(init_scores)
-        return self.lib.train(params, data, num_boost_round=int(rounds), obj=objective, verbose_eval=False)
+    def booster(self, params, data):
+        # the DMatrix is in the booster's cache: its margin is kept up to date round by round
+        return self.lib.Booster(params, [data])
 
-    def predict(self, booster, X, n_threads):
-        # inplace_predict reads no base_margin: the booster's trees only (base_score is 0); its
-        # thread count is the booster's nthread
-        return np.asarray(booster.inplace_predict(X, predict_type="margin", missing=0.0), dtype=np.float64)
+    def n_rounds(self, booster):
+        return int(booster.num_boosted_rounds())
 
-    def to_text(self, booster):
+    def boost(self, booster, data, objective, rounds):
+        start = self.n_rounds(booster)
+        for i in range(int(rounds)):
+            booster.update(data, start + i, fobj=objective)
+
+    def training_scores(self, booster, data):
+        # the cached margin of the training rows (float32, as XGBoost hands it to the objective)
+        return np.asarray(booster.predict(data, output_margin=True, training=True), dtype=np.float64)
+
+    def predict(self, booster, X, start, stop, n_threads):
+        # inplace_predict reads no base_margin: the trees of rounds [start, stop) only (base_score
+        # is 0); its thread count is the booster's nthread
+        return np.asarray(booster.inplace_predict(X, predict_type="margin", missing=0.0,
+                                                  iteration_range=(int(start), int(stop))), dtype=np.float64)
+
+    def to_text(self, booster, start, stop):
+        if (start, stop) != (0, self.n_rounds(booster)):
+            booster = booster[int(start):int(stop)]
         return bytes(booster.save_raw("json")).decode("utf-8")
 
     def from_text(self, text, n_threads):
@@ -92,12 +109,12 @@ class XGBoostBackend:
 
 
 class LightGBMBackend:
-    """LightGBM (``params["objective"] = callable``; ``init_score`` = the training scores)."""
+    """LightGBM: one ``lightgbm.Booster`` per score model, grown by ``Booster.update(fobj=...)``."""
 
     name = "lightgbm"
     suffix = "txt"
     FIXED = {"objective": "the custom objective is the prox subproblem's", "fobj": "idem",
-             "init_score": "the training scores of the anchor", "num_class": "from the labels",
+             "init_score": "the trees are the whole model", "num_class": "from the labels",
              "num_threads": "use n_threads=", "n_jobs": "use n_threads=", "nthread": "use n_threads=",
              "seed": "use seed=", "random_state": "use seed="}
 
@@ -106,32 +123,49 @@ class LightGBMBackend:
 
     def params(self, user, n_outputs, seed, n_threads):
         params = {"num_threads": int(n_threads), "seed": int(seed), "deterministic": True,
-                  "force_row_wise": True, "verbose": -1}
+                  "force_row_wise": True, "verbose": -1, "metric": "None"}
         if n_outputs > 1:
             params["num_class"] = int(n_outputs)
         params.update(_check_params(user, self.FIXED))
         return params
 
-    def dataset(self, X):
-        return {"X": X, "data": None}
+    def dataset(self, X, params):
+        # binned once, when the booster is built
+        return self.lib.Dataset(X, label=np.zeros(X.shape[0]), free_raw_data=True,
+                                params=dict(params, objective="none"))
 
-    def train(self, params, data, init_scores, objective, rounds):
-        params = dict(params, objective=objective)
-        if data["data"] is None:
-            # binned once (free_raw_data=False keeps X for later set_init_score calls)
-            data["data"] = self.lib.Dataset(data["X"], label=np.zeros(data["X"].shape[0]), init_score=init_scores,
-                                            free_raw_data=False, params={k: v for k, v in params.items()
-                                                                         if k != "objective"})
-        else:
-            data["data"].set_init_score(init_scores)
-        return self.lib.train(params, data["data"], num_boost_round=int(rounds))
+    def booster(self, params, data):
+        return self.lib.Booster(params=dict(params, objective="none"), train_set=data)
 
-    def predict(self, booster, X, n_threads):
-        # raw_score: the trees only (LightGBM never adds a Dataset's init_score to a prediction)
-        return np.asarray(booster.predict(X, raw_score=True, num_threads=int(n_threads)), dtype=np.float64)
+    def n_rounds(self, booster):
+        return int(booster.current_iteration())
 
-    def to_text(self, booster):
-        return booster.model_to_string()
+    def boost(self, booster, data, objective, rounds):
+        for _ in range(int(rounds)):
+            if booster.update(fobj=objective):
+                # no tree could split (LightGBM drops the empty trees and keeps the round count):
+                # the same gradients would give the same empty trees
+                break
+
+    def training_scores(self, booster, data):
+        # LightGBM's float64 training scores, read through the public evaluation hook
+        captured = []
+
+        def capture(preds, train_data):
+            captured.append(np.array(preds, dtype=np.float64))
+            return "training_scores", 0.0, False
+
+        booster.eval_train(feval=capture)
+        return captured[0]
+
+    def predict(self, booster, X, start, stop, n_threads):
+        # raw_score: the trees of rounds [start, stop) only
+        return np.asarray(booster.predict(X, raw_score=True, start_iteration=int(start),
+                                          num_iteration=int(stop) - int(start), num_threads=int(n_threads)),
+                          dtype=np.float64)
+
+    def to_text(self, booster, start, stop):
+        return booster.model_to_string(num_iteration=int(stop) - int(start), start_iteration=int(start))
 
     def from_text(self, text, n_threads):
         return self.lib.Booster(model_str=text)

@@ -116,10 +116,11 @@ class _GBMClassifier(ConstrainedClassifier):
         save(self, path)
 
     def _finish(self, model, result):
-        self.ensemble_ = model.ensemble(result.state)
+        # rebuilt from its text: the training booster holds the binned training rows
+        self.ensemble_ = model.ensemble(result.state).standalone()
         self.solve_result_ = _without_state(result)
         self.n_iter_ = result.n_iter
-        self.n_boosters_ = len(self.ensemble_.boosters)
+        self.n_rounds_ = self.ensemble_.n_rounds
         if result.status not in ("converged", "max_iter"):
             warnings.warn(f"{type(self).__name__}: the solver ended with status {result.status!r}: {result.message}",
                           ConvergenceWarning, stacklevel=3)
@@ -144,10 +145,11 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     Credit experiment: the objective is the loss of the unbounded class (:math:`w = 0` on the
     bounded one, the type-II error); with every class bounded, or with :math:`J \ge 3` classes, it is
     the total loss (:math:`w = 1`). The solver is ABPP (`fastcon.solvers.abpp`, Algorithm 1): each
-    iteration a dual step on the class multipliers :math:`\lambda` and a proximal step that trains
-    one booster of ``rounds`` Newton rounds on
+    iteration a dual step on the class multipliers :math:`\lambda` and a proximal step of ``rounds``
+    Newton-boosting rounds on
     :math:`\sum_i (w_i + \lambda_{b_i})\ell_i + \frac1{2\tau}\|F - F^k\|^2` from the current scores
-    (`XGBoostScoreModel` / `LightGBMScoreModel`); the model is the sum of all ``max_iter`` boosters.
+    (`XGBoostScoreModel` / `LightGBMScoreModel`, one booster grown step by step); the model is the
+    sum of the trees of all ``max_iter`` steps.
 
     **Calibration.** The surrogate bounds of Lin & Deng are loose in the wrong direction for an
     error-rate target: a mean loss of :math:`e_j\log J` forces almost every row of the class far
@@ -171,7 +173,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     rounds : int
         Boosting rounds per proximal step (default 10; `XGBoostScoreModel` says why).
     max_iter : int
-        ABPP iterations (boosters).
+        ABPP iterations (proximal steps of ``rounds`` rounds each).
     primal_step, dual_step : float
         :math:`\tau_0` and :math:`\sigma_0` of ABPP (Lin & Deng's code: 0.1 and 0.1).
     max_calibration : int
@@ -195,7 +197,9 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     surrogate_bounds_ : dict
         Class label -> :math:`\alpha_j`, the bound on the class's summed training loss.
     ensemble_ : fastcon.boosting.BoostedEnsemble
-        The boosters and their coefficients.
+        One booster and the weights of its ranges of rounds.
+    n_rounds_ : int
+        Boosting rounds in the model (``max_iter * rounds`` unless LightGBM stopped a step early).
     solve_result_ : fastcon.SolveResult
         ABPP's result (``x``: training scores; multipliers; history).
     fit_errors_ : dict
@@ -344,8 +348,8 @@ class FairGBMClassifier(_GBMClassifier):
     number of groups). Each constraint is a difference of convex functions; CBPR
     (`fastcon.solvers.cbpr`, Algorithm 2) solves it from the empty ensemble (:math:`F = 0`: every
     group has the loss :math:`\log J`, strictly feasible), each outer step a convexified subproblem
-    (4.2) solved by ``inner_iter`` ABPP iterations, each of which trains one booster. The model is
-    the sum of every booster of the accepted iterates.
+    (4.2) solved by ``inner_iter`` ABPP iterations, each of which adds ``rounds`` boosting rounds
+    to one booster. The model is the sum of the trees of the accepted iterates.
 
     ``tolerance`` bounds the *surrogate* gap (mean losses, in nats) on the training rows, the
     quantity the method controls; `constraint_report` gives it on other data together with each
@@ -375,7 +379,7 @@ class FairGBMClassifier(_GBMClassifier):
 
     Attributes
     ----------
-    classes_, groups_ : list of the group labels, ensemble_, solve_result_
+    classes_, groups_ : list of the group labels, ensemble_, n_rounds_, solve_result_
     fit_gap_ : float
         The largest mean-loss gap on the training rows.
     """

@@ -7,13 +7,21 @@ Bregman distance is half the squared distance of the *training scores*,
 Newton boosting on the subproblem's objective (`fastcon.boosting.ProxObjective`) started from the
 anchor's training scores.
 
-A state of these models is a `BoostingState`: the training scores and the coefficients of the
-boosters that make them. Every prox step appends one booster to the model's list and returns
-the anchor's coefficients plus 1 on it; `ScoreModel.average` combines coefficients. The boosters
-are trained with a zero base score and predicted without the init scores, so the scores of a
-state on *any* rows are :math:`\sum_b x_b\,\text{booster}_b(X)`: on the training rows exactly the
-scores the solver tracked (the check of the reference code's defect, [LD23] digest C1: its
+A score model keeps one library booster for its whole life and grows it: prox step :math:`s`
+adds ``rounds`` rounds, the range :math:`[a_s, b_s)` of the booster's rounds, whose trees
+:math:`f_s` are fitted to the gradients at :math:`F^k + f_s(A)` (the objective reads the library's
+training scores and adds the difference since the step began to the anchor's scores, so a step may
+start from any state, an average included). A state (`BoostingState`) is its training scores and
+its coefficients: step index -> weight; a prox step returns the anchor's coefficients plus 1 on the
+new step, `ScoreModel.average` combines coefficients. The scores of a state on *any* rows are
+:math:`\sum_s x_s f_s(X)`, the sum of range predictions (`BoostedEnsemble`); on the training rows they
+equal the scores the solver tracked to the library's score precision (LightGBM keeps float64 training
+scores, XGBoost a float32 margin), the check of a defect of the released code of [LD23] (its
 predictions kept only the newest booster).
+
+One booster instead of one per step avoids, per step, building a booster and predicting its trees
+on the training rows: docs/benchmarks.md ("Constrained boosting: overhead per round") has the
+measurements.
 """
 from __future__ import annotations
 
@@ -33,15 +41,9 @@ __all__ = ["BoostingState", "BoostedEnsemble", "XGBoostScoreModel", "LightGBMSco
 #: Boosting rounds per prox step (Lin & Deng leave it open; their code uses ``n_estimators`` = 100).
 DEFAULT_ROUNDS = 10
 
-#: Largest share of non-zero entries of a dense X at which the training-row prediction of every
-#: prox step reads a CSR copy of X instead (bench/bench_boosting_fit.py: 32,000 x 100, 10 trees,
-#: one thread, dense / CSR at densities 0.1, 0.25, 0.5: XGBoost 25 / 12, 40 / 18, 42 / 19 ms,
-#: LightGBM 24 / 7, 28 / 13, 40 / 15 ms; the copy costs 12 bytes per non-zero, 75 % of X at 0.5).
-PREDICT_CSR_DENSITY = 0.5
-
 
 class BoostingState:
-    """A point of a boosting score model: ``coefficients`` (booster index -> weight) and training ``scores``.
+    """A point of a boosting score model: ``coefficients`` (prox-step index -> weight) and training ``scores``.
 
     The scores are read-only: states share them with the solver's bookkeeping.
     """
@@ -55,35 +57,65 @@ class BoostingState:
         self.scores = scores
 
     @property
-    def n_boosters(self):
+    def n_steps(self):
+        """Prox steps with a non-zero coefficient."""
         return sum(1 for w in self.coefficients.values() if w != 0.0)
 
     def __repr__(self):
-        return f"BoostingState(n_boosters={self.n_boosters})"
+        return f"BoostingState(n_steps={self.n_steps})"
+
+
+def _check_term(k, term, rounds):
+    """One ``(booster, start, stop, weight)`` term, checked against the boosters' round counts."""
+    try:
+        index, start, stop, weight = term
+    except (TypeError, ValueError):
+        raise ValueError(f"terms[{k}]: expected (booster, start, stop, weight), got {term!r}") from None
+    for name, value in (("booster", index), ("start", start), ("stop", stop)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+            raise ValueError(f"terms[{k}]: {name} must be an integer, got {value!r}")
+    if not 0 <= index < len(rounds):
+        raise ValueError(f"terms[{k}]: booster {index} out of range [0, {len(rounds)})")
+    if not 0 <= start <= stop <= rounds[index]:
+        raise ValueError(f"terms[{k}]: rounds [{start}, {stop}) outside booster {index}'s [0, {rounds[index]}]")
+    weight = float(weight)
+    if not np.isfinite(weight):
+        raise ValueError(f"terms[{k}]: weight must be finite, got {weight!r}")
+    return int(index), int(start), int(stop), weight
 
 
 class BoostedEnsemble:
-    r"""A fitted ensemble :math:`F(X) = \sum_b w_b\,\text{booster}_b(X)`: prediction and text form, no training data.
+    r"""A fitted ensemble :math:`F(X) = \sum_t w_t \sum_{r=a_t}^{b_t - 1} \text{tree}_r(X)`: ranges of rounds of boosters.
 
     Parameters
     ----------
     backend_name : {"xgboost", "lightgbm"}
     boosters : list
-        The library's booster objects.
-    coefficients : array-like
-        :math:`w_b`, one per booster.
+        The library's booster objects (a score model's fit has one).
+    terms : sequence of (booster, start, stop, weight)
+        Booster index, the range ``[start, stop)`` of its rounds and the weight :math:`w_t`.
+        Terms of one booster with adjacent ranges and equal weights are merged (one prediction
+        call each); zero weights are dropped.
     n_outputs : int
         1 (scores of shape (n,)) or J (shape (n, J)).
     n_threads : int
         Threads of prediction.
     """
 
-    def __init__(self, backend_name, boosters, coefficients, n_outputs, n_threads=1):
+    def __init__(self, backend_name, boosters, terms, n_outputs, n_threads=1):
         self.backend = _backend(backend_name)
         self.boosters = list(boosters)
-        self.coefficients = np.asarray(coefficients, dtype=np.float64)
-        if self.coefficients.shape != (len(self.boosters),):
-            raise ValueError(f"coefficients: expected shape ({len(self.boosters)},), got {self.coefficients.shape}")
+        rounds = [self.backend.n_rounds(b) for b in self.boosters]
+        checked = sorted(_check_term(k, t, rounds) for k, t in enumerate(terms))
+        merged = []
+        for index, start, stop, weight in checked:
+            if weight == 0.0 or stop == start:
+                continue
+            if merged and merged[-1][0] == index and merged[-1][2] == start and merged[-1][3] == weight:
+                merged[-1] = (index, merged[-1][1], stop, weight)
+            else:
+                merged.append((index, start, stop, weight))
+        self.terms = tuple(merged)
         self.n_outputs = int(n_outputs)
         self.n_threads = check_count("n_threads", n_threads)
 
@@ -91,8 +123,13 @@ class BoostedEnsemble:
     def backend_name(self):
         return self.backend.name
 
+    @property
+    def n_rounds(self):
+        """Boosting rounds the prediction evaluates (the sum of the terms' range lengths)."""
+        return sum(stop - start for _, start, stop, _ in self.terms)
+
     def predict_scores(self, X):
-        """Scores of the rows of X: the weighted sum of every booster's raw prediction, in booster order.
+        """Scores of the rows of X: the weighted sum of the terms' range predictions.
 
         Parameters
         ----------
@@ -104,23 +141,39 @@ class BoostedEnsemble:
         """
         n = X.shape[0]
         out = np.zeros((n,) if self.n_outputs == 1 else (n, self.n_outputs))
-        for booster, w in zip(self.boosters, self.coefficients):
-            part = self.backend.predict(booster, X, self.n_threads).reshape(out.shape)
+        for index, start, stop, w in self.terms:
+            part = self.backend.predict(self.boosters[index], X, start, stop, self.n_threads).reshape(out.shape)
             if w == 1.0:
                 out += part
             else:
                 out += w * part
         return out
 
-    def to_texts(self):
-        """Every booster in the library's own format (XGBoost JSON, LightGBM model text)."""
-        return [self.backend.to_text(b) for b in self.boosters]
+    def export(self):
+        """``(texts, terms)``: each booster in the library's own format (XGBoost JSON, LightGBM model text)
+        cut to the rounds the terms use, and the terms re-based on the cut boosters (`from_texts`
+        reads them back)."""
+        first = [None] * len(self.boosters)
+        last = [0] * len(self.boosters)
+        for index, start, stop, _ in self.terms:
+            first[index] = start if first[index] is None else min(first[index], start)
+            last[index] = max(last[index], stop)
+        kept = [k for k in range(len(self.boosters)) if first[k] is not None]
+        position = {k: i for i, k in enumerate(kept)}
+        texts = [self.backend.to_text(self.boosters[k], first[k], last[k]) for k in kept]
+        terms = [(position[k], start - first[k], stop - first[k], w) for k, start, stop, w in self.terms]
+        return texts, terms
+
+    def standalone(self):
+        """The same ensemble on boosters rebuilt from `export`: no reference to the training data, no unused trees."""
+        texts, terms = self.export()
+        return type(self).from_texts(self.backend_name, texts, terms, self.n_outputs, self.n_threads)
 
     @classmethod
-    def from_texts(cls, backend_name, texts, coefficients, n_outputs, n_threads=1):
-        """The inverse of `to_texts`."""
+    def from_texts(cls, backend_name, texts, terms, n_outputs, n_threads=1):
+        """The inverse of `export` (``terms`` as in the constructor)."""
         lib = _backend(backend_name)
-        return cls(backend_name, [lib.from_text(t, n_threads) for t in texts], coefficients, n_outputs, n_threads)
+        return cls(backend_name, [lib.from_text(t, n_threads) for t in texts], terms, n_outputs, n_threads)
 
 
 def _check_features(X):
@@ -158,9 +211,10 @@ class _BoostingScoreModel:
         self.seed = int(seed)
         self.n_threads = check_count("n_threads", n_threads)
         self.params = self._backend.params(params, self.n_outputs, self.seed, self.n_threads)
-        self._data = self._backend.dataset(self.X)
-        self._prediction_rows = None
-        self.boosters = []
+        self._data = None             # the library's training data and booster, built on the first step
+        self._booster = None
+        self._library_scores = None   # the booster's training scores after the last step
+        self.steps = []               # (start, stop): the booster's rounds of each prox step
         self._last = None
 
     # -- the score-model protocol ------------------------------------------------------------------
@@ -232,8 +286,9 @@ class _BoostingScoreModel:
 
         Approximately minimises
         :math:`\sum_i W_i\ell_i(F_i) + c\,D_W(F, F^t) + \text{inv\_tau}\,D_W(F, F^k)` over the
-        scores :math:`F = F^k + \text{booster}(X)` of a new booster (Lin & Deng [LD23] Algorithm 1,
-        line 6; XGBoost ``base_margin`` / LightGBM ``init_score`` = :math:`F^k`).
+        scores :math:`F = F^k + f(X)` of the trees :math:`f` of ``rounds`` new rounds of the model's
+        booster (Lin & Deng [LD23] Algorithm 1, line 6). LightGBM may stop early: a round whose trees
+        cannot split ends the step.
 
         Parameters
         ----------
@@ -254,43 +309,43 @@ class _BoostingScoreModel:
         Returns
         -------
         BoostingState
-            The anchor's coefficients plus weight 1 on the new booster; its training scores are
-            :math:`F^k` + the new booster's raw prediction on X.
+            The anchor's coefficients plus weight 1 on the new step (none when no tree was added);
+            its training scores are :math:`F^k` + what the library's training scores gained in the
+            step.
         """
         self._check_state("anchor_k", anchor_k)
         F_t = None if anchor_t is None else self._check_state("anchor_t", anchor_t).scores
         F_k = anchor_k.scores
-        objective = ProxObjective(self.labels, weights, n_classes=self.n_classes, anchor=F_k, inv_tau=inv_tau,
-                                  anchor_t=F_t, c=c)
-        booster = self._backend.train(self.params, self._data, F_k, self._library_objective(objective),
-                                      self.rounds)
-        index = len(self.boosters)
-        self.boosters.append(booster)
-        # F_{k+1} = F_k + booster_k(X): exactly what predict_scores sums on these rows
-        scores = F_k + self._backend.predict(booster, self._training_rows(), self.n_threads).reshape(self._shape)
+        prox = ProxObjective(self.labels, weights, n_classes=self.n_classes, anchor=F_k, inv_tau=inv_tau,
+                             anchor_t=F_t, c=c)
+        booster = self._training_booster()
+        base = self._library_scores
+        shape = self._shape
+
+        def objective(preds, data):
+            # the library's scores are the sum of every tree so far; this step's trees are what
+            # they gained since it began, added to the anchor's scores
+            return prox(F_k + (np.asarray(preds, dtype=np.float64).reshape(shape) - base))
+
+        start = self._backend.n_rounds(booster)
+        self._backend.boost(booster, self._data, objective, self.rounds)
+        stop = self._backend.n_rounds(booster)
+        end = self._backend.training_scores(booster, self._data).reshape(shape)
+        self._library_scores = end
+        index = len(self.steps)
+        self.steps.append((start, stop))
         coefficients = dict(anchor_k.coefficients)
-        coefficients[index] = 1.0
-        self._last = BoostingState(self, coefficients, scores)
+        if stop > start:
+            coefficients[index] = 1.0
+        self._last = BoostingState(self, coefficients, F_k + (end - base))
         return self._last
 
-    def _training_rows(self):
-        """X as the per-step prediction reads it: a CSR copy when X is dense with a share of non-zeros
-        at most `PREDICT_CSR_DENSITY` (made on the first step), else X itself.
-
-        Both libraries read a zero of a dense row as absent (XGBoost: ``missing=0``; LightGBM skips
-        zeros when it converts a dense row), so the copy predicts the same bits as X, and as
-        `predict_scores` on X; it only skips the zeros, which the predictors otherwise visit per
-        row and feature.
-        """
-        if self._prediction_rows is None:
-            X = self.X
-            if not sp.issparse(X) and X.size and np.count_nonzero(X) <= PREDICT_CSR_DENSITY * X.size:
-                X = sp.csr_matrix(X)
-            self._prediction_rows = X
-        return self._prediction_rows
-
-    def _library_objective(self, prox):
-        return lambda scores, data: prox(scores)
+    def _training_booster(self):
+        if self._booster is None:
+            self._data = self._backend.dataset(self.X, self.params)
+            self._booster = self._backend.booster(self.params, self._data)
+            self._library_scores = np.zeros(self._shape)
+        return self._booster
 
     def average(self, states, weights):
         r"""The state :math:`\sum_k w_k x_k / \sum_k w_k` (coefficients and training scores alike)."""
@@ -315,20 +370,21 @@ class _BoostingScoreModel:
     def ensemble(self, state=None):
         """The `BoostedEnsemble` of ``state`` (default: the last state `prox_step`/`average` returned).
 
-        Only boosters with a non-zero coefficient are kept.
+        One term per prox step with a non-zero coefficient, on the model's live booster (later
+        steps do not change it; `BoostedEnsemble.standalone` drops the training data).
         """
         state = self._last if state is None else self._check_state("state", state)
         if state is None:
             state = self.initial_state()
-        kept = [(b, w) for b, w in state.coefficients.items() if w != 0.0]
-        return BoostedEnsemble(self.backend_name, [self.boosters[b] for b, _ in kept], [w for _, w in kept],
-                               self.n_outputs, self.n_threads)
+        boosters = [] if self._booster is None else [self._booster]
+        terms = [(0, *self.steps[s], w) for s, w in state.coefficients.items() if w != 0.0]
+        return BoostedEnsemble(self.backend_name, boosters, terms, self.n_outputs, self.n_threads)
 
     def predict_scores(self, X, state=None):
-        """Scores of new rows under ``state`` (default: the last state returned): the sum of its boosters.
+        """Scores of new rows under ``state`` (default: the last state returned): its steps' trees, weighted.
 
-        On the training rows this equals ``scores(state)`` exactly for the states of prox steps
-        (to rounding for averages).
+        On the training rows this equals ``scores(state)`` to the library's score precision
+        (module docstring).
         """
         return self.ensemble(state).predict_scores(_check_features(X))
 
@@ -358,6 +414,12 @@ class XGBoostScoreModel(_BoostingScoreModel):
         XGBoost's ``seed``: same seed, same bits.
     n_threads : int
         XGBoost's ``nthread`` (default 1: reproducible and polite on shared machines).
+
+    Attributes
+    ----------
+    steps : list of (int, int)
+        The range ``[start, stop)`` of the booster's rounds each prox step added, in step order
+        (the keys of `BoostingState.coefficients`).
     """
 
     backend_name = "xgboost"

@@ -5,12 +5,16 @@ r"""Saving and loading the boosted estimators without pickle: a zip of the libra
 - ``header.json``: the format and its version, the fastcon version, the estimator's class,
   ``get_params()``, the fitted attributes that are not the ensemble (encoded as
   `fastcon.estimators._persist` encodes them: tuples, non-string keys, non-finite numbers and the
-  solve's `fastcon.SolveResult` as marked JSON objects), and the ensemble's backend, coefficients
-  and number of outputs;
+  solve's `fastcon.SolveResult` as marked JSON objects), and the ensemble's backend, terms
+  (booster file, first and last round + 1, weight; `fastcon.boosting.BoostedEnsemble`) and number of
+  outputs;
 - ``arrays/aN.npy``: the NumPy arrays the header refers to (read with ``allow_pickle=False``);
-- ``boosters/NNN.json`` (XGBoost's JSON model) or ``boosters/NNN.txt`` (LightGBM's model text):
-  one file per booster, loadable by the library itself (``xgboost.Booster(model_file=...)``,
-  ``lightgbm.Booster(model_file=...)``).
+- ``boosters/NNNN.json`` (XGBoost's JSON model) or ``boosters/NNNN.txt`` (LightGBM's model text):
+  one file per booster (a fit has one), loadable by the library itself
+  (``xgboost.Booster(model_file=...)``, ``lightgbm.Booster(model_file=...)``).
+
+Format version 1 (one booster per proximal step, ``coefficients`` instead of ``terms``: each
+booster whole, with its coefficient) is still read.
 
 `load` rebuilds only the two estimator classes of this package, sets only ``name_``-style
 attributes and hands the booster files to the libraries' own parsers: nothing in the file runs.
@@ -32,7 +36,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "save", "load"]
 #: Value of the header's ``format`` field.
 FORMAT = "fastcon.boosting.estimator"
 #: Version of the layout `save` writes; `load` reads this and every earlier version.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def _estimators():
@@ -63,11 +67,12 @@ def save(estimator, path):
     attributes = {k: encode(v, k) for k, v in sorted(vars(estimator).items())
                   if _ATTRIBUTE.match(k) and k != "ensemble_"}
     ensemble = estimator.ensemble_
-    suffix = ensemble.backend.suffix
-    files = [f"boosters/{k:04d}.{suffix}" for k in range(len(ensemble.boosters))]
+    texts, terms = ensemble.export()
+    files = [f"boosters/{k:04d}.{ensemble.backend.suffix}" for k in range(len(texts))]
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastcon_version": __version__, "class": name,
               "params": params, "attributes": attributes,
-              "ensemble": {"backend": ensemble.backend_name, "coefficients": [float(w) for w in ensemble.coefficients],
+              "ensemble": {"backend": ensemble.backend_name,
+                           "terms": [[int(k), int(a), int(b), float(w)] for k, a, b, w in terms],
                            "n_outputs": ensemble.n_outputs, "n_threads": ensemble.n_threads, "files": files}}
     text = json.dumps(header, allow_nan=False, ensure_ascii=False, indent=1)
     with zipfile.ZipFile(os.fspath(path), "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -76,7 +81,7 @@ def save(estimator, path):
             buffer = io.BytesIO()
             np.save(buffer, value, allow_pickle=False)
             archive.writestr(f"arrays/{key}.npy", buffer.getvalue())
-        for file, booster_text in zip(files, ensemble.to_texts()):
+        for file, booster_text in zip(files, texts):
             archive.writestr(file, booster_text)
 
 
@@ -141,11 +146,30 @@ def load(path):
                 if not isinstance(key, str) or not _ATTRIBUTE.match(key):
                     raise ValueError(f"attribute {key!r} is not a fitted attribute name")
                 setattr(estimator, key, _decode(value, arrays, key))
-            ensemble = BoostedEnsemble.from_texts(spec["backend"], texts, spec["coefficients"], spec["n_outputs"],
-                                                  spec["n_threads"])
+            if header["format_version"] == 1:
+                ensemble = _version1_ensemble(spec, texts)
+            else:
+                ensemble = BoostedEnsemble.from_texts(spec["backend"], texts, [tuple(t) for t in spec["terms"]],
+                                                      spec["n_outputs"], spec["n_threads"])
         except ImportError:
             raise
         except (ValueError, TypeError, KeyError, OSError) as exc:
             raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
     estimator.ensemble_ = ensemble
+    if not hasattr(estimator, "n_rounds_"):   # format 1 kept n_boosters_
+        estimator.n_rounds_ = ensemble.n_rounds
     return estimator
+
+
+def _version1_ensemble(spec, texts):
+    """A format-1 ensemble (one booster per step, each whole with its coefficient) as terms."""
+    from ._backends import backend
+    from ._models import BoostedEnsemble
+
+    lib = backend(spec["backend"])
+    boosters = [lib.from_text(t, spec["n_threads"]) for t in texts]
+    coefficients = spec["coefficients"]
+    if len(coefficients) != len(boosters):
+        raise ValueError(f"{len(coefficients)} coefficients for {len(boosters)} boosters")
+    terms = [(k, 0, lib.n_rounds(b), w) for k, (b, w) in enumerate(zip(boosters, coefficients))]
+    return BoostedEnsemble(spec["backend"], boosters, terms, spec["n_outputs"], spec["n_threads"])

@@ -29,10 +29,10 @@ mean loss of group :math:`a` (`fastcon.solvers._bregman_problems`).
 
 * ours: ABPP (`fastcon.solvers.abpp`, Algorithm 1) for NP, CBPR (`fastcon.solvers.cbpr`,
   Algorithm 2, ABPP inside) for fairness, on `fastcon.boosting.LightGBMScoreModel` /
-  `XGBoostScoreModel` (one booster of ``rounds`` rounds per proximal step, the ensemble kept
-  cumulatively, so test predictions sum every booster);
+  `XGBoostScoreModel` (``rounds`` rounds per proximal step on one booster, the ensemble kept
+  cumulatively, so test predictions sum the trees of every step);
 * the paired vanilla LightGBM / XGBoost (log-loss or softmax objective) with the same tree
-  hyper-parameters and as many boosting rounds as our ensemble has (boosters x rounds);
+  hyper-parameters and as many boosting rounds as our ensemble has;
 * FairGBM (Cruz et al., "FairGBM: Gradient Boosting with Fairness Constraints", PyPI
   ``fairgbm``, a LightGBM fork) on the LightGBM fairness tasks, ``constraint_type="FNR"`` and
   ``multiplier_learning_rate`` = the draw's dual step, as in the authors' code; it is run through
@@ -503,8 +503,8 @@ def execute_draw(task, cfg, data_home=None, seed=0, download=None) -> dict:
                    .integers(0, 2**31 - 1))
     result, model, outlier_note = run_ours(data, backend, params, run_seed)
     state = result.state
-    n_boosters = int(state.n_boosters)
-    n_rounds = max(1, n_boosters * params["rounds"])
+    n_steps = int(state.n_steps)
+    n_rounds = max(1, model.ensemble(state).n_rounds)
     t_ours = time.perf_counter() - t0
     F_train, F_test = model.scores(state), model.predict_scores(data.X_test, state)
     metrics = {"ours": {"test": evaluate(dataset, F_test, data.y_test, data.g_test),
@@ -527,7 +527,7 @@ def execute_draw(task, cfg, data_home=None, seed=0, download=None) -> dict:
             fairgbm_note = "run"
     problem = result.problem
     return {"kind": "draw", "dataset": dataset, "backend": backend, "draw": draw, "params": params,
-            "status": result.status, "n_iter": int(result.n_iter), "n_boosters": n_boosters, "n_rounds": n_rounds,
+            "status": result.status, "n_iter": int(result.n_iter), "n_steps": n_steps, "n_rounds": n_rounds,
             "initial_objective": _initial_objective(data), "objective": float(result.objective),
             "max_violation": float(result.max_violation),
             "surrogate_bounds": np.asarray(getattr(problem, "bounds", getattr(problem, "bound", []))).tolist(),
@@ -569,7 +569,7 @@ def execute_figure3(task, cfg, data_home=None, seed=0, download=None) -> dict:
     F_test = model.predict_scores(data.X_test, result.state)
     return {"kind": "figure3", "dataset": "adult", "backend": "xgboost", "draw": None, "alpha": float(task["alpha"]),
             "params": params, "status": result.status, "n_iter": int(result.n_iter),
-            "n_boosters": int(result.state.n_boosters), "n_rounds": int(result.state.n_boosters) * f3["rounds"],
+            "n_steps": int(result.state.n_steps), "n_rounds": int(model.ensemble(result.state).n_rounds),
             "initial_objective": _initial_objective(data), "objective": float(result.objective),
             "max_violation": float(result.max_violation), "curve": curve,
             "metrics": {"ours": {"test": evaluate("adult", F_test, data.y_test, data.g_test)}},
@@ -789,8 +789,8 @@ def _run_entry(record):
     entry.update({"problem": "group_loss_gap" if fair else "neyman_pearson",
                   "method": f"{_SHORT[record['backend']]}{suffix}", "wall_time_s": record["seconds"],
                   "stationarity": None,
-                  # every prox step trains one booster on the training rows: one pass over f and g each
-                  "data_passes_f": float(record["n_boosters"]), "data_passes_g": float(record["n_boosters"]),
+                  # every prox step boosts on the training rows: one pass over f and g each
+                  "data_passes_f": float(record["n_steps"]), "data_passes_g": float(record["n_steps"]),
                   "history_csv": _history_name(record) if record["kind"] == "figure3" else ""})
     if record["kind"] == "draw":
         entry["method_time_s"] = {"ours": record["seconds_ours"], "baseline": record["seconds_baseline"]}
