@@ -732,14 +732,19 @@ def data_needed(cfg) -> list:
 
 
 def make_tasks(cfg) -> list:
-    """One task per (dataset, backend, draw), plus one per Figure 3 α; the most expensive first."""
+    """One task per (dataset, backend, draw), plus one per Figure 3 α.
+
+    Draw by draw (Figure 3 first), the most expensive dataset first within a draw: a run cut off
+    and resumed later has, at any time, the same number of finished draws in every table cell
+    give or take one.
+    """
     out = [{"kind": "draw", "dataset": ds, "backend": be, "draw": k, "alpha": None}
            for ds in cfg["datasets"] for be in cfg["backends"] for k in range(cfg["n_draws"])]
     if "xgboost" in cfg["backends"]:
         out += [{"kind": "figure3", "dataset": "adult", "backend": "xgboost", "draw": None, "alpha": float(a)}
                 for a in cfg["figure3"]["alpha_max"]]
     cost = {"adult": 4, "compas": 3, "a9a": 2, "drybean": 2}
-    out.sort(key=lambda t: -cost[t["dataset"]])  # stable: ties keep order
+    out.sort(key=lambda t: (-1 if t["draw"] is None else t["draw"], -cost[t["dataset"]]))  # stable
     return out
 
 
