@@ -24,6 +24,9 @@ __all__ = ["main"]
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT, what shells report).
 EXIT_INTERRUPTED = 130
 _GET_DATA = "set FASTCON_DATA (or pass --data-home) to a folder that holds them"
+#: The experiments whose modules set ``RESUMABLE`` (tests/test_cli.py checks it against the modules,
+#: which the parser does not import).
+_RESUMABLE = "ssg-roc, ssg-wasserstein, partial-fairness and gbm-bregman"
 
 
 # ------------------------------------------------------------------------------- argument types
@@ -218,7 +221,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Re-run a paper experiment. The data files and the output folder are checked before "
                     "anything is computed; data is never downloaded here (use `fastcon datasets --download`).",
         epilog="Exit status: 0 done; 1 data missing or damaged; 2 bad arguments or unwritable --out; "
-               "130 interrupted (Ctrl-C; ssg-roc and ssg-wasserstein keep the finished runs for --resume).")
+               f"130 interrupted (Ctrl-C; {_RESUMABLE} keep the finished runs for --resume).")
     p.add_argument("name", help="experiment name, e.g. ssg-roc, ssg-wasserstein")
     p.add_argument("--quick", action="store_true", help="reduced run (fewer iterations, one grid point)")
     p.add_argument("--out", default=None, help="output folder (default fastcon-results/NAME)")
@@ -227,7 +230,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=_positive_int, default=1, help="parallel processes for the tuning grid (>= 1)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--resume", action="store_true",
-                   help="reuse the runs an interrupted invocation saved in OUT/checkpoints (ssg-roc, ssg-wasserstein)")
+                   help=f"reuse the runs an interrupted invocation saved in OUT/checkpoints ({_RESUMABLE})")
     p.set_defaults(func=_cmd_reproduce, interrupted="interrupted: nothing saved")
 
     p = sub.add_parser("demo", help="fairness-constrained classifier on synthetic data, end to end")

@@ -259,3 +259,11 @@ def test_ctrl_c_prints_one_line_and_exits_130(name, tmp_path, data_home, monkeyp
 def test_datasets_unknown_name(capsys):
     assert main(["datasets", "mnist"]) == 2
     assert "unknown dataset" in capsys.readouterr().err
+
+
+def test_resume_help_names_the_resumable_experiments():
+    from fastcon.cli import _RESUMABLE
+    from fastcon.experiments import EXPERIMENTS, is_resumable
+
+    names = [n for n in EXPERIMENTS if is_resumable(n)]
+    assert _RESUMABLE == ", ".join(names[:-1]) + " and " + names[-1]
