@@ -46,7 +46,7 @@ PACKAGE = HERE.parent / "fastcon" / "experiments"
 TINY = dict(max_iter=60, inner_iter=20, record_points=30, n_stationarity=3, stationarity_iter=20)
 #: name -> keyword arguments of `run_experiment` (besides out_dir, data_home, verbose).
 GOLDEN = {
-    "ssg-roc": dict(quick=True, seed=3, datasets=("compas",), **TINY),
+    "ssg-roc": dict(quick=True, seed=3, datasets=("compas",), grid="middle", **TINY),
     "ssg-wasserstein": dict(quick=True, seed=0, datasets=("german",), **TINY),
     "spider-table2": dict(quick=True, seed=0, datasets=("compas",), cap_p1=200.0, cap_p2=200.0, max_iter_sto=400,
                           svio_every=50, svio_iter=30, beta_sweep=(10.0, 1000.0)),

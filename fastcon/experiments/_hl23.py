@@ -1,10 +1,12 @@
 """The driver hooks shared by the Huang & Lin [HL23] Figure 1 experiments (`ssg_roc`, `ssg_wasserstein`).
 
 An experiment module of this family defines ``NAME``, ``PROBLEM``, ``PAPER``, ``FIGURE``, ``TITLE``,
-``GRIDS``, ``config(quick)``, ``data_needed(cfg)``, ``build(dataset, options, data_home, seed, erm,
-download)``, ``build_options(cfg)``, ``run_options(cfg)`` and optionally ``relative_cost(meta,
-method)``; it takes ``tasks``, ``on_done``, ``follow_up`` and ``write`` from here and ``execute``
-from `fastcon.experiments._tuning`. The run (`fastcon.experiments._runner.drive`):
+``GRIDS`` (optionally ``QUICK_GRIDS``, the sub-grids of ``grid="quick"``), ``config(quick)``,
+``data_needed(cfg)``, ``build(dataset, options, data_home, seed, erm, download)``,
+``build_options(cfg)``, ``run_options(cfg)`` and optionally ``relative_cost(meta, method)`` and
+``paper_claims(doc)`` (lines stating whether the paper's claims hold on the results); it takes
+``tasks``, ``on_done``, ``follow_up`` and ``write`` from here and ``execute`` from
+`fastcon.experiments._tuning`. The run (`fastcon.experiments._runner.drive`):
 
 1. ``tasks`` builds each dataset's problem once in the parent and makes one task per grid point
    of every method, longest first when the module defines ``relative_cost`` (so that the last to
@@ -13,7 +15,8 @@ from `fastcon.experiments._tuning`. The run (`fastcon.experiments._runner.drive`
    as a method's grid is complete and returns the winner's re-run with the near-stationarity
    tracker, which the runner starts before the waiting grid points;
 3. ``write`` writes results.json, the CSVs (`fastcon.experiments._report`) and the figure
-   (`fastcon.experiments._figure`) and prints the table.
+   (`fastcon.experiments._figure`), prints the table followed by the notes (`selection_notes`: why a
+   pick is infeasible; ``paper_claims``) and writes both to ``summary.txt``.
 
 Every grid point and re-run is checkpointed (``RESUMABLE``): the key fields are
 `fastcon.experiments._tuning.CHECKPOINT_FIELDS`.
@@ -24,21 +27,47 @@ import time
 
 from ._figure import plot_figure
 from ._report import build_results, format_table, write_outputs
-from ._tuning import METHODS, expand_grid, method_seed, register_bundle, select_config
+from ._tuning import METHODS, expand_grid, feasibility_threshold, method_seed, register_bundle, select_config
 from ._writer import write_results_json
 
-__all__ = ["tasks", "on_done", "follow_up", "write"]
+__all__ = ["tasks", "on_done", "follow_up", "write", "method_grids", "selection_notes"]
 
 
 def _fmt_params(params):
     return ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in params.items())
 
 
+def method_grids(spec, mode, methods) -> dict:
+    """Grid points of every method in ``methods``: ``mode`` ``"paper"``/``"middle"`` read ``spec.GRIDS``
+    (`fastcon.experiments._tuning.expand_grid`), ``"quick"`` the full product of ``spec.QUICK_GRIDS``."""
+    if mode == "quick":
+        quick = getattr(spec, "QUICK_GRIDS", None)
+        if quick is None:
+            raise ValueError(f"grid: {spec.NAME} has no quick grids; expected 'paper' or 'middle'")
+        return {m: expand_grid(quick[m], "paper") for m in spec.GRIDS if m in methods}
+    return {m: expand_grid(g, mode) for m, g in spec.GRIDS.items() if m in methods}
+
+
+def selection_notes(doc) -> list:
+    """One line per selected run that is not feasible: why (no grid point passed the filter within T)."""
+    T = doc["config"]["run"]["max_iter"]
+    factor = doc["config"].get("feasibility_factor", 1.0)
+    lines = []
+    for r in doc["runs"]:
+        if r["feasible"]:
+            continue
+        thr = feasibility_threshold(r["epsilon"], r["kappa"], factor)
+        lines.append(f"note: {r['dataset']} {r['method']}: none of the {r['grid_size']} grid points ended with "
+                     f"g <= {thr:.2g} within T = {T} iterations; the pick is the least violation "
+                     f"(g = {r['constraint']:.2e}, {_fmt_params(r['params'])}).")
+    return lines
+
+
 def tasks(session) -> list:
     """Build every dataset's problem (in this process) and return the grid tasks."""
     spec, cfg, st = session.spec, session.cfg, session.state
     run_cfg = spec.run_options(cfg)
-    grids = {m: expand_grid(g, cfg["grid"]) for m, g in spec.GRIDS.items() if m in cfg["methods"]}
+    grids = method_grids(spec, cfg["grid"], cfg["methods"])
     session.log(f"{'quick' if session.quick else 'full'} run: datasets {', '.join(cfg['datasets'])}; "
                 f"T = {run_cfg['max_iter']}; {sum(len(g) for g in grids.values())} configurations per dataset; "
                 f"jobs = {session.jobs}; output {session.out}")
@@ -125,8 +154,12 @@ def write(session, all_tasks, records) -> dict:
     plot_figure([out], out / spec.FIGURE, title=spec.TITLE)  # reads the results.json just written
     doc["timing"]["total_wall_time_s"] = session.elapsed()
     write_results_json(doc, out)
+    claims = getattr(spec, "paper_claims", None)
+    notes = selection_notes(doc) + (claims(doc) if claims is not None else [])
+    text = "\n".join([format_table(doc)] + notes)
+    (out / "summary.txt").write_text(text + "\n")
     if session.verbose:
-        print(format_table(doc), flush=True)
-    session.log(f"wrote {out / 'results.json'}, {out / 'summary.csv'}, {out / spec.FIGURE} "
+        print(text, flush=True)
+    session.log(f"wrote {out / 'results.json'}, {out / 'summary.csv'}, summary.txt, {out / spec.FIGURE} "
                 f"in {doc['timing']['total_wall_time_s']:.1f} s")
     return doc
