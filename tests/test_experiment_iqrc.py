@@ -121,6 +121,24 @@ def test_quick_summary_table_printed_and_saved(quick_run):
             assert mine[m]["time_to_target_s"] != ""
             assert float(mine[m]["time_to_target_s"]) <= float(mine[m]["time_s"]) + 1e-12
         assert mine["iqrc_outer"]["iqrc_claim"] == "yes"
+        # the verdict on the paper's claim is the comparison of the two times to L
+        t_iqrc, t_ep = (float(mine[m]["time_to_target_s"]) for m in ("iqrc_outer", "exact_penalty"))
+        verdict = doc["paper_claim"]["datasets"][d]
+        assert mine["iqrc_outer"]["paper_claim_holds"] == ("yes" if t_iqrc < t_ep else "no")
+        assert verdict["holds"] is (t_iqrc < t_ep) and verdict["level"] == level
+        assert verdict["time_to_level_iqrc"] == pytest.approx(t_iqrc)
+        assert mine["exact_penalty"]["paper_claim_holds"] == ""
+    holds = [d for d in DATASETS if doc["paper_claim"]["datasets"][d]["holds"]]
+    assert doc["paper_claim"]["holds"] is (len(holds) == 3)
+    # the summary states the verdict plainly, with both times to L per dataset
+    text = (out / "summary.txt").read_text()
+    assert doc["paper_claim"]["verdict"] in text and doc["paper_claim"]["verdict"] in printed
+    assert text.count("Verdict: [MLY20]'s claim") == 1
+    assert ("does NOT hold on our data" in doc["paper_claim"]["verdict"]) is (len(holds) < 3)
+    for d in DATASETS:
+        line = next(line for line in text.splitlines() if line.startswith(f"  {d}: "))
+        assert "time to L" in line and "IQRC" in line and "exact penalty" in line
+        assert line.split(";")[0].endswith("does NOT hold") is (d not in holds)
 
 
 def test_time_to_target_and_level():
@@ -132,6 +150,29 @@ def test_time_to_target_and_level():
     assert E.target_level({"a": (1.0, 0.0), "b": (2.0, 1e-4)}, 1e-3) == 2.0
     assert E.target_level({"a": (1.0, 0.0), "b": (0.5, 1e-2)}, 1e-3) == 1.0  # b ends infeasible
     assert E.target_level({"a": (1.0, 1.0)}, 1e-3) is None
+
+
+def test_paper_claim_verdict():
+    iq = {"time": np.array([0.0, 2.0, 4.0]), "objective": np.array([3.0, 1.0, 0.5]),
+          "max_violation": np.array([0.0, 0.0, 0.0])}
+    fast = {"time": np.array([0.0, 0.1, 0.2]), "objective": np.array([3.0, 0.4, 0.2]),
+            "max_violation": np.array([0.0, 1e-9, 2e-5])}
+    c = E.paper_claim(iq, fast, 0.5, 1e-3)  # the baseline reaches L = 0.5 at 0.1 s, IQRC at 4 s
+    assert c["holds"] is False and c["time_to_level_iqrc"] == 4.0 and c["time_to_level_exact_penalty"] == 0.1
+    assert c["ratio"] == pytest.approx(40.0) and c["max_infeasibility_exact_penalty"] == 2e-5
+    assert c["final_objective_iqrc"] == 0.5 and c["final_objective_exact_penalty"] == 0.2
+    slow = dict(fast, time=np.array([0.0, 5.0, 6.0]))
+    assert E.paper_claim(iq, slow, 0.5, 1e-3)["holds"] is True  # IQRC first
+    infeasible = dict(fast, max_violation=np.array([0.0, 0.1, 0.06]))
+    c = E.paper_claim(iq, infeasible, 0.5, 1e-3)  # the baseline never gets within the tolerance
+    assert c["holds"] is True and c["time_to_level_exact_penalty"] is None and c["ratio"] is None
+    assert E.paper_claim(iq, fast, None, 1e-3)["holds"] is False
+    lines = E.verdict_lines({"a": E.paper_claim(iq, fast, 0.5, 1e-3), "b": E.paper_claim(iq, slow, 0.5, 1e-3)})
+    assert lines[0].startswith("Verdict: [MLY20]'s claim")
+    assert "does NOT hold on our data: it holds on 1 of 2" in lines[0]
+    assert lines[1].startswith("  a: does NOT hold; time to L = 0.5: IQRC 4 s, exact penalty 0.1 s; IQRC 40x")
+    assert lines[2].startswith("  b: holds;")
+    assert "holds on all 1 datasets run" in E.verdict_lines({"b": E.paper_claim(iq, slow, 0.5, 1e-3)})[0]
 
 
 def test_iqrc_claim_detects_violations():
