@@ -124,7 +124,7 @@ def test_domain(rng):
     step[:4, :4] = rng.standard_normal((4, 4)) * 0.05
     z = (y.reshape(m, m) + step).ravel()
     iters = {}
-    for start in ("zero", "previous", "cold"):
+    for start in ("ray", "zero", "previous", "cold"):
         d = TransportPolytope(m, start=start)
         d.project(x)
         out = d.project(z)
@@ -146,3 +146,121 @@ def test_domain(rng):
     prod.project_inplace(z)
     np.testing.assert_allclose(z[:m * m], y, atol=1e-14)
     np.testing.assert_allclose(np.linalg.norm(z[m * m:]), 2.0)
+
+
+# --------------------------------------------------------------------------- hard cases, ray start, retry
+def _dense_step(rng, m, eta, ties=False):
+    """``P0 - eta |s_p - s_u^T|`` from the uniform plan: the experiment's dense objective step.
+
+    With ``eta`` far above the entries :math:`1/m^2` most of C is clipped and the projection is far
+    from C (the 250-Newton-step case of the old LM-regularized method at m = 1300)."""
+    sp, su = rng.standard_normal(m), rng.standard_normal(m)
+    if ties:  # COMPAS-like scores: few distinct values, so whole blocks of C tie
+        sp, su = np.round(2 * sp) / 2, np.round(2 * su) / 2
+    return np.full((m, m), 1.0 / m ** 2) - eta * np.abs(sp[:, None] - su[None, :])
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("m,eta", [(6, 2.0), (80, 0.02), (80, 0.005)])
+def test_far_point(rng, m, eta, ties):
+    C = _dense_step(rng, m, eta, ties)
+    res = project_transport(C)
+    _check_kkt(C, res, 1.0 / m, 1.0 / m)
+    assert 0.0 < np.mean(res.P > 0) < 0.9          # genuinely far: most entries clipped
+    ref = project_transport(C, method="block")
+    np.testing.assert_allclose(res.P, ref.P, rtol=0, atol=1e-9 / m)
+    if m <= 6:
+        np.testing.assert_allclose(res.P, project_transport_qp(C, 1.0 / m, 1.0 / m), atol=1e-6)
+
+
+def test_degenerate_ties_and_empty_rows(rng):
+    # Integer-valued C (massive ties) whose first rows and columns are so negative that P(0, 0) has
+    # empty rows and columns: the Newton system is singular there without its shift.
+    m, n = 40, 30
+    C = rng.integers(-2, 3, size=(m, n)).astype(float) * 1e-3
+    C[:5] -= 1.0
+    C[:, :4] -= 1.0
+    alpha, beta = 1.0 / m, 1.0 / n * 1.0
+    beta = alpha * m / n
+    res = project_transport(C, alpha, beta)
+    _check_kkt(C, res, alpha, beta)
+    np.testing.assert_allclose(res.P, project_transport(C, alpha, beta, method="block").P, rtol=0, atol=1e-13)
+    zero = project_transport(C, alpha, beta, np.zeros(m), np.zeros(n))
+    np.testing.assert_allclose(zero.P, res.P, rtol=0, atol=1e-13)
+
+
+def test_ray_start_equals_cold_start_and_saves_newton_steps(rng):
+    # A chain of shrinking dense steps from feasible points, as near_stationarity makes them:
+    # each C_k = P_{k-1} - gamma_k G. Ray start (zero duals + line search along the previous
+    # duals) == cold start to tolerance, in fewer Newton steps than zero duals over the chain.
+    m = 60
+    sp, su = rng.standard_normal(m), rng.standard_normal(m)
+    G = np.abs(sp[:, None] - su[None, :])
+    P = project_transport(np.full((m, m), 1.0 / m ** 2) - 0.005 * G).P
+    prev, n_ray, n_zero = None, 0, 0
+    for k in range(8):
+        C = P - 0.005 / (k + 2) * (G + 0.1 * rng.standard_normal((m, m)) ** 2)
+        cold = project_transport(C)
+        zero = project_transport(C, u=np.zeros(m), v=np.zeros(m))
+        ray = project_transport(C, u=np.zeros(m), v=np.zeros(m), direction=prev)
+        _check_kkt(C, ray, 1.0 / m, 1.0 / m)
+        np.testing.assert_allclose(ray.P, cold.P, rtol=0, atol=1e-9 / m)
+        np.testing.assert_allclose(zero.P, cold.P, rtol=0, atol=1e-9 / m)
+        if prev is not None:
+            n_ray += ray.n_iter
+            n_zero += zero.n_iter
+        prev, P = (ray.u, ray.v), ray.P
+    assert n_ray < n_zero
+
+
+def test_useless_ray_direction_is_harmless(rng):
+    m = 30
+    C = _dense_step(rng, m, 0.01)
+    base = project_transport(C, u=np.zeros(m), v=np.zeros(m))
+    for direction in ((rng.standard_normal(m), rng.standard_normal(m)), (-base.u, -base.v),
+                      (np.zeros(m), np.zeros(m))):
+        res = project_transport(C, u=np.zeros(m), v=np.zeros(m), direction=direction)
+        _check_kkt(C, res, 1.0 / m, 1.0 / m)
+        np.testing.assert_allclose(res.P, base.P, rtol=0, atol=1e-9 / m)
+    exact = project_transport(C, u=np.zeros(m), v=np.zeros(m), direction=(base.u, base.v))
+    assert exact.n_iter == 0          # the exact duals as the ray: the search lands on them
+    with pytest.raises(ValueError, match="direction"):
+        project_transport(C, direction=(np.zeros(m), np.zeros(m + 1)))
+    with pytest.raises(ValueError, match="direction"):
+        project_transport(C, direction=(np.full(m, np.nan), np.zeros(m)))
+
+
+def test_retry_from_cold_start(rng):
+    # A feasible C with a wrong warm start and no iterations allowed: the warm attempt cannot
+    # converge; the retry's cold block-ascent sweep solves it (C is its own projection).
+    m = 12
+    P = project_transport(_random_C(rng, m, m, 0.05)).P
+    u0, v0 = np.full(m, 0.1), np.full(m, -0.3)
+    failed = project_transport(P, u=u0, v=v0, max_newton=0, max_sweeps=0, retry=False)
+    assert not failed.converged
+    res = project_transport(P, u=u0, v=v0, max_newton=0, max_sweeps=0)
+    assert res.converged and res.n_sweeps == 1
+    np.testing.assert_allclose(res.P, P, rtol=0, atol=1e-14)
+
+
+def test_domain_ray_rule_on_dense_steps(rng):
+    # The domain's default rule ("ray") on a chain of dense steps: same points as "cold", fewer
+    # Newton steps than "zero"; projections that leave P alone (zero duals) keep the ray.
+    m = 40
+    G = np.abs(rng.standard_normal(m)[:, None] - rng.standard_normal(m)[None, :])
+    doms = {s: TransportPolytope(m, start=s) for s in ("ray", "zero", "cold")}
+    assert TransportPolytope(m).start == "ray"
+    xs = {s: np.full(m * m, 1.0 / m ** 2) for s in doms}
+    newton = {s: 0 for s in doms}
+    for k in range(6):
+        for s, d in doms.items():
+            xs[s] -= 0.004 / (k + 2) * G.ravel()
+            d.project_inplace(xs[s])
+            newton[s] += d.last.n_iter if k else 0
+            ray_before = d._ray
+            d.project_inplace(xs[s])          # already feasible: zero duals, nothing moves
+            if s != "cold":                   # (a cold start's sweep leaves round-off duals)
+                assert d.last.n_iter == 0 and d._ray is ray_before
+        np.testing.assert_allclose(xs["ray"], xs["cold"], rtol=0, atol=1e-9 / m)
+        np.testing.assert_allclose(xs["zero"], xs["cold"], rtol=0, atol=1e-9 / m)
+    assert newton["ray"] < newton["zero"]
