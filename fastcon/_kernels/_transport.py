@@ -157,6 +157,15 @@ def _directional(r, c, alpha, beta, du, dv):
 
 
 @njit(**JIT)
+def _along(u, du, v, dv, t, ut, vt):
+    """``ut = u + t du`` and ``vt = v + t dv``: the dual point at step ``t`` of a line search."""
+    for i in range(u.shape[0]):
+        ut[i] = u[i] + t * du[i]
+    for j in range(v.shape[0]):
+        vt[j] = v[j] + t * dv[j]
+
+
+@njit(**JIT)
 def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut, vt, q_full, q, armijo, t_min):
     r"""Exact line search: :math:`t \approx \arg\max_{t \ge 0}\varphi(t) = \theta(u + td_u, v + td_v)`.
 
@@ -180,8 +189,6 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut,
     Returns ``(t, theta_t, passes)``; when ``t > 0``, on exit ``ut, vt`` hold :math:`u + td_u,
     v + td_v` and ``r``, ``c`` the marginals there.
     """
-    m = u.shape[0]
-    n = v.shape[0]
     lo, dlo = 0.0, slope
     hi, dhi = np.inf, 0.0
     t = 1.0
@@ -190,10 +197,7 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut,
     passes = 0
     met = False
     for _ in range(40):
-        for i in range(m):
-            ut[i] = u[i] + t * du[i]
-        for j in range(n):
-            vt[j] = v[j] + t * dv[j]
+        _along(u, du, v, dv, t, ut, vt)
         theta_t, curv = _line_eval(C, ut, vt, du, dv, alpha, beta, r, c)
         passes += 1
         dphi = _directional(r, c, alpha, beta, du, dv)
@@ -230,10 +234,7 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut,
         # must not be refused (a refusal costs a block-ascent sweep).
         t = lo
         if t > 0.0:
-            for i in range(m):
-                ut[i] = u[i] + t * du[i]
-            for j in range(n):
-                vt[j] = v[j] + t * dv[j]
+            _along(u, du, v, dv, t, ut, vt)
             theta_t, _ = _line_eval(C, ut, vt, du, dv, alpha, beta, r, c)
             passes += 1
         else:
