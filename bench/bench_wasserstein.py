@@ -9,9 +9,9 @@ Two groups, each one ``fastcon`` and one ``reference`` benchmark (bench/conftest
   on the objective at :math:`x = (\mathrm{vec}\,P, w)`, :math:`P` the uniform plan,
   :math:`w = w_{ERM}` (exact LP on the larger part), the paper's static :math:`\eta = 0.01`:
   draw :math:`B + B` rows, block subgradient (``unbiased_scale=False``, the default), :math:`x \leftarrow
-  x - \eta\zeta`, then the domain projection (``TransportPolytope`` with warm-started duals, tol 1e-10,
-  and the ball :math:`\|w\| \le 5\|w_{ERM}\|`). Each round restarts from the same :math:`x`
-  (``setup``), with a new batch; the projection is warm-started from the previous round's duals.
+  x - \eta\zeta`, then the domain projection (``TransportPolytope`` with its default start rule,
+  tol 1e-10, and the ball :math:`\|w\| \le 5\|w_{ERM}\|`). Each round restarts from the same
+  :math:`x` (``setup``), with a new batch.
   The reference does the same step with the oracle replaced by the honest NumPy block oracle
   ``bench/_references.transport_block_subgradient`` (scores of the :math:`B + B` rows,
   :math:`D = s_p 1^\top - 1 s_u^\top`, :math:`\partial_w = A_{p,I}^\top Q1 - A_{u,J}^\top Q^\top 1`
