@@ -117,11 +117,13 @@ def test_follow_up_tasks_overtake_the_waiting_ones(tmp_path):
 
 
 def _tiny_compas_config(monkeypatch):
-    """`fastcon reproduce ssg-roc --quick` on COMPAS alone with TINY budgets: 5 grid runs + 5 re-runs."""
+    """`fastcon reproduce ssg-roc --quick` on COMPAS alone with TINY budgets and the middle grid point of every
+    method: 5 grid runs + 5 re-runs."""
     from fastcon.experiments import ssg_roc
 
     quick_config = ssg_roc.config
-    monkeypatch.setattr(ssg_roc, "config", lambda quick=False: dict(quick_config(quick), datasets=("compas",), **TINY))
+    monkeypatch.setattr(ssg_roc, "config", lambda quick=False: dict(quick_config(quick), datasets=("compas",),
+                                                                    grid="middle", **TINY))
 
 
 @pytest.mark.datasets("compas")
@@ -188,7 +190,7 @@ def slow_but_one(task):
 
 if __name__ == "__main__":
     _quick = ssg_roc.config
-    ssg_roc.config = lambda quick=False: dict(_quick(quick), datasets=("compas",), **%r)
+    ssg_roc.config = lambda quick=False: dict(_quick(quick), datasets=("compas",), grid="middle", **%r)
     ssg_roc.execute = slow_but_one
     from fastcon.cli import main
     sys.exit(main(sys.argv[1:]))

@@ -71,7 +71,8 @@ def test_registry_lists_both_experiments():
 @pytest.mark.datasets("a9a", "bank", "compas")
 def test_quick_roc_through_cli(tmp_path, data_home, capsys):
     out = tmp_path / "roc"
-    assert main(["reproduce", "ssg-roc", "--quick", "--out", str(out), "--data-home", str(data_home)]) == 0
+    # two processes: the quick grids are 28 points per dataset (CI has two cores)
+    assert main(["reproduce", "ssg-roc", "--quick", "--jobs", "2", "--out", str(out), "--data-home", str(data_home)]) == 0
     table = capsys.readouterr().out
     assert "ssg_static" in table and "meet the paper's claim" in table
     doc = _check_outputs(out, None, "ssg-roc", "figure1_roc.png", ("a9a", "bank", "compas"))
