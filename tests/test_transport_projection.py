@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fastcon._kernels._transport import marginal_residual, project_transport
+from fastcon._kernels._transport import _pattern, marginal_residual, project_transport, transport_workspace
 from fastcon.problems._transport_domain import TransportPolytope, transport_domain
 from reference.wasserstein import project_transport_qp
 
@@ -105,6 +105,60 @@ def test_validation():
         project_transport(np.zeros((2, 2)), method="sinkhorn")
     with pytest.raises(ValueError, match="m, n"):
         TransportPolytope(0)
+    with pytest.raises(ValueError, match="out"):
+        project_transport(np.zeros((2, 2)), out=np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="out"):
+        project_transport(np.zeros((2, 2)), out=np.zeros((2, 2), dtype=np.float32))
+    with pytest.raises(ValueError, match="workspace"):
+        project_transport(np.zeros((2, 2)), workspace=transport_workspace(2, 3))
+    with pytest.raises(ValueError, match="workspace"):
+        work, idx = transport_workspace(2, 2)
+        project_transport(np.zeros((2, 2)), workspace=(work, idx[:-1]))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("start", ["cold", "warm", "ray"])
+def test_nonfinite_input_is_an_error_on_every_path(rng, bad, start):
+    # The check rides on the solver's first pass (warm and ray starts) or precedes the cold
+    # start's sweep, which divides by active counts: a clear error, no write to ``out``.
+    m = 7
+    C = _random_C(rng, m, m, 0.05)
+    C[3, 5] = bad
+    kw = {} if start == "cold" else dict(u=np.zeros(m), v=np.zeros(m))
+    if start == "ray":
+        kw["direction"] = (np.ones(m), np.ones(m))
+    out = np.full((m, m), 7.0)
+    with pytest.raises(ValueError, match="C: contains NaN or inf"):
+        project_transport(C, out=out, **kw)
+    assert np.all(out == 7.0)
+    dom = TransportPolytope(m)
+    x = C.ravel().copy()
+    with pytest.raises(ValueError, match="x: "):
+        dom.project_inplace(x)
+
+
+@pytest.mark.parametrize("density", [0.03, 0.5, 0.97])
+def test_pattern_stores_the_shorter_side(rng, density):
+    # Row i stores the columns with C + u_i + v_j > 0 at the left of its slots when they are at
+    # most half, else the other columns after position deg_r[i]; degrees count the positives.
+    m, n = 9, 13
+    C = rng.uniform(size=(m, n)) - (1.0 - density)
+    C[2] = 1.0          # a full row
+    C[4] = -1.0         # an empty row
+    u, v = rng.normal(size=m) * 0.01, rng.normal(size=n) * 0.01
+    work, idx = transport_workspace(m, n)
+    deg_r, deg_c = np.zeros(m), np.zeros(n)
+    _pattern(C, u, v, idx, deg_r, deg_c)
+    on = C + u[:, None] + v[None, :] > 0
+    np.testing.assert_array_equal(deg_r, on.sum(1))
+    np.testing.assert_array_equal(deg_c, on.sum(0))
+    for i in range(m):
+        d = int(deg_r[i])
+        row = idx[i * n:(i + 1) * n]
+        if d <= n - d:
+            assert sorted(row[:d]) == list(np.flatnonzero(on[i]))
+        else:
+            assert sorted(row[d:]) == list(np.flatnonzero(~on[i]))
 
 
 def test_domain(rng):

@@ -8,8 +8,8 @@ r"""The transportation polytope as a domain block (Huang & Lin [HL23] eqs. 13–
 stored row-major as a flat block of :math:`x`. For :math:`m = n` this is :math:`\frac1m\mathcal B_m`
 (the scaled Birkhoff polytope). The projection is the semismooth-Newton dual method of
 `fastcon._kernels._transport`, started by the **ray** rule after the first call: zero duals, then an
-exact line search along the duals of the latest projection that moved :math:`P` (given up after
-one pass when the best multiple of them is estimated below 1/4).
+exact line search along the duals of the latest projection that moved :math:`P` (not started
+when the best multiple of them, estimated from the solver's first pass, is below 1/4).
 
 Why: a solver projects :math:`P_k - \eta G_k` with :math:`P_k` already in the polytope, so zero
 duals are exact where the step left :math:`P` unchanged (a constraint step costs one pass) and the
@@ -104,8 +104,11 @@ class TransportPolytope(_Domain):
             u, v = np.zeros(self.m), np.zeros(self.n)
             if self.start == "ray" and self._ray is not None:
                 direction = self._ray
-        res = project_transport(P, self.alpha, self.beta, u, v, tol=self.tol, out=P, workspace=self._workspace,
-                                direction=direction)
+        try:
+            res = project_transport(P, self.alpha, self.beta, u, v, tol=self.tol, out=P, workspace=self._workspace,
+                                    direction=direction)
+        except ValueError as exc:
+            raise ValueError(f"x: the plan block cannot be projected ({exc})") from exc
         if not res.converged:
             raise RuntimeError(f"TransportPolytope: projection did not converge (residual "
                                f"{res.residual:.3g}); this is a bug, please report it")
