@@ -11,7 +11,7 @@ Golden files
     for OpenBLAS to split them: 37 cells of the 41ebbfb ssg-wasserstein outputs (the
     ``multiplier_norm`` column among them) differ by one ulp between 2 threads and 1; the other
     three experiments give the same bits under both. The ssg-wasserstein file was regenerated
-    twice since, each time by a change of the transport projection's iterations (same solution
+    three times since, each time by a change of the transport projection's iterations (same solution
     to the tolerance 1e-10; every value within 1e-12 relative of the former file).
 
     Left out (`comparable`), because they are not computed results:

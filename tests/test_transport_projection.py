@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fastcon._kernels._transport import _pattern, marginal_residual, project_transport, transport_workspace
+from fastcon._kernels._transport import _line_eval, _pattern, marginal_residual, project_transport, transport_workspace
 from fastcon.problems._transport_domain import TransportPolytope, transport_domain
 from reference.wasserstein import project_transport_qp
 
@@ -146,10 +146,35 @@ def test_pattern_stores_the_shorter_side(rng, density):
     C[2] = 1.0          # a full row
     C[4] = -1.0         # an empty row
     u, v = rng.normal(size=m) * 0.01, rng.normal(size=n) * 0.01
+    on = C + u[:, None] + v[None, :] > 0
     work, idx = transport_workspace(m, n)
     deg_r, deg_c = np.zeros(m), np.zeros(n)
-    _pattern(C, u, v, idx, deg_r, deg_c)
-    on = C + u[:, None] + v[None, :] > 0
+    assert _pattern(C, u, v, idx, deg_r, deg_c, False) == 2        # counts, then stores
+    _check_pattern(on, idx, deg_r, deg_c)
+    # The degrees from a line-search evaluation at the same point: the pattern only stores.
+    idx[:] = 0
+    deg_r[:], deg_c[:] = -1.0, -1.0
+    r, c = np.zeros(m), np.zeros(n)
+    _line_eval(C, u, v, np.ones(m), np.ones(n), 1.0 / m, 1.0 / n, r, c, deg_r, deg_c, True)
+    assert _pattern(C, u, v, idx, deg_r, deg_c, True) == 1
+    _check_pattern(on, idx, deg_r, deg_c)
+
+
+def test_pattern_store_stays_in_its_buffer_with_wrong_degrees(rng):
+    # Degrees counted elsewhere may disagree with the storing pass's rounding; the worst case (every
+    # row counted full, every entry actually off) writes n indices past the counted side of the last
+    # row, into the n spare slots and not beyond them (a canary after the buffer).
+    m, n = 6, 5
+    C = -np.ones((m, n))
+    big = np.full(m * n + n + 7, 777, dtype=np.uint32)
+    idx = big[:m * n + n]
+    deg_r, deg_c = np.full(m, float(n)), np.full(n, float(m))
+    _pattern(C, np.zeros(m), np.zeros(n), idx, deg_r, deg_c, True)
+    assert np.all(big[m * n + n:] == 777)
+
+
+def _check_pattern(on, idx, deg_r, deg_c):
+    m, n = on.shape
     np.testing.assert_array_equal(deg_r, on.sum(1))
     np.testing.assert_array_equal(deg_c, on.sum(0))
     for i in range(m):

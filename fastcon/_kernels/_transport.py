@@ -131,14 +131,20 @@ def _residual(r, c, alpha, beta):
 
 
 @njit(**JIT_SUM)
-def _line_eval(C, u, v, du, dv, alpha, beta, r, c):
+def _line_eval(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, count):
     r""":math:`\theta(u, v)`, :math:`-\varphi'' = \sum_{\Omega} (d_{u,i} + d_{v,j})^2` and whether ``C`` is finite.
 
-    Writes ``r``, ``c``. The finiteness test rides on the pass for free (a memory-bound loop):
-    :math:`\sum_{ij} 0\cdot C_{ij}` is 0 exactly when no entry is NaN or infinite.
+    Writes the marginals ``r``, ``c`` and, if ``count``, the degrees ``deg_r``, ``deg_c`` of the
+    pattern :math:`\Omega(u, v)` (so that the next Newton step only has to store it, see
+    `_pattern`; counting makes the pass 30 % dearer at m = 692, so the line search counts only
+    at its first trial, the one a Newton step near the solution keeps). The finiteness test rides
+    on the pass for free (a memory-bound loop): :math:`\sum_{ij} 0\cdot C_{ij}` is 0 exactly
+    when no entry is NaN or infinite.
     """
     m, n = C.shape
     c[:] = 0.0
+    if count:
+        deg_c[:] = 0.0
     quad = 0.0
     curv = 0.0
     nonfinite = 0.0
@@ -148,16 +154,23 @@ def _line_eval(C, u, v, du, dv, alpha, beta, r, c):
         s = 0.0
         q = 0.0
         h = 0.0
+        cnt = 0.0
         for j in range(np.uint64(n)):
             cij = C[i, j]
             z = max(cij + ui + v[j], 0.0)
             e = dui + dv[j]
+            one = 1.0 if z > 0.0 else 0.0
             s += z
             q += z * z
-            h += e * e if z > 0.0 else 0.0
+            h += e * e * one
             c[j] += z
             nonfinite += 0.0 * cij
+            if count:
+                cnt += one
+                deg_c[j] += one
         r[i] = s
+        if count:
+            deg_r[i] = cnt
         quad += q
         curv += h
     return -0.5 * quad + alpha * u.sum() + beta * v.sum(), curv, nonfinite == 0.0
@@ -184,7 +197,8 @@ def _along(u, du, v, dv, t, ut, vt):
 
 
 @njit(**JIT)
-def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut, vt, q_full, q, armijo, t_min):
+def _line_search(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, theta, slope, res, tol, ut, vt, q_full, q, armijo,
+                 t_min):
     r"""Exact line search: :math:`t \approx \arg\max_{t \ge 0}\varphi(t) = \theta(u + td_u, v + td_v)`.
 
     :math:`\varphi` is concave and piecewise quadratic, :math:`\varphi'(0) =` ``slope`` :math:`> 0`.
@@ -205,7 +219,8 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut,
     first trial's marginals).
 
     Returns ``(t, theta_t, passes)``; when ``t > 0``, on exit ``ut, vt`` hold :math:`u + td_u,
-    v + td_v` and ``r``, ``c`` the marginals there.
+    v + td_v` and ``r``, ``c`` the marginals there; ``deg_r``, ``deg_c`` hold the degrees of the
+    first trial's pattern (those of the result when ``passes == 1``).
     """
     lo, dlo = 0.0, slope
     hi, dhi = np.inf, 0.0
@@ -216,7 +231,7 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut,
     met = False
     for _ in range(40):
         _along(u, du, v, dv, t, ut, vt)
-        theta_t, curv, _ = _line_eval(C, ut, vt, du, dv, alpha, beta, r, c)
+        theta_t, curv, _ = _line_eval(C, ut, vt, du, dv, alpha, beta, r, c, deg_r, deg_c, passes == 0)
         passes += 1
         dphi = _directional(r, c, alpha, beta, du, dv)
         # Close enough to the maximizer: on a quadratic piece |phi'(t)| <= q phi'(0) puts t within
@@ -253,7 +268,7 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut,
         t = lo
         if t > 0.0:
             _along(u, du, v, dv, t, ut, vt)
-            theta_t, _, _ = _line_eval(C, ut, vt, du, dv, alpha, beta, r, c)
+            theta_t, _, _ = _line_eval(C, ut, vt, du, dv, alpha, beta, r, c, deg_r, deg_c, False)
             passes += 1
         else:
             theta_t = theta
@@ -261,31 +276,38 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol, ut,
 
 
 @njit(**JIT_SUM)
-def _pattern(C, u, v, idx, deg_r, deg_c):
+def _pattern(C, u, v, idx, deg_r, deg_c, counted):
     r"""Pattern of :math:`\Omega = 1[C + u1^T + 1v^T > 0]`, row by row, and its degrees.
 
     Row ``i`` owns ``idx[i*n:(i+1)*n]`` and stores only the shorter side: the ``deg_r[i]`` columns
     with :math:`\Omega_{ij} = 1` at the left, or else the columns with :math:`\Omega_{ij} = 0`
     after position ``deg_r[i]``. Hessian products then cost :math:`O(\sum_i \min(d_i, n - d_i))`:
     cheap both for the sparse plans of a far-away ``C`` and for the nearly full plans of a ``C`` near
-    the polytope. A first (vectorized) pass counts, a second one, on a row still in cache, stores
-    without a branch: every column index is written at the next free slot, which advances only
+    the polytope. Unless ``counted`` (the degrees are already those of :math:`\Omega(u, v)`, as
+    after `_line_eval` at the same point), a first (vectorized) pass counts; the storing pass then
+    runs without a branch: every column index is written at the next free slot, which advances only
     when the entry belongs to the stored side (a branch taken at random, 6 % of the entries of a
-    COMPAS block step, costs more in mispredictions than the extra stores). The write one past the
-    row's end lands in the next row's slots, which that row overwrites, or in the spare last slot
-    of ``idx`` (length ``m*n + 1``).
+    COMPAS block step, costs more in mispredictions than the extra stores). Writes past a row's end
+    land in the next row's slots, which that row overwrites later, or in the ``n`` spare slots at
+    the end of ``idx`` (length ``m*n + n``): there is one such write when the counts are exact, and
+    up to ``n`` when the comparison here is rounded differently from the one that counted (the
+    sums may be reassociated; an entry on the edge then changes sides, which only perturbs the
+    Newton direction, and the line search checks that). Returns the number of passes over ``C``.
     """
     m, n = C.shape
-    deg_c[:] = 0.0
+    if not counted:
+        deg_c[:] = 0.0
+        for i in range(np.uint64(m)):
+            ui = u[i]
+            cnt = 0.0
+            for j in range(np.uint64(n)):
+                one = 1.0 if C[i, j] + ui + v[j] > 0.0 else 0.0
+                cnt += one
+                deg_c[j] += one
+            deg_r[i] = cnt
     for i in range(np.uint64(m)):
         ui = u[i]
-        cnt = 0.0
-        for j in range(np.uint64(n)):
-            one = 1.0 if C[i, j] + ui + v[j] > 0.0 else 0.0
-            cnt += one
-            deg_c[j] += one
-        deg_r[i] = cnt
-        d = np.uint64(cnt)
+        d = np.uint64(deg_r[i])
         k = i * np.uint64(n)
         if d <= np.uint64(n) - d:
             for j in range(np.uint64(n)):
@@ -296,6 +318,7 @@ def _pattern(C, u, v, idx, deg_r, deg_c):
             for j in range(np.uint64(n)):
                 idx[k] = j
                 k += np.uint64(not C[i, j] + ui + v[j] > 0.0)
+    return 1 if counted else 2
 
 
 @njit(**JIT_SUM)
@@ -400,8 +423,8 @@ def _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev):
 
 # --------------------------------------------------------------------------- solver
 def transport_workspace(m, n):
-    r"""Buffers for :func:`transport_solve`: ``(float64 (12, m + n), uint32 pattern (m * n + 1,))``."""
-    return np.zeros((12, m + n)), np.empty(m * n + 1, dtype=np.uint32)
+    r"""Buffers for :func:`transport_solve`: ``(float64 (12, m + n), uint32 pattern (m * n + n,))``."""
+    return np.zeros((12, m + n)), np.empty(m * n + n, dtype=np.uint32)
 
 
 @njit(**JIT_SUM)
@@ -551,7 +574,7 @@ def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, i
     n_passes = 1
     if cold:
         # Input check first: the sweep's row and column equations divide by active counts.
-        if not _line_eval(C, u, v, wu, wv, alpha, beta, r, c)[2]:
+        if not _line_eval(C, u, v, wu, wv, alpha, beta, r, c, deg_r, deg_c, False)[2]:
             return n_newton, n_cg, n_sweeps, n_passes, np.nan
         n_passes += 1
         _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev)
@@ -559,9 +582,10 @@ def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, i
     # The start's value and marginals, the input check and the curvature along the ray at the
     # start, in one pass: the Newton estimate slope / curvature of the best multiple of the ray
     # decides whether it is worth a line search before any pass is spent on it.
-    theta, curv, finite = _line_eval(C, u, v, wu, wv, alpha, beta, r, c)
+    theta, curv, finite = _line_eval(C, u, v, wu, wv, alpha, beta, r, c, deg_r, deg_c, True)
     if not finite:
         return n_newton, n_cg, n_sweeps, n_passes, np.nan
+    counted = True  # deg_r, deg_c hold the degrees of the pattern at (u, v)
     res = _residual(r, c, alpha, beta)
     scale = max(alpha, beta)
     if ray and res > tol:
@@ -569,9 +593,10 @@ def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, i
         if slope > 0.0 and slope >= RAY_MIN * curv:
             gu[:] = r  # the start's marginals, restored if the ray is given up
             gv[:] = c
-            step, theta_t, passes = _line_search(C, u, v, wu, wv, alpha, beta, r, c, theta, slope, res, tol,
-                                                 ut, vt, Q_RAY, Q_RAY, False, RAY_MIN)
+            step, theta_t, passes = _line_search(C, u, v, wu, wv, alpha, beta, r, c, deg_r, deg_c, theta, slope,
+                                                 res, tol, ut, vt, Q_RAY, Q_RAY, False, RAY_MIN)
             n_passes += passes
+            counted = step > 0.0 and passes == 1
             if step > 0.0:
                 u[:] = ut
                 v[:] = vt
@@ -586,8 +611,7 @@ def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, i
             gu[i] = alpha - r[i]
         for j in range(n):
             gv[j] = beta - c[j]
-        _pattern(C, u, v, idx, deg_r, deg_c)
-        n_passes += 2
+        n_passes += _pattern(C, u, v, idx, deg_r, deg_c, counted)
         rel = res / scale
         # Small: the exact line search below globalizes, so the shift only has to make the system
         # definite (shift invariance, empty rows and columns); a large one would turn the
@@ -598,15 +622,17 @@ def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, i
         slope = _dot(gu, gv, du, dv)
         step = 0.0
         if slope > 0.0:
-            step, theta_t, passes = _line_search(C, u, v, du, dv, alpha, beta, r, c, theta, slope, res, tol,
-                                                 ut, vt, Q_FULL, Q_NEWTON, True, 0.0)
+            step, theta_t, passes = _line_search(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, theta, slope,
+                                                 res, tol, ut, vt, Q_FULL, Q_NEWTON, True, 0.0)
             n_passes += passes
         if step > 0.0:
             u[:] = ut
             v[:] = vt
             theta = theta_t
             res = _residual(r, c, alpha, beta)
+            counted = passes == 1  # the degrees are the first trial's (see `_line_search`)
         else:
+            counted = False
             # No ascent along the Newton direction (CG stopped on round-off): one exact
             # block-ascent sweep repairs whole rows and columns.
             _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev)
@@ -706,7 +732,7 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
     work, idx = transport_workspace(m, n) if workspace is None else workspace
     if not (isinstance(work, np.ndarray) and work.dtype == np.float64 and work.ndim == 2 and work.shape[0] >= 12
             and work.shape[1] == m + n and work.flags.c_contiguous and isinstance(idx, np.ndarray)
-            and idx.dtype == np.uint32 and idx.shape == (m * n + 1,)):
+            and idx.dtype == np.uint32 and idx.shape == (m * n + n,)):
         raise ValueError(f"workspace: expected transport_workspace({m}, {n})")
     it, n_cg, sweeps, passes, res, status = transport_solve(
         C, alpha, beta, u, v, out, tol * max(alpha, beta), max_newton if method == "newton" else 0,
