@@ -97,6 +97,8 @@ def _missing_dataset(exc, home: Path):
 
 
 def pytest_configure(config):
+    if not config.pluginmanager.has_plugin(_MissingDatasets.__name__):  # tests/ and bench/ share one
+        config.pluginmanager.register(_MissingDatasets(config), _MissingDatasets.__name__)
     config.addinivalue_line(
         "markers", "datasets(*names): the test needs these registry datasets (none given: all of them) "
                    "in the data folder; skipped when one is missing, failed with FASTCON_REQUIRE_DATA=1")
@@ -126,7 +128,9 @@ def pytest_runtest_makereport(item, call):
     name = _missing_dataset(call.excinfo.value, home)
     if name is None:
         return
-    _state(item.config)["missing"].setdefault(name, set()).add(item.nodeid)
+    # Carried by the report itself, so the closing summary also counts tests that ran in
+    # pytest-xdist workers (reports reach the controlling process, hook state does not).
+    report.user_properties.append((_MISSING_KEY, name))
     if REQUIRE_DATA:
         return  # CI: a missing dataset is a failure
     report.outcome = "skipped"
@@ -143,6 +147,19 @@ def _skip_reason(config, home) -> str:
 
 
 _SKIP_LINE = pytest_runtest_makereport.__code__.co_firstlineno
+_MISSING_KEY = "fastcon_missing_dataset"
+
+
+class _MissingDatasets:
+    """Collects the missing datasets named by test reports, made here or sent by a pytest-xdist worker."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report):
+        for key, name in getattr(report, "user_properties", ()):
+            if key == _MISSING_KEY:
+                _state(self.config)["missing"].setdefault(name, set()).add(report.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

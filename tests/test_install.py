@@ -157,8 +157,11 @@ _POLICY_TESTS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
 @pytest.mark.parametrize("require", [False, True])
-def test_missing_datasets_skip_with_one_line_or_fail_in_ci(tmp_path, require):
+def test_missing_datasets_skip_with_one_line_or_fail_in_ci(tmp_path, require, workers):
+    # Also with the tests spread over pytest-xdist workers (the README's test command): the
+    # closing lines are written by the controlling process from the workers' reports.
     project = tmp_path / "project"
     (project / "tests").mkdir(parents=True)
     shutil.copy(TESTS / "conftest.py", project / "tests" / "conftest.py")
@@ -167,8 +170,8 @@ def test_missing_datasets_skip_with_one_line_or_fail_in_ci(tmp_path, require):
     env = _clean_env(tmp_path, FASTCON_DATA=str(empty), NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", ""))
     if require:
         env["FASTCON_REQUIRE_DATA"] = "1"
-    out = subprocess.run([sys.executable, "-m", "pytest", "-ra", "-p", "no:cacheprovider", "tests"], cwd=project,
-                         env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-ra", "-p", "no:cacheprovider", *workers, "tests"],
+                         cwd=project, env=env, capture_output=True, text=True, timeout=600)
     text = out.stdout
     names = "(a9a, compas, german, segment); get them with `fastcon datasets --download` or set FASTCON_DATA"
     assert f"fastcon: data folder {empty} (0/10 datasets{', required' if require else ''})" in text
@@ -213,7 +216,8 @@ def test_readme_commands_in_a_fresh_virtualenv(tmp_path):
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs a git checkout to copy the working tree from")
     first, second = _readme_commands()
-    assert second.endswith(" && pytest")
+    install, test_command = second.split(" && ")
+    assert test_command.startswith("pytest")
     clone = tmp_path / "clone"
     _copy_working_tree(clone)
     venv = tmp_path / "venv"
@@ -242,13 +246,14 @@ def test_readme_commands_in_a_fresh_virtualenv(tmp_path):
     assert (site / "fastcon" / "__init__.py").is_file()
     assert not list((site / "fastcon").rglob("*.nb[ic]")), "numba cached into the installed package"
 
-    run(second[: -len(" && pytest")])  # pip install -e ".[test]"
+    run(install)  # pip install -e ".[test]"
     # The regular install is gone without a trace: no folder left to shadow the editable install.
     assert not (site / "fastcon").exists()
     collected = run("pytest --co -q -p no:cacheprovider")
     assert re.search(r"^\d+ tests collected", collected.stdout, re.M) and " error" not in collected.stdout, \
         collected.stdout[-3000:]
-    quick = run("pytest -q -p no:cacheprovider tests/test_readme.py tests/test_cli.py::test_version")
+    # The README's test command (its options: workers) on a few tests.
+    quick = run(f"{test_command} -q -p no:cacheprovider tests/test_readme.py tests/test_cli.py::test_version")
     # the README's estimator example needs a9a: without the data folder it is skipped (the data
     # policy of tests/conftest.py), so a skip is allowed here and nothing else
     assert re.search(r"^\d+ passed(, \d+ skipped)? in", quick.stdout, re.M), quick.stdout[-2000:]

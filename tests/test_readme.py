@@ -12,7 +12,8 @@ def _commands():
 
 def test_readme_has_exactly_two_setup_commands():
     commands = _commands()
-    assert commands == ['pip install ".[plot]" && fastcon demo', 'pip install -e ".[test]" && pytest']
+    assert commands == ['pip install ".[plot]" && fastcon demo',
+                        'pip install -e ".[test]" && pytest -n auto --dist loadfile']
 
 
 def test_ci_runs_the_readme_test_command():
