@@ -528,7 +528,7 @@ def transport_solve(C, alpha, beta, u, v, out, tol, max_newton, max_sweeps, cold
     Returns
     -------
     (n_newton, n_cg, n_sweeps, n_passes, residual, status) : ``n_passes`` counts the passes over
-    ``C`` outside the block-ascent sweeps (evaluations, line-search trials, two per pattern, the
+    ``C`` outside the block-ascent sweeps (evaluations, line-search trials, one or two per pattern, the
     final write); status 0 converged, 1 iteration limit, 2 ``C`` holds NaN or inf (found by the
     first evaluation; nothing is written to ``out``).
     """
