@@ -264,6 +264,105 @@ def test_lipschitz_constant_bounds_the_constraint_map():
         assert max(ratios) <= Lg and max(ratios) > Lg / 20  # a bound, and not a vacuous one
 
 
+class ScoresModel:
+    """Function-space protocol model (a boosted ensemble's geometry): state = the training scores F,
+    D = ½‖F - F'‖²; no ``row_norms``."""
+
+    def __init__(self, n, n_classes):
+        self.n_samples, self.n_outputs = n, (1 if n_classes == 2 else n_classes)
+
+    def scores(self, state):
+        return state
+
+    def divergence(self, state, anchor):
+        return 0.5 * float(np.sum((state - anchor) ** 2))
+
+
+def _worst_scores(y, n_classes, sign):
+    """Scores far on the wrong side of every label (``sign`` = 1), so |p - y| -> 1: the bound's worst case."""
+    if n_classes == 2:
+        return -sign * 12.0 * (2 * y - 1.0)
+    F = np.zeros((y.size, n_classes))
+    F[np.arange(y.size), (y + 1) % n_classes] = sign * 12.0
+    F[np.arange(y.size), y] = -sign * 12.0
+    return F
+
+
+def _loss_gradient(F, y, n_classes):
+    """d l_i / d F_i of the cross-entropy, (n,) or (n, J)."""
+    if n_classes == 2:
+        return expit(F) - y
+    P = np.exp(F - F.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    P[np.arange(y.size), y] -= 1.0
+    return P
+
+
+@pytest.mark.parametrize("n_classes, n_groups", [(2, 2), (2, 3), (3, 2)])
+def test_lipschitz_constant_in_function_space(n_classes, n_groups):
+    """Boosting geometry: |g(F) - g(F')| <= L_g ||F - F'||; L_g is the norm of per-constraint constants
+    c sqrt(n_j) (NP class sums) or beta c sqrt(1/n_a + 1/n_b) (group-loss gaps), each attained where
+    |p - y| -> c along the constraint's gradient."""
+    from fastcon.solvers import GroupLossGap
+
+    rng = np.random.default_rng(3)
+    n = 600
+    y = rng.integers(0, n_classes, n)
+    groups = np.minimum(rng.integers(0, n_groups + 1, n), n_groups - 1)   # unequal group sizes
+    model = ScoresModel(n, n_classes)
+    shape = (n,) if n_classes == 2 else (n, n_classes)
+    c = 1.0 if n_classes == 2 else math.sqrt(2.0)
+    sizes = np.bincount(groups)
+    for problem in (GroupLossGap(y, n_classes, groups, 0.01),                     # beta = min n_a
+                    GroupLossGap(y, n_classes, groups, 0.01, scale=2.5),
+                    NeymanPearsonScores(y, n_classes, {0: 10.0, 1: 5.0})):
+        if hasattr(problem, "pairs"):
+            own = [problem.scale * c * math.sqrt(1 / sizes[a] + 1 / sizes[b]) for a, b in problem.pairs]
+        else:
+            own = [c * math.sqrt(np.count_nonzero(y == j)) for j in (0, 1)]
+        Lg = abpp_lipschitz_constant(problem, model)
+        assert Lg == pytest.approx(np.linalg.norm(own), rel=1e-12)
+        ratios = []
+        for _ in range(100):
+            F1, F2 = rng.normal(scale=3.0, size=shape), rng.normal(scale=3.0, size=shape)
+            dg = np.linalg.norm(problem.constraint_values(model, F1) - problem.constraint_values(model, F2))
+            ratios.append(dg / math.sqrt(2 * model.divergence(F1, F2)))
+        assert max(ratios) <= Lg
+        # constraint 0 at scores far on the wrong side of every label, along its own gradient
+        F = _worst_scores(y, n_classes, 1.0)
+        G = _loss_gradient(F, y, n_classes)
+        if hasattr(problem, "pairs"):
+            a, b = problem.pairs[0]
+            scale = np.where(groups == a, problem.scale / sizes[a], np.where(groups == b, -problem.scale / sizes[b], 0.0))
+        else:
+            scale = (y == 0).astype(float)
+        grad = G * (scale if n_classes == 2 else scale[:, None])
+        step = 1e-5 * grad / np.linalg.norm(grad)
+        slope = (problem.constraint_values(model, F + step)[0] - problem.constraint_values(model, F)[0]) / 1e-5
+        assert slope == pytest.approx(own[0], rel=1e-3)
+
+
+def test_dual_step_auto_meets_the_step_condition_with_equality():
+    from fastcon.solvers import GroupLossGap
+    from fastcon.solvers.abpp import resolve_dual_step
+
+    rng = np.random.default_rng(0)
+    y, groups = rng.integers(0, 2, 300), (rng.random(300) < 0.3).astype(int)
+    model, problem = ScoresModel(300, 2), GroupLossGap(y, 2, groups, 0.05)
+    Lg = abpp_lipschitz_constant(problem, model)
+    n0, n1 = np.bincount(groups)
+    assert Lg == pytest.approx(min(n0, n1) * math.sqrt(2 * (1 / n0 + 1 / n1)), rel=1e-12)
+    sigma = resolve_dual_step("auto", 0.25, problem, model)
+    assert 0.25 * sigma * Lg ** 2 == pytest.approx(1.0, rel=1e-12)
+    assert resolve_dual_step(0.3, 0.25, problem, model) == 0.3
+    with pytest.raises(ValueError, match=r"^dual_step"):
+        resolve_dual_step("big", 0.25, problem, model)
+    with pytest.raises(ValueError, match=r"^dual_step"):
+        resolve_dual_step(-1.0, 0.25, problem, model)
+    with pytest.raises(TypeError, match=r"^dual_step: 'auto' needs L_g"):
+        resolve_dual_step("auto", 0.25, object(), model)
+
+
 # ---------------------------------------------------------------------------- §6.5 item 8: multipliers as weights
 @pytest.mark.parametrize("n_classes, sparse", [(2, False), (3, False), (3, True)])
 def test_multiplier_as_weight_prox_step(n_classes, sparse):

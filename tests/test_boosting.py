@@ -287,6 +287,22 @@ def test_fair_gbm_lowers_the_group_loss_gap(name):
     assert set(report.per_group) == {"a", "b"}
 
 
+def test_fair_gbm_default_dual_step_keeps_a_large_fit_feasible():
+    """20,000 rows, beta = min n_a (about 6,000): L_g = beta sqrt(2(1/n_0 + 1/n_1)) is about 130, so Lin &
+    Deng's fixed sigma_0 = 0.1 breaks tau sigma L_g^2 <= 1 about 170-fold; on these data that XGBoost fit
+    ends infeasible with test accuracy 0.18 (docs/design.md). The default "auto" takes
+    sigma_0 = 1/(tau_0 L_g^2)."""
+    X, y, g = _fair_data(20000, 1)
+    Xt, yt, _ = _fair_data(4000, 2)
+    clf = FairGBMClassifier("xgboost", tolerance=0.05).fit(X, y, sensitive_features=g)
+    res = clf.solve_result_
+    n0, n1 = np.bincount((g == "b").astype(int))
+    Lg = min(n0, n1) * np.sqrt(2 * (1 / n0 + 1 / n1))
+    np.testing.assert_allclose(0.1 * res.info["dual_steps"] * Lg ** 2, 1.0, rtol=1e-12)
+    assert res.max_violation == 0.0 and clf.fit_gap_ <= 0.05
+    assert np.mean(clf.predict(Xt) == yt) > 0.85
+
+
 def test_fair_gbm_multiclass_many_groups_and_errors():
     X, y, g = _fair_data(450, 4, n_groups=3)
     y3 = y + (X[:, 2] > 0.5)

@@ -159,6 +159,22 @@ def test_cbpr_early_stop_and_outliers():
                                np.bincount(problem.groups, weights=kept))
 
 
+def test_dual_step_auto_follows_the_kept_rows():
+    """sigma_0 = 1/(tau_0 L_g^2) on the rows kept at each outer step; a number passes through unchanged."""
+    _, _, _, model, problem = setup(2, 2)
+    res = cbpr(problem, model, outer_iter=4, inner_iter=3, primal_step=0.5, dual_step="auto", outlier_threshold=2.0)
+    sigmas = res.info["dual_steps"]
+    assert sigmas.shape == (4,)
+    before = 1 / (0.5 * abpp_lipschitz_constant(problem, model) ** 2)
+    after = 1 / (0.5 * abpp_lipschitz_constant(res.problem, model) ** 2)
+    np.testing.assert_allclose(sigmas, [before, before, after, after], rtol=1e-12)   # rows dropped at ceil(4/2)
+    assert after != before
+    fixed = cbpr(problem, model, outer_iter=2, inner_iter=3, dual_step=0.3)
+    np.testing.assert_array_equal(fixed.info["dual_steps"], [0.3, 0.3])
+    with pytest.raises(ValueError, match="^dual_step"):
+        cbpr(problem, model, dual_step="fast")
+
+
 def test_infeasible_start_is_reported_not_raised():
     *_, model, problem = setup(2, 2)
     x0 = np.array([0.0, 0.0, 0.0, 5.0, 0.0])  # the group feature alone: a large loss gap

@@ -50,6 +50,11 @@ def _without_state(result):
                        counters=result.counters, info=info, solver=result.solver)
 
 
+def _dual_step(value):
+    """``dual_step`` as the solvers take it: ``"auto"`` or a float."""
+    return value if isinstance(value, str) else float(value)
+
+
 class _GBMClassifier(ConstrainedClassifier):
     """Shared parts: parameter checks, the score model, prediction from ``ensemble_``, save."""
 
@@ -58,7 +63,10 @@ class _GBMClassifier(ConstrainedClassifier):
         check_count("rounds", self.rounds)
         check_count("max_iter", self.max_iter)
         check_real("primal_step", self.primal_step, positive=True)
-        check_real("dual_step", self.dual_step, positive=True)
+        if isinstance(self.dual_step, str):
+            check_choice("dual_step", self.dual_step, ("auto",))
+        else:
+            check_real("dual_step", self.dual_step, positive=True)
         check_count("n_threads", self.n_threads)
         _check_seed(self.random_state)
         if self.params is not None and not isinstance(self.params, dict):
@@ -176,6 +184,8 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         ABPP iterations (proximal steps of ``rounds`` rounds each).
     primal_step, dual_step : float
         :math:`\tau_0` and :math:`\sigma_0` of ABPP (Lin & Deng's code: 0.1 and 0.1).
+        ``dual_step="auto"``: :math:`1/(\tau_0L_g^2)`, the largest value of ABPP's step condition
+        (`fastcon.solvers.abpp.abpp_lipschitz_constant`).
     max_calibration : int
         Largest number of ABPP runs of the bound calibration (1: the paper's bounds, no calibration).
     params : dict, optional
@@ -285,7 +295,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
             problem = copy.copy(base)
             problem.bounds = base.bounds * factor
             result = abpp(problem, model, max_iter=self.max_iter, primal_step=float(self.primal_step),
-                          dual_step=float(self.dual_step), verbose=bool(self.verbose))
+                          dual_step=_dual_step(self.dual_step), verbose=bool(self.verbose))
             problems[factor] = (problem, result)
             # ABPP's last multipliers can be 0 on an over-satisfied bound that still binds the
             # trade-off (the dual iterates oscillate): report no multipliers, so that a met bound is
@@ -366,8 +376,15 @@ class FairGBMClassifier(_GBMClassifier):
         CBPR outer iterations.
     inner_iter : int
         ABPP iterations per outer iteration.
-    primal_step, dual_step : float
-        :math:`\tau_0`, :math:`\sigma_0` of the inner ABPP.
+    primal_step : float
+        :math:`\tau_0` of the inner ABPP.
+    dual_step : float or "auto"
+        :math:`\sigma_0` of the inner ABPP. Default ``"auto"``: :math:`1/(\tau_0L_g^2)`, the largest
+        value of ABPP's step condition :math:`\tau_0\sigma_0L_g^2 \le 1`
+        (`fastcon.solvers.abpp.abpp_lipschitz_constant`; :math:`L_g = \beta\sqrt{2(1/n_0 + 1/n_1)}`
+        for two groups and two classes). Lin & Deng's fixed 0.1 breaks the condition by orders of magnitude on
+        data of Adult's size with the default :math:`\beta`, and the fit can end infeasible with
+        inverted predictions (``docs/design.md``).
     prox : float, optional
         :math:`L` of CBPR; default the solver's (the curvature bound of the concave parts).
     scale : float, optional
@@ -385,7 +402,7 @@ class FairGBMClassifier(_GBMClassifier):
     """
 
     def __init__(self, backend="lightgbm", tolerance=0.05, *, rounds=DEFAULT_ROUNDS, max_iter=10, inner_iter=10,
-                 primal_step=0.1, dual_step=0.1, prox=None, scale=None, params=None, n_threads=1, random_state=0,
+                 primal_step=0.1, dual_step="auto", prox=None, scale=None, params=None, n_threads=1, random_state=0,
                  drop_sensitive=False, verbose=False):
         self.backend = backend
         self.tolerance = tolerance
@@ -439,7 +456,7 @@ class FairGBMClassifier(_GBMClassifier):
         model = self._score_model(X, labels, J)
         result = cbpr(problem, model, outer_iter=self.max_iter, inner_iter=self.inner_iter,
                       prox=None if self.prox is None else float(self.prox), primal_step=float(self.primal_step),
-                      dual_step=float(self.dual_step), verbose=bool(self.verbose))
+                      dual_step=_dual_step(self.dual_step), verbose=bool(self.verbose))
         self._finish(model, result)
         xi = problem.group_means(model, result.state)
         self.fit_gap_ = float(xi.max() - xi.min())

@@ -43,7 +43,7 @@ from ._bregman_models import loss_curvature
 from ._common import check_choice, default_record_every
 from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
 
-__all__ = ["abpp", "abpp_step_sizes", "abpp_lipschitz_constant", "inexactness_schedule"]
+__all__ = ["abpp", "abpp_step_sizes", "abpp_lipschitz_constant", "inexactness_schedule", "resolve_dual_step"]
 
 _OUTPUTS = ("last", "average")
 _PROTOCOL_PROBLEM = ("n_constraints", "constraint_values", "objective_value", "lagrangian")
@@ -129,11 +129,13 @@ def start_state(model, x0):
 
 
 def abpp_lipschitz_constant(problem, model) -> float:
-    r""":math:`L_g` of Definition 2 for a score problem on `LinearScoreModel` (:math:`W = I`).
+    r""":math:`L_g` of Definition 2 for a score problem, in the geometry of its score model.
 
     The gradient of a cross-entropy term in its scores has norm :math:`\le c` with :math:`c = 1`
-    (two classes: :math:`|p - y|`) or :math:`c = \sqrt2` (:math:`\|p - e_b\|`), so by the
-    mean-value theorem :math:`|\ell_i(x) - \ell_i(x')| \le c|\tilde a_i^\top\Delta|`.
+    (two classes: :math:`|p - y|`) or :math:`c = \sqrt2` (:math:`\|p - e_b\|`).
+
+    **Linear model** (`LinearScoreModel`, :math:`W = I` on :math:`x`): by the mean-value theorem
+    :math:`|\ell_i(x) - \ell_i(x')| \le c|\tilde a_i^\top\Delta|`, so
 
     * `NeymanPearsonScores`, the class sum of class :math:`j`, by the triangle or the
       Cauchy–Schwarz inequality:
@@ -144,27 +146,68 @@ def abpp_lipschitz_constant(problem, model) -> float:
           \sqrt{n_j\lambda_{\max}(\tilde A_j^\top\tilde A_j)}\Bigr)\|\Delta\|;
 
     * `GroupLossGap`, pair :math:`(a, b)`: :math:`\beta c(\bar r_a + \bar r_b)\|\Delta\|` with
-      :math:`\bar r_a` the mean of :math:`\|\tilde a_i\|` over group :math:`a`;
+      :math:`\bar r_a` the mean of :math:`\|\tilde a_i\|` over group :math:`a`.
 
-    and :math:`L_g` is the Euclidean norm of the per-constraint constants. With
-    :math:`\tau_0\sigma_0 = 1/L_g^2` (e.g. :math:`\tau_0 = \sigma_0 = 1/L_g`) the step condition
-    :math:`\tau_0\sigma_0L_g^2 \le 1` holds. (Inside CBPR the constraints also carry
-    :math:`L\,D_W(x, x^t)`, Lipschitz with :math:`L\|x - x^t\|` on bounded steps: not included.)
+    **Boosting model** (function space, :math:`W = I` on the training scores :math:`F`,
+    :math:`D_W = \frac12\|F - F'\|^2`): each row's loss depends on its own scores only, so by
+    Cauchy–Schwarz over the rows
+
+    * `NeymanPearsonScores`, class :math:`j`: :math:`c\sqrt{n_j}\,\|\Delta F\|`;
+    * `GroupLossGap`, pair :math:`(a, b)` (disjoint groups):
+      :math:`\beta c\sqrt{1/n_a + 1/n_b}\,\|\Delta F\|`.
+
+    In both, :math:`L_g` is the Euclidean norm of the per-constraint constants (kept rows only),
+    and :math:`\tau_0\sigma_0 = 1/L_g^2` makes the step condition :math:`\tau_0\sigma_0L_g^2 \le 1`
+    hold (``dual_step="auto"`` of `abpp` and `fastcon.solvers.cbpr`). Inside CBPR the constraints
+    also carry :math:`L\,D_W(x, x^t)`, Lipschitz with :math:`L\|x - x^t\|` on bounded steps: not
+    included.
+
+    The condition matters: with the default :math:`\beta = \min_a n_a`, :math:`L_g` grows like
+    :math:`\sqrt{\min_a n_a}` (about 179 on Adult), so a fixed :math:`\sigma_0 = 0.1` breaks it by
+    orders of magnitude, and the fairness multipliers then overshoot into large negative group
+    weights (measured in ``docs/design.md``, Bregman proximal methods).
     """
-    norms = model.row_norms()
     c = math.sqrt(loss_curvature(model.n_outputs) * 4.0)  # 1 (two classes) or sqrt(2)
     keep = problem.keep > 0
+    function_space = not hasattr(model, "row_norms")
     if hasattr(problem, "pairs"):
-        mean_norm = np.array([norms[(problem.groups == a) & keep].mean() for a in range(problem.n_groups)])
-        per = [problem.scale * c * (mean_norm[a] + mean_norm[b]) for a, b in problem.pairs]
+        if function_space:
+            n = np.asarray(problem.group_sizes, dtype=np.float64)
+            per = [problem.scale * c * math.sqrt(1.0 / n[a] + 1.0 / n[b]) for a, b in problem.pairs]
+        else:
+            norms = model.row_norms()
+            mean_norm = np.array([norms[(problem.groups == a) & keep].mean() for a in range(problem.n_groups)])
+            per = [problem.scale * c * (mean_norm[a] + mean_norm[b]) for a, b in problem.pairs]
         return float(np.linalg.norm(per))
     per_class = []
     for j in problem.classes:
         rows = np.flatnonzero((problem.labels == j) & keep)
+        if function_space:
+            per_class.append(c * math.sqrt(rows.size))
+            continue
+        norms = model.row_norms()
         triangle = float(norms[rows].sum())
         cauchy = math.sqrt(rows.size * model.gram_lambda_max(rows))
         per_class.append(c * min(triangle, cauchy))
     return float(np.linalg.norm(per_class))
+
+
+def resolve_dual_step(dual_step, primal_step, problem, model) -> float:
+    r""":math:`\sigma_0`: ``dual_step`` itself, or for ``"auto"`` the largest value the step condition
+    allows, :math:`1/(\tau_0L_g^2)` with `abpp_lipschitz_constant` (on the problem inside a CBPR
+    subproblem)."""
+    tau0 = check_real("primal_step", primal_step, positive=True)
+    if isinstance(dual_step, str):
+        check_choice("dual_step", dual_step, ("auto",))
+        base = getattr(problem, "problem", problem)    # CBPR's ProxSubproblem wraps the problem
+        if not (hasattr(base, "pairs") or hasattr(base, "classes")):
+            raise TypeError(f"dual_step: 'auto' needs L_g of the problem, unknown for {type(base).__name__}; "
+                            "pass a number")
+        Lg = abpp_lipschitz_constant(base, model)
+        if not (Lg > 0 and math.isfinite(Lg)):
+            raise ValueError(f"dual_step: 'auto' needs 0 < L_g < inf, got L_g = {Lg!r}; pass a number")
+        return 1.0 / (tau0 * Lg * Lg)
+    return check_real("dual_step", dual_step, positive=True)
 
 
 def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1, mu=0.0, multipliers=None,
@@ -185,9 +228,12 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
         Default ``model.initial_state()`` (all scores zero).
     max_iter : int
         :math:`K`.
-    primal_step, dual_step : float
-        :math:`\tau_0 > 0`, :math:`\sigma_0 > 0` (default 0.1 each, the authors' code). Safe:
-        :math:`\tau_0\sigma_0L_g^2 \le 1` (module notes, `abpp_lipschitz_constant`).
+    primal_step : float
+        :math:`\tau_0 > 0` (default 0.1, the authors' code).
+    dual_step : float or "auto"
+        :math:`\sigma_0 > 0` (default 0.1, the authors' code). Safe: :math:`\tau_0\sigma_0L_g^2
+        \le 1` (module notes); ``"auto"`` takes the largest such value, :math:`1/(\tau_0L_g^2)`
+        with `abpp_lipschitz_constant`.
     mu : float
         :math:`\mu \ge 0`, the strong convexity of :math:`f` relative to :math:`D_W` (linear model:
         its ``ridge``; cross-entropy alone: 0). :math:`\mu > 0` takes the accelerated steps.
@@ -239,6 +285,7 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
     """
     check_protocols(problem, model)
     K = check_count("max_iter", max_iter)
+    dual_step = resolve_dual_step(dual_step, primal_step, problem, model)
     steps = abpp_step_sizes(K, primal_step, dual_step, mu)
     tau0, sigma0, mu = float(primal_step), float(dual_step), float(mu)
     nu = inexactness_schedule(inexactness, K, tau0, mu)

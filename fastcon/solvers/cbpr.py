@@ -29,7 +29,7 @@ from .._results import Counters, History, SolveResult
 from ._bregman_problems import ProxSubproblem
 from ._common import check_choice, default_record_every
 from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
-from .abpp import abpp, check_protocols, inexactness_schedule, start_state
+from .abpp import abpp, check_protocols, inexactness_schedule, resolve_dual_step, start_state
 
 __all__ = ["cbpr", "cbpr_prox"]
 
@@ -74,8 +74,13 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
         :math:`L > 0`; default `cbpr_prox`.
     inner_iter : int
         ABPP iterations per outer step (default 50).
-    primal_step, dual_step : float
-        ABPP's :math:`\tau_0`, :math:`\sigma_0` (defaults 0.1, 0.1).
+    primal_step : float
+        ABPP's :math:`\tau_0` (default 0.1).
+    dual_step : float or "auto"
+        ABPP's :math:`\sigma_0` (default 0.1, the authors' code). ``"auto"``: :math:`1/(\tau_0L_g^2)`,
+        the largest value of ABPP's step condition (`fastcon.solvers.abpp.abpp_lipschitz_constant`,
+        on the rows kept at each outer step), which keeps the multipliers from overshooting when
+        :math:`\beta` is large.
     multipliers : array-like, optional
         Initial multipliers of the first subproblem (default 0).
     dual_warm_start : bool
@@ -115,14 +120,15 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
         ``objective``, ``max_violation`` (of the original constraints), ``step``
         :math:`L\sqrt{2D_W(x^t, x^{t-1})}`, ``inner_max_violation`` (subproblem),
         ``multiplier_norm``. ``info``: ``prox`` :math:`L`, ``violations`` (max violation of every
-        outer iterate, :math:`x^0` first), ``steps``, ``start_violation``, ``inner_iterations``.
+        outer iterate, :math:`x^0` first), ``steps``, ``start_violation``, ``inner_iterations``,
+        ``dual_steps`` (:math:`\sigma_0` of every outer step).
     """
     check_protocols(problem, model)
     T = check_count("outer_iter", outer_iter)
     K = check_count("inner_iter", inner_iter)
     L = cbpr_prox(problem, model) if prox is None else check_real("prox", prox, positive=True)
     check_real("primal_step", primal_step, positive=True)
-    check_real("dual_step", dual_step, positive=True)
+    resolve_dual_step(dual_step, primal_step, problem, model)   # validate once, before any work
     inexactness_schedule(inexactness, 1, float(primal_step), L)  # validate once, before any work
     check_choice("inner_output", inner_output, ("last", "average"))
     tolerance = check_real("tolerance", tolerance)
@@ -150,7 +156,7 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
     history = History(every)
     counters = Counters()
     start_violation = violation(problem, state)
-    violations, steps = [start_violation], []
+    violations, steps, dual_steps = [start_violation], [], []
     history.record(0, force=True, objective=problem.objective_value(model, state), max_violation=start_violation,
                    step=math.nan, inner_max_violation=math.nan, multiplier_norm=float(np.linalg.norm(y)))
     status, message = "max_iter", f"ran the {T} outer iterations"
@@ -169,7 +175,9 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
             if outlier_threshold is not None and t == half and t > 0:
                 problem = problem.without_outliers(model, state, outlier_threshold)
             sub = ProxSubproblem(problem, model, state, L)
-            inner = abpp(sub, model, state, max_iter=K, primal_step=primal_step, dual_step=dual_step, mu=L,
+            sigma0 = resolve_dual_step(dual_step, primal_step, problem, model)
+            dual_steps.append(sigma0)
+            inner = abpp(sub, model, state, max_iter=K, primal_step=primal_step, dual_step=sigma0, mu=L,
                          multipliers=y if dual_warm_start else y0, inexactness=inexactness, output=inner_output,
                          record_every=K)
             inner_total += inner.n_iter
@@ -203,7 +211,7 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
     values = np.asarray(problem.constraint_values(model, state), dtype=np.float64)
     info = {"prox": L, "outer_iter": T, "inner_iter": K, "violations": np.array(violations),
             "steps": np.array(steps), "start_violation": start_violation, "inner_iterations": inner_total,
-            "constraint_values": values}
+            "constraint_values": values, "dual_steps": np.array(dual_steps)}
     result = SolveResult(model.parameters(state), status, message, n_iter=t + 1,
                        objective=problem.objective_value(model, state),
                        max_violation=max(0.0, float(values.max(initial=-math.inf))), multipliers=y,
