@@ -62,6 +62,23 @@ def test_outputs_and_schema(tiny_run):
     assert ("fairgbm" in adult_lgb["metrics"]) == E.fairgbm_available()
     table = (out / "tables.txt").read_text()
     assert "LGBMNP(O)" in table and "XGBFair(O)" in table and "99.92" in table  # paper's Credit number beside ours
+    assert "tau0 sigma0 L_g^2 <= 1" in table
+
+
+def test_step_condition_of_every_draw(tiny_run, data_home):
+    """tau0 sigma0 L_g^2 with L_g written out: sqrt(n_1) for a9a's bounded class-1 sum, beta sqrt(2(1/n_0 + 1/n_1))
+    for Adult's two group-loss gaps (beta = the draw's scale, else the smaller group)."""
+    _, doc = tiny_run
+    for r in (r for r in doc["runs"] if r["kind"] == "draw"):
+        data = E.task_data(r["dataset"], doc["config"], data_home, doc["seed"])
+        p = r["params"]
+        if r["dataset"] == "a9a":
+            Lg = np.sqrt(np.count_nonzero(data.y_train == 1))
+        else:
+            n0, n1 = np.bincount(data.g_train)
+            beta = p["scale"] if p["scale"] is not None else min(n0, n1)
+            Lg = beta * np.sqrt(2 * (1 / n0 + 1 / n1))
+        assert r["step_condition"] == pytest.approx(p["primal_step"] * p["dual_step"] * Lg ** 2, rel=1e-12)
 
 
 def test_figure3_curve_starts_at_zero_scores(tiny_run):

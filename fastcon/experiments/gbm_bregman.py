@@ -403,26 +403,42 @@ def _with_outlier_fallback(solve, threshold):
         return solve(None), f"skipped: {exc}"
 
 
+def build_problem(data, params):
+    """The score problem of a draw: NP class sums (a9a, Dry Bean) or group-loss gaps (Adult, COMPAS)."""
+    from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
+
+    if data.dataset in NP_DATASETS:
+        rates = NP_RATES[data.dataset]
+        weights = {next(iter(rates)): 0.0} if data.n_classes == 2 else None
+        return NeymanPearsonScores.from_error_rates(data.y_train, data.n_classes, rates, objective_weights=weights)
+    return GroupLossGap(data.y_train, data.n_classes, data.g_train, FAIR_ALPHA_START, scale=params["scale"])
+
+
+def step_condition(data, params) -> float:
+    r""":math:`\tau_0\sigma_0L_g^2` of a draw on its training rows (ABPP's step condition asks for
+    :math:`\le 1`; `fastcon.solvers.abpp.abpp_lipschitz_constant` in function space, before any
+    outlier removal). The paper's random search draws :math:`\tau_0, \sigma_0` without it."""
+    from ..solvers import abpp_lipschitz_constant
+
+    Lg = abpp_lipschitz_constant(build_problem(data, params), None)
+    return float(params["primal_step"] * params["dual_step"] * Lg * Lg)
+
+
 def run_ours(data, backend, params, seed, callback=None):
     """ABPP (NP) or CBPR (fairness) on a boosting score model; ``(result, model, outlier_note)``."""
     from ..solvers import abpp, cbpr
-    from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
 
     models = []
 
     def solve(threshold):
         model = _score_model(backend, data, params, seed)
         models.append(model)
+        problem = build_problem(data, params)
         if data.dataset in NP_DATASETS:
-            rates = NP_RATES[data.dataset]
-            weights = {next(iter(rates)): 0.0} if data.n_classes == 2 else None
-            problem = NeymanPearsonScores.from_error_rates(data.y_train, data.n_classes, rates,
-                                                           objective_weights=weights)
             y0 = np.full(problem.n_constraints, 0.1 if data.n_classes == 2 else 1.0)
             return abpp(problem, model, max_iter=params["max_iter"], primal_step=params["primal_step"],
                         dual_step=params["dual_step"], multipliers=y0, alpha_reset=True,
                         outlier_threshold=threshold, callback=callback)
-        problem = GroupLossGap(data.y_train, data.n_classes, data.g_train, FAIR_ALPHA_START, scale=params["scale"])
         return cbpr(problem, model, outer_iter=params["outer_iter"], inner_iter=params["inner_iter"],
                     primal_step=params["primal_step"], dual_step=params["dual_step"],
                     multipliers=np.ones(problem.n_constraints), alpha_schedule=params["alpha_max"],
@@ -643,6 +659,41 @@ def table2_lines(rows):
     return lines
 
 
+def step_conditions(session, records) -> dict:
+    """``(dataset, backend, draw)`` -> `step_condition` of every draw record (data loaded once per dataset)."""
+    out = {}
+    for r in records:
+        if r["kind"] == "draw":
+            data = task_data(r["dataset"], session.cfg, session.data_home, session.seed, session.download)
+            out[(r["dataset"], r["backend"], r["draw"])] = step_condition(data, r["params"])
+    return out
+
+
+def step_condition_lines(records, conditions):
+    """Per dataset x backend: draws whose steps meet ABPP's condition (<= 1) against the others, with the
+    mean test accuracy and measure (%) of ours and the baseline's accuracy in each part."""
+    lines = []
+    for dataset in DATASETS:
+        measure = "violation" if dataset in NP_DATASETS else "fairness"
+        for backend in BACKENDS:
+            runs = [r for r in records if r["kind"] == "draw" and r["dataset"] == dataset and r["backend"] == backend]
+            if not runs:
+                continue
+            cells = []
+            for meets in (True, False):
+                part = [r for r in runs if (conditions[(dataset, backend, r["draw"])] <= 1.0) == meets]
+                if not part:
+                    cells.append(f"{0:>9} {'-':>8} {'-':>8} {'-':>8}")
+                    continue
+                ours = [r["metrics"]["ours"]["test"] for r in part]
+                base = [r["metrics"]["baseline"]["test"] for r in part]
+                cells.append(f"{len(part):>9} {100 * np.mean([m['accuracy'] for m in ours]):8.2f} "
+                             f"{100 * np.mean([m[measure] for m in ours]):8.2f} "
+                             f"{100 * np.mean([m['accuracy'] for m in base]):8.2f}")
+            lines.append(f"{_TITLE[dataset]:<9} {_SHORT[backend]:<5} {measure:<9} {cells[0]}   {cells[1]}")
+    return lines
+
+
 # ----------------------------------------------------------------------------------------- figures
 def alpha_schedule(alpha_max, n_outer) -> list:
     r"""The bounds of CBPR outer steps :math:`l = 0..T-1` under the authors' schedule from :math:`10^{-5}`:
@@ -822,14 +873,18 @@ def write(session, all_tasks, records) -> dict:
     cfg, out = session.cfg, session.out
     records = sorted(records, key=lambda r: (r["kind"], DATASETS.index(r["dataset"]), r["backend"],
                                              -1 if r["draw"] is None else r["draw"], r.get("alpha") or 0.0))
+    conditions = step_conditions(session, records)
     entries = [_run_entry(r) for r in records]
+    for e in entries:
+        if e["kind"] == "draw":
+            e["step_condition"] = conditions[(e["dataset"], e["backend"], e["draw"])]
     for r in records:
         if r["kind"] == "figure3":
             c = r["curve"]
             write_history_csv(out / _history_name(r), {"iteration": np.asarray(c["iteration"]),
                                                        "objective": np.asarray(c["mean_loss"]),
                                                        "group_gap": np.asarray(c["group_gap"])})
-    columns = ["dataset", "backend", "draw", "status", "n_iter", "n_rounds", "wall_time_s"]
+    columns = ["dataset", "backend", "draw", "status", "n_iter", "n_rounds", "wall_time_s", "step_condition"]
     run_rows = []
     for e in entries:
         if e["kind"] != "draw":
@@ -884,7 +939,13 @@ def write(session, all_tasks, records) -> dict:
                      f"paper: COMPAS acc, fair | Adult acc, fair", table2_lines(rows),
                      footer=notes + [f"outputs in {out}: results.json, runs.csv, table1.csv, table2.csv, "
                                      f"{', '.join(figures)}"])
-    text = t1 + "\n\n" + t2
+    t3 = ruled_table(f"{TITLE}: the drawn steps against ABPP's condition tau0 sigma0 L_g^2 <= 1 (test means, %)",
+                     f"{'dataset':<9} {'model':<5} {'measure':<9} {'meets: n':>9} {'ours acc':>8} {'ours':>8} "
+                     f"{'base acc':>8}   {'breaks: n':>9} {'ours acc':>8} {'ours':>8} {'base acc':>8}",
+                     step_condition_lines(records, conditions),
+                     footer=["L_g: fastcon.solvers.abpp_lipschitz_constant on the training rows (function space); "
+                             "the paper draws tau0, sigma0 without the condition"])
+    text = t1 + "\n\n" + t2 + "\n\n" + t3
     (out / "tables.txt").write_text(text + "\n")
     if session.verbose:
         print(text)

@@ -128,7 +128,7 @@ def start_state(model, x0):
     return model.as_state(x0) if hasattr(model, "as_state") else x0
 
 
-def abpp_lipschitz_constant(problem, model) -> float:
+def abpp_lipschitz_constant(problem, model=None) -> float:
     r""":math:`L_g` of Definition 2 for a score problem, in the geometry of its score model.
 
     The gradient of a cross-entropy term in its scores has norm :math:`\le c` with :math:`c = 1`
@@ -156,6 +156,9 @@ def abpp_lipschitz_constant(problem, model) -> float:
     * `GroupLossGap`, pair :math:`(a, b)` (disjoint groups):
       :math:`\beta c\sqrt{1/n_a + 1/n_b}\,\|\Delta F\|`.
 
+    ``model=None`` takes the function-space geometry (the constant depends on the rows only, so a
+    boosting fit's step condition can be checked before any booster exists).
+
     In both, :math:`L_g` is the Euclidean norm of the per-constraint constants (kept rows only),
     and :math:`\tau_0\sigma_0 = 1/L_g^2` makes the step condition :math:`\tau_0\sigma_0L_g^2 \le 1`
     hold (``dual_step="auto"`` of `abpp` and `fastcon.solvers.cbpr`). Inside CBPR the constraints
@@ -167,9 +170,10 @@ def abpp_lipschitz_constant(problem, model) -> float:
     orders of magnitude, and the fairness multipliers then overshoot into large negative group
     weights (measured in ``docs/design.md``, Bregman proximal methods).
     """
-    c = math.sqrt(loss_curvature(model.n_outputs) * 4.0)  # 1 (two classes) or sqrt(2)
+    n_outputs = (1 if problem.n_classes == 2 else problem.n_classes) if model is None else model.n_outputs
+    c = math.sqrt(loss_curvature(n_outputs) * 4.0)  # 1 (two classes) or sqrt(2)
     keep = problem.keep > 0
-    function_space = not hasattr(model, "row_norms")
+    function_space = model is None or not hasattr(model, "row_norms")
     if hasattr(problem, "pairs"):
         if function_space:
             n = np.asarray(problem.group_sizes, dtype=np.float64)
