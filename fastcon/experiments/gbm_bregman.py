@@ -75,8 +75,10 @@ for two groups and their population standard deviation for more.
 
 **Outputs.** ``results.json`` (one run per task: the common schema, the draw in ``params``, and
 ``metrics`` with test and training accuracy / violation / fairness of ours, the baseline and
-FairGBM), ``runs.csv``, ``table1.csv`` and ``table2.csv`` (mean ± std over draws, in %, beside the
-paper's), ``figure1_np.png`` (violation vs accuracy, per dataset x backend), ``figure2_fairness.png``
+FairGBM, and ``step_condition`` :math:`\tau_0\sigma_0L_g^2`, which ABPP's theory needs :math:`\le 1`
+and the paper's draws ignore), ``runs.csv``, ``table1.csv`` and ``table2.csv`` (mean ± std over
+draws, in %, beside the paper's), ``tables.txt`` (both tables and the draws split by the step
+condition), ``figure1_np.png`` (violation vs accuracy, per dataset x backend), ``figure2_fairness.png``
 (fairness vs accuracy), ``figure3_xgb_fair_adult.png`` (training mean loss and surrogate group gap
 over CBPR outer iterations, XGBoost on Adult, three :math:`\alpha_{\max}`, from zero scores: the
 paper's "baseline = initial iterate") with its history CSVs. Checkpointed (``--resume``).
