@@ -602,27 +602,32 @@ def _mean_std(values):
     return float(100 * v.mean()), float(100 * v.std())
 
 
-def summary_rows(records) -> list:
-    """Mean and std over draws (in %) of test accuracy and the task's measure, per dataset x model."""
-    rows = []
+def _draw_cells(records):
+    """``(dataset, backend, measure, draws)`` per dataset x backend with draws, in table order."""
     for dataset in DATASETS:
         measure = "violation" if dataset in NP_DATASETS else "fairness"
         for backend in BACKENDS:
             runs = [r for r in records if r["kind"] == "draw" and r["dataset"] == dataset and r["backend"] == backend]
-            if not runs:
+            if runs:
+                yield dataset, backend, measure, runs
+
+
+def summary_rows(records) -> list:
+    """Mean and std over draws (in %) of test accuracy and the task's measure, per dataset x model."""
+    rows = []
+    for dataset, backend, measure, runs in _draw_cells(records):
+        suffix = "NP" if dataset in NP_DATASETS else "Fair"
+        methods = [("fairgbm", "FairGBM")] if backend == "lightgbm" and dataset in FAIR_DATASETS else []
+        methods += [("baseline", f"{_SHORT[backend]}(B)"), ("ours", f"{_SHORT[backend]}{suffix}(O)")]
+        for method, label in methods:
+            have = [r["metrics"][method]["test"] for r in runs if method in r["metrics"]]
+            if not have:
                 continue
-            suffix = "NP" if dataset in NP_DATASETS else "Fair"
-            methods = [("fairgbm", "FairGBM")] if backend == "lightgbm" and dataset in FAIR_DATASETS else []
-            methods += [("baseline", f"{_SHORT[backend]}(B)"), ("ours", f"{_SHORT[backend]}{suffix}(O)")]
-            for method, label in methods:
-                have = [r["metrics"][method]["test"] for r in runs if method in r["metrics"]]
-                if not have:
-                    continue
-                acc, acc_sd = _mean_std([m["accuracy"] for m in have])
-                val, val_sd = _mean_std([m[measure] for m in have])
-                rows.append({"dataset": dataset, "backend": backend, "method": method, "model": label,
-                             "n_draws": len(have), "accuracy": acc, "accuracy_std": acc_sd,
-                             measure: val, f"{measure}_std": val_sd})
+            acc, acc_sd = _mean_std([m["accuracy"] for m in have])
+            val, val_sd = _mean_std([m[measure] for m in have])
+            rows.append({"dataset": dataset, "backend": backend, "method": method, "model": label,
+                         "n_draws": len(have), "accuracy": acc, "accuracy_std": acc_sd,
+                         measure: val, f"{measure}_std": val_sd})
     return rows
 
 
@@ -675,24 +680,19 @@ def step_condition_lines(records, conditions):
     """Per dataset x backend: draws whose steps meet ABPP's condition (<= 1) against the others, with the
     mean test accuracy and measure (%) of ours and the baseline's accuracy in each part."""
     lines = []
-    for dataset in DATASETS:
-        measure = "violation" if dataset in NP_DATASETS else "fairness"
-        for backend in BACKENDS:
-            runs = [r for r in records if r["kind"] == "draw" and r["dataset"] == dataset and r["backend"] == backend]
-            if not runs:
+    for dataset, backend, measure, runs in _draw_cells(records):
+        cells = []
+        for meets in (True, False):
+            part = [r for r in runs if (conditions[(dataset, backend, r["draw"])] <= 1.0) == meets]
+            if not part:
+                cells.append(f"{0:>9} {'-':>8} {'-':>8} {'-':>8}")
                 continue
-            cells = []
-            for meets in (True, False):
-                part = [r for r in runs if (conditions[(dataset, backend, r["draw"])] <= 1.0) == meets]
-                if not part:
-                    cells.append(f"{0:>9} {'-':>8} {'-':>8} {'-':>8}")
-                    continue
-                ours = [r["metrics"]["ours"]["test"] for r in part]
-                base = [r["metrics"]["baseline"]["test"] for r in part]
-                cells.append(f"{len(part):>9} {100 * np.mean([m['accuracy'] for m in ours]):8.2f} "
-                             f"{100 * np.mean([m[measure] for m in ours]):8.2f} "
-                             f"{100 * np.mean([m['accuracy'] for m in base]):8.2f}")
-            lines.append(f"{_TITLE[dataset]:<9} {_SHORT[backend]:<5} {measure:<9} {cells[0]}   {cells[1]}")
+            ours = [r["metrics"]["ours"]["test"] for r in part]
+            base = [r["metrics"]["baseline"]["test"] for r in part]
+            cells.append(f"{len(part):>9} {100 * np.mean([m['accuracy'] for m in ours]):8.2f} "
+                         f"{100 * np.mean([m[measure] for m in ours]):8.2f} "
+                         f"{100 * np.mean([m['accuracy'] for m in base]):8.2f}")
+        lines.append(f"{_TITLE[dataset]:<9} {_SHORT[backend]:<5} {measure:<9} {cells[0]}   {cells[1]}")
     return lines
 
 
