@@ -116,7 +116,10 @@ def fit_np(backend, data):
 def fit_fair(backend, data):
     from fastcon.boosting import FairGBMClassifier
 
-    clf = FairGBMClassifier(backend, 0.05, rounds=ROUNDS, max_iter=FAIR_OUTER, inner_iter=FAIR_INNER, n_threads=1)
+    # dual_step: Lin & Deng's fixed 0.1, with which docs/benchmarks.md's table was measured (the estimator's
+    # default is now "auto"); the cost per round is what this benchmark compares
+    clf = FairGBMClassifier(backend, 0.05, rounds=ROUNDS, max_iter=FAIR_OUTER, inner_iter=FAIR_INNER, dual_step=0.1,
+                            n_threads=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=Warning)
         return clf.fit(data["X"], data["y"], sensitive_features=data["groups"])

@@ -398,7 +398,8 @@ class FairGBMClassifier(_GBMClassifier):
     ----------
     classes_, groups_ : list of the group labels, ensemble_, n_rounds_, solve_result_
     fit_gap_ : float
-        The largest mean-loss gap on the training rows.
+        The largest mean-loss gap on the training rows; above ``tolerance``, `fit` warns
+        (``ConvergenceWarning``).
     """
 
     def __init__(self, backend="lightgbm", tolerance=0.05, *, rounds=DEFAULT_ROUNDS, max_iter=10, inner_iter=10,
@@ -460,6 +461,10 @@ class FairGBMClassifier(_GBMClassifier):
         self._finish(model, result)
         xi = problem.group_means(model, result.state)
         self.fit_gap_ = float(xi.max() - xi.min())
+        if self.fit_gap_ > self.tolerance:
+            warnings.warn(f"tolerance: the training mean-loss gap reached {self.fit_gap_:.4g} > {self.tolerance} after "
+                          f"{result.n_iter} CBPR iterations of {self.inner_iter} ABPP steps; raise max_iter or "
+                          "inner_iter", ConvergenceWarning, stacklevel=2)
         return self
 
     def _features_for_predict(self, X):
