@@ -363,6 +363,15 @@ def test_dual_step_auto_meets_the_step_condition_with_equality():
         resolve_dual_step("auto", 0.25, object(), model)
 
 
+def test_abpp_dual_step_auto_on_the_linear_model():
+    X, y = np_data(n=200, n_classes=2)
+    model = LinearScoreModel(X, y, 2)
+    problem = NeymanPearsonScores(y, 2, {0: 10.0})
+    Lg = abpp_lipschitz_constant(problem, model)
+    res = abpp(problem, model, max_iter=5, primal_step=0.3, dual_step="auto")
+    np.testing.assert_allclose(res.info["dual_steps"], 1 / (0.3 * Lg ** 2), rtol=1e-12)   # mu = 0: constant
+
+
 # ---------------------------------------------------------------------------- §6.5 item 8: multipliers as weights
 @pytest.mark.parametrize("n_classes, sparse", [(2, False), (3, False), (3, True)])
 def test_multiplier_as_weight_prox_step(n_classes, sparse):
