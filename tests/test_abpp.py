@@ -333,7 +333,8 @@ def test_lipschitz_constant_in_function_space(n_classes, n_groups):
         G = _loss_gradient(F, y, n_classes)
         if hasattr(problem, "pairs"):
             a, b = problem.pairs[0]
-            scale = np.where(groups == a, problem.scale / sizes[a], np.where(groups == b, -problem.scale / sizes[b], 0.0))
+            scale = np.where(groups == a, problem.scale / sizes[a],
+                             np.where(groups == b, -problem.scale / sizes[b], 0.0))
         else:
             scale = (y == 0).astype(float)
         grad = G * (scale if n_classes == 2 else scale[:, None])
