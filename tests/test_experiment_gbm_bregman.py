@@ -63,6 +63,12 @@ def test_outputs_and_schema(tiny_run):
     table = (out / "tables.txt").read_text()
     assert "LGBMNP(O)" in table and "XGBFair(O)" in table and "99.92" in table  # paper's Credit number beside ours
     assert "tau0 sigma0 L_g^2 <= 1" in table
+    rows = {(r["dataset"], r["backend"]): r for r in draws}
+    conditions = {(d, b, r["draw"]): r["step_condition"] for (d, b), r in rows.items()}
+    for line in E.step_condition_lines(draws, conditions):
+        left, right = line.split("|")
+        meets = int(left.split()[3])          # one draw per cell: it meets the condition or not
+        assert meets + int(right.split()[0]) == 1
 
 
 def test_step_condition_of_every_draw(tiny_run, data_home):
