@@ -21,9 +21,10 @@ ramp surrogate, interval :math:`[0.05, 0.30)`, :math:`\kappa = 0.05`, the paper'
    checked against fastcon first. Target: 10x. Roofline: :math:`\tilde X` read once as fastcon
    stores it, plus the scores and group ids (a fused pass could compute :math:`z_i`, its bin and
    the row's bin sum from one read of the row); compute bound none counted.
-2. **Ramp level sums** (group "ramp level sums ..."): the two fastcon kernels,
-   `hinge_cut_sums_binned` (:math:`O(n\log 2P + 2GP)`) against `hinge_cut_sums_naive`
-   (:math:`O(2nP)`), on the same scores and :math:`2P` cuts, P = 10 and 100. Roles ``binned`` and
+2. **Ramp level sums** (group "ramp level sums ..."): the two fastcon kernels, the binned
+   `hinge_cut_sums` (two accumulator updates per row, the bin by a branch-free count of the cuts
+   below) against its oracle `hinge_cut_sums_naive` (:math:`2P` accumulator updates per row), on
+   the same scores and :math:`2P` cuts, P = 10 and 100. Roles ``binned`` and
    ``naive`` (no reference: both are fastcon); ``extra_info`` has the naive/binned ratio and each
    pass's read bound (scores + group ids).
 3. **One IDCA outer iteration** (group "IDCA one outer iteration ..."): ``idca(problem,
@@ -56,7 +57,7 @@ import pytest
 
 from _references import partial_dp_ramp_parts
 from _roofline import csr_pass_bytes, read_gbps, record_roofline
-from fastcon._kernels._partial_rates import hinge_cut_sums_binned, hinge_cut_sums_naive
+from fastcon._kernels._partial_rates import hinge_cut_sums, hinge_cut_sums_naive
 
 SMALL = bool(os.environ.get("FASTCON_BENCH_SMALL"))
 FIT = bool(os.environ.get("FASTCON_BENCH_FIT"))
@@ -172,16 +173,20 @@ def test_ramp_level_sums(benchmark, a9a, n_levels, role):
     cuts = problem.block._cuts(x[problem.n_weights:])
     groups, inv_size = problem.block.groups, problem.block.inv_size
     shape = (inv_size.size, cuts.size)
-    kernel = hinge_cut_sums_binned if role == "binned" else hinge_cut_sums_naive
     sums, counts = np.empty(shape), np.empty(shape, dtype=np.int64)
     other_sums, other_counts = np.empty(shape), np.empty(shape, dtype=np.int64)
-    (hinge_cut_sums_naive if role == "binned" else hinge_cut_sums_binned)(z, groups, cuts, inv_size, other_sums,
-                                                                            other_counts)
-    kernel(z, groups, cuts, inv_size, sums, counts)
+    bins = np.empty(z.size, dtype=np.int32)
+    hinge_cut_sums(z, groups, cuts, inv_size, sums, counts, bins)
+    hinge_cut_sums_naive(z, groups, cuts, inv_size, other_sums, other_counts)
     np.testing.assert_array_equal(counts, other_counts)
     np.testing.assert_allclose(sums, other_sums, rtol=1e-12, atol=1e-15)
 
-    benchmark.pedantic(kernel, args=(z, groups, cuts, inv_size, sums, counts), rounds=300, warmup_rounds=5)
+    if role == "binned":
+        args = (z, groups, cuts, inv_size, sums, counts, bins)
+        benchmark.pedantic(hinge_cut_sums, args=args, rounds=300, warmup_rounds=5)
+    else:
+        args = (z, groups, cuts, inv_size, other_sums, other_counts)
+        benchmark.pedantic(hinge_cut_sums_naive, args=args, rounds=300, warmup_rounds=5)
     _record(benchmark, role)
     if benchmark.stats is None:
         return

@@ -5,11 +5,10 @@ import scipy.sparse as sp
 from reference import partial_rates as ref
 
 from fastcon._kernels._partial_rates import (
-    NAIVE_MAX_CUTS,
+    LINEAR_SEARCH_MAX_CUTS,
     hinge_cut_row_sums_csr,
     hinge_cut_row_sums_dense,
     hinge_cut_sums,
-    hinge_cut_sums_binned,
     hinge_cut_sums_naive,
     logistic_level_row_sums_csr,
     logistic_level_row_sums_dense,
@@ -31,37 +30,51 @@ def _data(rng, n, n_groups, n_levels):
     return z, groups.astype(np.int64), theta, inv
 
 
+def _bins(z, groups, cuts, inv, n_groups):
+    """`hinge_cut_sums` outputs: sums, counts, bins."""
+    sums = np.full((n_groups, cuts.size), np.nan)
+    counts = np.full((n_groups, cuts.size), -1, dtype=np.int64)
+    bins = np.full(z.size, -1, dtype=np.int32)
+    hinge_cut_sums(z, groups, cuts, inv, sums, counts, bins)
+    return sums, counts, bins
+
+
 @pytest.mark.parametrize("n_groups", [2, 3, 4])
-@pytest.mark.parametrize("n_levels", [1, 10, 100])
+@pytest.mark.parametrize("n_levels", [1, 10, 100, 300])
 def test_hinge_cut_sums_naive_and_binned_match_numpy(rng, n_groups, n_levels):
+    # 300 levels = 600 cuts: above LINEAR_SEARCH_MAX_CUTS, the binary-search bins
     z, groups, theta, inv = _data(rng, 700, n_groups, n_levels)
     cuts = np.concatenate([theta - 0.5, theta + 0.5])
     want_sums, want_counts = ref.hinge_cut_sums(z, groups, cuts, n_groups)
     assert want_counts.min() < want_counts.max()                 # masks neither all empty nor all full
-    for kernel in (hinge_cut_sums_naive, hinge_cut_sums_binned, hinge_cut_sums):
-        sums = np.full((n_groups, cuts.size), np.nan)
-        counts = np.full((n_groups, cuts.size), -1, dtype=np.int64)
-        kernel(z, groups, cuts, inv, sums, counts)
+    s1 = np.full((n_groups, cuts.size), np.nan)
+    c1 = np.full((n_groups, cuts.size), -1, dtype=np.int64)
+    hinge_cut_sums_naive(z, groups, cuts, inv, s1, c1)
+    s2, c2, bins = _bins(z, groups, cuts, inv, n_groups)
+    for sums, counts in ((s1, c1), (s2, c2)):
         np.testing.assert_array_equal(counts, want_counts)       # strict z > t at exact ties
         np.testing.assert_allclose(sums, want_sums, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(bins, (cuts[None, :] < z[:, None]).sum(axis=1))
     # the two paths against each other (the naive one is the oracle of the binned one)
-    s1, c1 = np.empty((n_groups, cuts.size)), np.empty((n_groups, cuts.size), dtype=np.int64)
-    s2, c2 = np.empty_like(s1), np.empty_like(c1)
-    hinge_cut_sums_naive(z, groups, cuts, inv, s1, c1)
-    hinge_cut_sums_binned(z, groups, cuts, inv, s2, c2)
-    np.testing.assert_array_equal(c1, c2)
     np.testing.assert_allclose(s2, s1, rtol=1e-12, atol=1e-15)
 
 
-def test_hinge_cut_sums_dispatch_and_repeated_cuts(rng):
+def test_hinge_cut_sums_both_searches_and_repeated_cuts(rng):
     z, groups, _, inv = _data(rng, 400, 2, 3)
+    z[:3] = [np.inf, -np.inf, 0.5]
     cuts = np.array([0.5, 0.5, -1.0, 0.5, 2.0])                  # equal cuts: empty bins between them
-    want_sums, want_counts = ref.hinge_cut_sums(z, groups, cuts, 2)
-    sums, counts = np.empty((2, 5)), np.empty((2, 5), dtype=np.int64)
-    hinge_cut_sums_binned(z, groups, cuts, inv, sums, counts)
+    want_sums, want_counts = ref.hinge_cut_sums(z[3:], groups[3:], cuts, 2)
+    inv = 1.0 / np.bincount(groups[3:])
+    sums, counts, _ = _bins(z[3:], groups[3:], cuts, inv, 2)
     np.testing.assert_array_equal(counts, want_counts)
     np.testing.assert_allclose(sums, want_sums, rtol=1e-12)
-    assert NAIVE_MAX_CUTS >= 2
+    # the linear count and the binary search give the same bin, ties and infinities included
+    many = np.sort(np.concatenate([rng.normal(size=LINEAR_SEARCH_MAX_CUTS), [0.5, 0.5, 0.5]]))
+    assert many.size > LINEAR_SEARCH_MAX_CUTS
+    for cut_set in (cuts, many):
+        full_inv = 1.0 / np.bincount(groups)
+        counts_only = _bins(z, groups, cut_set, full_inv, 2)[2]
+        np.testing.assert_array_equal(counts_only, (cut_set[None, :] < z[:, None]).sum(axis=1))
 
 
 @pytest.mark.parametrize("n_levels", [1, 10, 100])
@@ -104,10 +117,11 @@ def test_cut_row_sums_equal_masked_products(rng, layout, n_groups, n_levels):
     cuts = np.concatenate([theta - 0.5, theta + 0.5])
     out = np.full((n_groups, cuts.size, d), np.nan)
     counts = np.empty((n_groups, cuts.size), dtype=np.int64)
+    bins = _bins(z, groups, cuts, 1.0 / np.bincount(groups, minlength=n_groups), n_groups)[2]
     if csr is None:
-        read = hinge_cut_row_sums_dense(np.ascontiguousarray(dense), z, groups, cuts, out, counts)
+        read = hinge_cut_row_sums_dense(np.ascontiguousarray(dense), bins, groups, cuts, out, counts)
     else:
-        read = hinge_cut_row_sums_csr(*csr, z, groups, cuts, out, counts)
+        read = hinge_cut_row_sums_csr(*csr, bins, groups, cuts, out, counts)
     want = ref.masked_row_sums(dense, z, groups, cuts, n_groups)
     scale = np.abs(dense).sum(axis=0).max()
     np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-13 * scale)

@@ -23,27 +23,25 @@ surrogate needs :math:`\frac{1}{n_k}\sum_{i \in k}\sigma(z_i - \theta_p)`, :math
 Two ways to get every :math:`(H, C)`:
 
 * `hinge_cut_sums_naive`: one pass over the rows with an inner loop over the :math:`Q` cuts,
-  :math:`O(nQ)`, branch-free (it vectorises);
-* `hinge_cut_sums_binned`: sort the :math:`Q` cuts once, put each row in its *bin* (the number of
-  cuts strictly below its score, a binary search, :math:`O(\log Q)`), keep per (group, bin) the count
-  and the sum of :math:`z_i - t_{\text{bin below}}`, then one suffix sweep over the bins:
+  :math:`O(nQ)`, branch-free; the oracle of the other;
+* `hinge_cut_sums`: sort the :math:`Q` cuts once, put each row in its *bin* (the number of cuts
+  strictly below its score), keep per (group, bin) the count and the sum of
+  :math:`z_i - t_{\text{bin below}}`, then one suffix sweep over the bins:
   :math:`H_{j} = H_{j+1} + C_{j+1}(t_{j+1} - t_j) + D_{j+1}` over the sorted cuts. Every term is
   non-negative, so there is no cancellation (the prefix-sum form :math:`\mathrm{pre}[c] - c\,t`
-  over sorted scores loses :math:`|t|/H` digits). :math:`O(n\log Q + GQ)`.
+  over sorted scores loses :math:`|t|/H` digits). A row's bin is a branch-free count of the cuts
+  below it up to `LINEAR_SEARCH_MAX_CUTS` cuts (:math:`O(Q)` compares that vectorise, no
+  mispredicted branches), a binary search above (:math:`O(\log Q)`). Two accumulator updates per
+  row instead of :math:`2Q`: faster than the naive pass at every :math:`Q` (docs/benchmarks.md).
 
 The masks :math:`\{z_i > t_q\}` are nested in the cut order, so the same bins give every
 :math:`R_{kq}`: each row is added to its bin's row sum once, and a suffix sum over the bins turns
-bin sums into mask sums: :math:`O(\mathrm{nnz} + n\log Q + GQn_w)` for all :math:`2GP` constraint
+bin sums into mask sums: :math:`O(\mathrm{nnz} + GQn_w)` for all :math:`2GP` constraint
 subgradients, against :math:`O(GQ\,\mathrm{nnz})` for one masked :math:`\tilde X^\top v` per cut.
-Sorting the rows by score (the other way to see the nesting) costs :math:`O(n\log n)` and is not
-needed: only the order of a row relative to the cuts matters.
-
-Measured on a9a-sized scores (32,561 rows, 2 groups, one thread, best of 10 x 20 calls, scores
-and cuts in random order): naive vs binned 0.11 vs 0.14 ms at Q = 2, 0.34 vs 0.54 ms at Q = 20
-(the paper's P = 10), 0.55 vs 0.65 ms at Q = 60, 0.74 vs 0.76 ms at Q = 100, 1.9 vs 0.92 ms at
-Q = 200; so `hinge_cut_sums` takes the naive pass up to `NAIVE_MAX_CUTS` = 100 cuts (P = 50 ramp
-levels). Sorting each group's scores and using prefix sums with a binary search per cut costs
-2.1 ms at every Q, the sort alone: never the fastest.
+`hinge_cut_sums` writes every row's bin, so the row-sum kernels read the bins of the same scores
+and cuts instead of searching again. Sorting the rows by score (the other way to see the
+nesting) costs :math:`O(n\log n)` and is not needed: only the order of a row relative to the cuts
+matters.
 """
 import numpy as np
 
@@ -52,11 +50,10 @@ from ._jit import njit
 from ._linalg import _entry
 
 __all__ = [
-    "NAIVE_MAX_CUTS",
+    "LINEAR_SEARCH_MAX_CUTS",
     "hinge_cut_row_sums_csr",
     "hinge_cut_row_sums_dense",
     "hinge_cut_sums",
-    "hinge_cut_sums_binned",
     "hinge_cut_sums_naive",
     "logistic_level_row_sums_csr",
     "logistic_level_row_sums_dense",
@@ -64,8 +61,9 @@ __all__ = [
     "ramp_level_sums",
 ]
 
-#: Largest cut count for which `hinge_cut_sums` takes the O(nQ) pass (crossover measured, module notes).
-NAIVE_MAX_CUTS = 100
+#: Most cuts for which a row's bin is found by a linear count (a binary search above; crossover
+#: measured between 400 and 800 cuts, docs/benchmarks.md).
+LINEAR_SEARCH_MAX_CUTS = 512
 
 _ONE = np.uint64(1)
 
@@ -111,12 +109,18 @@ def hinge_cut_sums_naive(z, groups, cuts, inv_size, sums, counts):
 def _bin_of(sorted_cuts, v):
     """Number of cuts strictly below ``v`` (the row is in the mask ``z > t`` of exactly those cuts).
 
-    A plain binary search. Its log2(Q) data-dependent steps are what the binned pass pays per row
-    (about 25 ns at Q = 100); a branch-free search and a lookup table with correcting scans were
-    both slower on scores in random order (mispredicted or dependent steps either way).
+    Up to `LINEAR_SEARCH_MAX_CUTS` cuts a branch-free count over all of them (it vectorises and
+    never mispredicts); above, a binary search, whose log2(Q) data-dependent steps cost a
+    mispredicted branch each on scores in random order. A NaN score is above no cut: bin 0.
     """
+    n_cuts = sorted_cuts.shape[0]
+    if n_cuts <= LINEAR_SEARCH_MAX_CUTS:
+        b = 0
+        for q in range(n_cuts):
+            b += 1 if sorted_cuts[q] < v else 0
+        return b
     lo = 0
-    hi = sorted_cuts.shape[0]
+    hi = n_cuts
     while lo < hi:
         mid = (lo + hi) >> 1
         if sorted_cuts[mid] < v:
@@ -127,19 +131,36 @@ def _bin_of(sorted_cuts, v):
 
 
 @njit(cache=True)
-def hinge_cut_sums_binned(z, groups, cuts, inv_size, sums, counts):
-    r"""Same outputs as `hinge_cut_sums_naive` in :math:`O(n\log Q + GQ)` (module notes: bins between sorted cuts)."""
+def hinge_cut_sums(z, groups, cuts, inv_size, sums, counts, bins):
+    r"""``sums``, ``counts`` as in `hinge_cut_sums_naive` by the bins between the sorted cuts (module notes),
+    and every row's bin.
+
+    Per row: :math:`Q` branch-free compares up to `LINEAR_SEARCH_MAX_CUTS` cuts, a binary search
+    above, then two accumulator updates; :math:`O(GQ)` for the suffix sweep.
+
+    Parameters
+    ----------
+    z, groups, cuts, inv_size, sums, counts
+        As in `hinge_cut_sums_naive`.
+    bins : int32[n]
+        Output, overwritten: the number of cuts strictly below ``z[i]``, the input of
+        `hinge_cut_row_sums_csr` / `hinge_cut_row_sums_dense` for the same scores and cuts.
+    """
     n_groups, n_cuts = sums.shape
     perm = np.argsort(cuts)
     sc = cuts[perm]
     n_bin = np.zeros((n_groups, n_cuts + 1), dtype=np.int64)
     d_bin = np.zeros((n_groups, n_cuts + 1))
+    low = np.empty(n_cuts + 1)                  # low[b]: the cut below bin b (bin 0 is never summed)
+    low[0] = 0.0
+    low[1:] = sc
     for i in range(z.shape[0]):
-        b = _bin_of(sc, z[i])
-        if b > 0:
-            k = groups[i]
-            n_bin[k, b] += 1
-            d_bin[k, b] += z[i] - sc[b - 1]   # >= 0: bin b is (sc[b-1], sc[b]]
+        zi = z[i]
+        b = _bin_of(sc, zi)
+        bins[i] = b
+        k = groups[i]
+        n_bin[k, b] += 1
+        d_bin[k, b] += zi - low[b]              # >= 0 for b > 0: bin b is (sc[b-1], sc[b]]
     for k in range(n_groups):
         h = 0.0
         c = 0
@@ -153,15 +174,6 @@ def hinge_cut_sums_binned(z, groups, cuts, inv_size, sums, counts):
 
 
 @njit(cache=True)
-def hinge_cut_sums(z, groups, cuts, inv_size, sums, counts):
-    """`hinge_cut_sums_naive` up to `NAIVE_MAX_CUTS` cuts, `hinge_cut_sums_binned` above (measured crossover)."""
-    if cuts.shape[0] <= NAIVE_MAX_CUTS:
-        hinge_cut_sums_naive(z, groups, cuts, inv_size, sums, counts)
-    else:
-        hinge_cut_sums_binned(z, groups, cuts, inv_size, sums, counts)
-
-
-@njit(cache=True)
 def ramp_level_sums(z, groups, theta, inv_size, s_plus, s_minus, c_plus, c_minus):
     r"""The two hinge means of the ramp at every level, for every group.
 
@@ -169,7 +181,7 @@ def ramp_level_sums(z, groups, theta, inv_size, s_plus, s_minus, c_plus, c_minus
     ``s_minus[k, p]`` :math:`= S^-_{kp}` the same at :math:`\theta_p + \tfrac12`, and the counts
     ``c_plus[k, p]`` :math:`= \#\{z_i > \theta_p - \tfrac12\}`, ``c_minus[k, p]`` :math:`= \#\{z_i > \theta_p + \tfrac12\}`
     (the cut is rounded first, then compared: a score equal to the rounded cut is outside the mask).
-    Path chosen by `hinge_cut_sums`.
+    By `hinge_cut_sums`.
     """
     n_levels = theta.shape[0]
     cuts = np.empty(2 * n_levels)
@@ -178,7 +190,7 @@ def ramp_level_sums(z, groups, theta, inv_size, s_plus, s_minus, c_plus, c_minus
         cuts[n_levels + p] = theta[p] + 0.5
     sums = np.empty((inv_size.shape[0], 2 * n_levels))
     counts = np.empty((inv_size.shape[0], 2 * n_levels), dtype=np.int64)
-    hinge_cut_sums(z, groups, cuts, inv_size, sums, counts)
+    hinge_cut_sums(z, groups, cuts, inv_size, sums, counts, np.empty(z.shape[0], dtype=np.int32))
     s_plus[:, :] = sums[:, :n_levels]
     s_minus[:, :] = sums[:, n_levels:]
     c_plus[:, :] = counts[:, :n_levels]
@@ -203,36 +215,20 @@ def _suffix_over_bins(buf, n_bin, perm, out, counts):
 
 
 @njit(cache=True)
-def _bin_rows(z, groups, cuts, n_groups):
-    """``(perm, bins, n_bin, read)``: the cuts' sort order, each row's bin among the sorted cuts (0: below
-    the lowest, never read), the rows per (group, bin), and the rows above the lowest cut."""
-    perm = np.argsort(cuts)
-    sc = cuts[perm]
-    bins = np.empty(z.shape[0], dtype=np.int64)
-    n_bin = np.zeros((n_groups, cuts.shape[0] + 1), dtype=np.int64)
-    read = 0
-    for i in range(z.shape[0]):
-        b = _bin_of(sc, z[i])
-        bins[i] = b
-        if b > 0:
-            n_bin[groups[i], b] += 1
-            read += 1
-    return perm, bins, n_bin, read
-
-
-@njit(cache=True)
-def hinge_cut_row_sums_csr(indptr, indices, data, z, groups, cuts, out, counts):
+def hinge_cut_row_sums_csr(indptr, indices, data, bins, groups, cuts, out, counts):
     r"""``out[k, q]`` :math:`= R_{kq} = \sum_{i \in k,\ z_i > t_q}\tilde x_i`, ``counts[k, q]`` as in `hinge_cut_sums_naive`.
 
     One pass over the rows of a CSR :math:`\tilde X` (``data=None``: binary features): each row
     above the lowest cut is added once to the row sum of its bin, then a suffix sum over the bins
-    (module notes). :math:`O(\mathrm{nnz} + n\log Q + GQn_w)`.
+    (module notes). :math:`O(\mathrm{nnz} + GQn_w)`.
 
     Parameters
     ----------
     indptr, indices, data
         CSR arrays (uint64 / uint32 / float64 or None).
-    z, groups, cuts
+    bins : int32[n]
+        Every row's bin, as `hinge_cut_sums` wrote it for the scores :math:`z` and these ``cuts``.
+    groups, cuts
         As in `hinge_cut_sums_naive`.
     out : float64[G, Q, n_w]
         Output, overwritten.
@@ -245,31 +241,42 @@ def hinge_cut_row_sums_csr(indptr, indices, data, z, groups, cuts, out, counts):
         Rows read (those above the lowest cut).
     """
     n_groups, n_cuts, n_w = out.shape
-    perm, bins, n_bin, read = _bin_rows(z, groups, cuts, n_groups)
-    buf = np.zeros((n_groups, n_cuts + 1, n_w))
-    for i in range(z.shape[0]):
-        if bins[i] > 0:
-            row = buf[groups[i], bins[i]]
+    n_cells = n_cuts + 1
+    perm = np.argsort(cuts)
+    n_bin = np.zeros(n_groups * n_cells, dtype=np.int64)
+    buf = np.zeros(n_groups * n_cells * n_w)      # flat (group, bin, column): no array view per row
+    for i in range(bins.shape[0]):
+        b = bins[i]
+        if b > 0:
+            cell = groups[i] * n_cells + b
+            n_bin[cell] += 1
+            base = cell * n_w
             for e in range(indptr[i], indptr[i + _ONE]):
-                row[indices[e]] += _entry(data, e)
-    _suffix_over_bins(buf, n_bin, perm, out, counts)
-    return read
+                buf[base + indices[e]] += _entry(data, e)
+    n_bin = n_bin.reshape((n_groups, n_cells))
+    _suffix_over_bins(buf.reshape((n_groups, n_cells, n_w)), n_bin, perm, out, counts)
+    return n_bin[:, 1:].sum()
 
 
 @njit(cache=True)
-def hinge_cut_row_sums_dense(X, z, groups, cuts, out, counts):
+def hinge_cut_row_sums_dense(X, bins, groups, cuts, out, counts):
     """`hinge_cut_row_sums_csr` for a dense C-contiguous :math:`\\tilde X`."""
     n_groups, n_cuts, n_w = out.shape
-    perm, bins, n_bin, read = _bin_rows(z, groups, cuts, n_groups)
-    buf = np.zeros((n_groups, n_cuts + 1, n_w))
-    for i in range(z.shape[0]):
-        if bins[i] > 0:
-            row = buf[groups[i], bins[i]]
-            xi = X[i]
+    n_cells = n_cuts + 1
+    perm = np.argsort(cuts)
+    n_bin = np.zeros(n_groups * n_cells, dtype=np.int64)
+    buf = np.zeros(n_groups * n_cells * n_w)
+    for i in range(bins.shape[0]):
+        b = bins[i]
+        if b > 0:
+            cell = groups[i] * n_cells + b
+            n_bin[cell] += 1
+            base = cell * n_w
             for col in range(n_w):
-                row[col] += xi[col]
-    _suffix_over_bins(buf, n_bin, perm, out, counts)
-    return read
+                buf[base + col] += X[i, col]
+    n_bin = n_bin.reshape((n_groups, n_cells))
+    _suffix_over_bins(buf.reshape((n_groups, n_cells, n_w)), n_bin, perm, out, counts)
+    return n_bin[:, 1:].sum()
 
 
 @njit(inline="always")

@@ -253,20 +253,27 @@ class _DCBlock:
         design = self.scores.design
         return (design._csr, None) if design.is_sparse else (None, design._X)
 
-    def base_gradients(self, z, theta, dim):
-        """Gradient of every base function, ``(n_base, dim)``, and the rows read (one pass)."""
+    def base_gradients(self, z, theta, dim, bins=None):
+        """Gradient of every base function, ``(n_base, dim)``, and the rows read (one pass).
+
+        ``bins``: the rows' bins that `base_values` wrote for the same ``z`` and ``theta`` (ramp; found
+        again when None).
+        """
         csr, dense = self._kernel_design()
         n_w = self.n_weights
         grads = np.zeros((self.n_base, dim))
         levels = self.base_level.reshape(self.n_groups, -1)[0]
         if self.base_kind == _HINGE:
             cuts = self._cuts(theta)
+            if bins is None:
+                bins = self.new_bins()
+                self.base_values(z, theta, bins)
             out = np.empty((self.n_groups, cuts.shape[0], n_w))
             counts = np.empty((self.n_groups, cuts.shape[0]), dtype=np.int64)
             if csr is not None:
-                read = hinge_cut_row_sums_csr(*csr, z, self.groups, cuts, out, counts)
+                read = hinge_cut_row_sums_csr(*csr, bins, self.groups, cuts, out, counts)
             else:
-                read = hinge_cut_row_sums_dense(dense, z, self.groups, cuts, out, counts)
+                read = hinge_cut_row_sums_dense(dense, bins, self.groups, cuts, out, counts)
             grads[:, :n_w] = (out * self.inv_size[:, None, None]).reshape(self.n_base, n_w)
             dtheta = -counts * self.inv_size[:, None]
         else:
@@ -285,13 +292,22 @@ class _DCBlock:
             grads[rows, n_w + levels[None, :]] = dtheta
         return grads, int(read)
 
-    def base_values(self, z, theta):
-        """Values of every base function, ``(n_base,)`` (k-major: group, then cut or level)."""
+    def new_bins(self):
+        """A buffer for the rows' bins among the cuts (`base_values`), or None (logistic: no bins)."""
+        return np.empty(self.groups.shape[0], dtype=np.int32) if self.base_kind == _HINGE else None
+
+    def base_values(self, z, theta, bins=None):
+        """Values of every base function, ``(n_base,)`` (k-major: group, then cut or level).
+
+        Ramp: ``bins`` (from `new_bins`) receives every row's bin among the cuts, which
+        `base_gradients` reads for the same point; a scratch buffer when None.
+        """
         if self.base_kind == _HINGE:
             cuts = self._cuts(theta)
             sums = np.empty((self.n_groups, cuts.shape[0]))
             counts = np.empty((self.n_groups, cuts.shape[0]), dtype=np.int64)
-            hinge_cut_sums(z, self.groups, cuts, self.inv_size, sums, counts)
+            hinge_cut_sums(z, self.groups, cuts, self.inv_size, sums, counts,
+                           self.new_bins() if bins is None else bins)
         else:
             th = self._level_thetas(theta)
             sums = np.empty((self.n_groups, th.shape[0]))
@@ -304,7 +320,7 @@ class _DCBlock:
         sums = np.empty((self.n_groups, thresholds.shape[0]))
         counts = np.empty((self.n_groups, thresholds.shape[0]), dtype=np.int64)
         hinge_cut_sums(z, self.groups, np.ascontiguousarray(thresholds, dtype=np.float64), self.inv_size, sums,
-                       counts)
+                       counts, np.empty(z.shape[0], dtype=np.int32))
         return counts * self.inv_size[:, None]
 
 
@@ -683,6 +699,7 @@ class PartialFairnessProblem:
         self._rows_read = 0
         self._cache_x = np.full(self.dim, np.nan)
         self._cache_vals = None
+        self._cache_bins = block.new_bins()
         self._v = np.zeros(block.scores.n_samples)
 
     # ---- counters
@@ -700,10 +717,10 @@ class PartialFairnessProblem:
         return x, x[:self.n_weights], x[self.n_weights:]
 
     def _base(self, x, w, theta):
-        """Scores and base values at x (both cached for the last point)."""
+        """Scores and base values at x (both cached for the last point, with the rows' bins)."""
         z = self.block.scores.scores(w)
         if not np.array_equal(x, self._cache_x):
-            self._cache_vals = self.block.base_values(z, theta)
+            self._cache_vals = self.block.base_values(z, theta, self._cache_bins)
             self._cache_x[:] = x
         return z, self._cache_vals
 
@@ -797,14 +814,15 @@ class PartialFairnessProblem:
     def minus_linearization(self, x):
         r"""``(values, jacobian)``: :math:`f_i^-(x)` and one subgradient of every :math:`f_i^-` (rows, shape (m, dim)).
 
-        Ramp: one binned pass over :math:`\tilde X` gives the masked row sums of every cut
-        (`fastcon._kernels._partial_rates.hinge_cut_row_sums_csr`); logistic: one pass with a
+        Ramp: one pass over :math:`\tilde X` adds every row to the row sum of its bin among the
+        cuts (the bins of the level sums at ``x``, cached) and a suffix sum over the bins gives the
+        masked row sums of every cut (`fastcon._kernels._partial_rates.hinge_cut_row_sums_csr`); logistic: one pass with a
         :math:`P`-wide weight vector per row.
         """
         x, w, theta = self._split(x)
         z, vals = self._base(x, w, theta)
         _, (minus, idx, coef) = self.block.values_parts(vals)
-        grads, read = self.block.base_gradients(z, theta, self.dim)
+        grads, read = self.block.base_gradients(z, theta, self.dim, self._cache_bins)
         self._rows_read += read
         jac = np.zeros((self.n_constraints, self.dim))
         for s in range(idx.shape[1]):
