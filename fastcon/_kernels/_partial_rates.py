@@ -199,8 +199,11 @@ def ramp_level_sums(z, groups, theta, inv_size, s_plus, s_minus, c_plus, c_minus
 
 @njit(inline="always")
 def _suffix_over_bins(buf, n_bin, perm, out, counts):
-    """Bin sums -> mask sums: ``out[k, perm[j]] = sum_{b > j} buf[k, b]`` (and the counts)."""
+    """Cell sums -> mask sums: ``out[k, perm[j]] = sum_{b > j} buf[k, b]`` (and the counts); returns the rows
+    counted above the lowest cut. ``buf`` and ``n_bin`` flat, as `_cell_buffers` makes them."""
     n_groups, n_cuts, n_w = out.shape
+    buf = buf.reshape((n_groups, n_cuts + 1, n_w))
+    n_bin = n_bin.reshape((n_groups, n_cuts + 1))
     for k in range(n_groups):
         c = 0
         for j in range(n_cuts - 1, -1, -1):
@@ -212,6 +215,26 @@ def _suffix_over_bins(buf, n_bin, perm, out, counts):
             c += n_bin[k, j + 1]
             out[k, perm[j], :] = buf[k, j + 1]
             counts[k, perm[j]] = c
+    return n_bin[:, 1:].sum()
+
+
+@njit(inline="always")
+def _cell_buffers(out, cuts):
+    """``(perm, n_bin, buf)``: the cuts' sort order, the rows per (group, bin) cell and the cells' row sums,
+    flat (group, bin, column) so that a row's cell is an offset, not an array view per row."""
+    n_groups, n_cuts, n_w = out.shape
+    return np.argsort(cuts), np.zeros(n_groups * (n_cuts + 1), dtype=np.int64), np.zeros(n_groups * (n_cuts + 1) * n_w)
+
+
+@njit(inline="always")
+def _row_offset(bins, groups, i, n_cells, n_w, n_bin):
+    """Row ``i``'s offset in the flat cell buffer, counted in ``n_bin``; -1 below the lowest cut (not read)."""
+    b = bins[i]
+    if b == 0:
+        return -1
+    cell = groups[i] * n_cells + b
+    n_bin[cell] += 1
+    return cell * n_w
 
 
 @njit(cache=True)
@@ -240,43 +263,27 @@ def hinge_cut_row_sums_csr(indptr, indices, data, bins, groups, cuts, out, count
     int
         Rows read (those above the lowest cut).
     """
-    n_groups, n_cuts, n_w = out.shape
-    n_cells = n_cuts + 1
-    perm = np.argsort(cuts)
-    n_bin = np.zeros(n_groups * n_cells, dtype=np.int64)
-    buf = np.zeros(n_groups * n_cells * n_w)      # flat (group, bin, column): no array view per row
+    n_cells, n_w = out.shape[1] + 1, out.shape[2]
+    perm, n_bin, buf = _cell_buffers(out, cuts)
     for i in range(bins.shape[0]):
-        b = bins[i]
-        if b > 0:
-            cell = groups[i] * n_cells + b
-            n_bin[cell] += 1
-            base = cell * n_w
+        base = _row_offset(bins, groups, i, n_cells, n_w, n_bin)
+        if base >= 0:
             for e in range(indptr[i], indptr[i + _ONE]):
                 buf[base + indices[e]] += _entry(data, e)
-    n_bin = n_bin.reshape((n_groups, n_cells))
-    _suffix_over_bins(buf.reshape((n_groups, n_cells, n_w)), n_bin, perm, out, counts)
-    return n_bin[:, 1:].sum()
+    return _suffix_over_bins(buf, n_bin, perm, out, counts)
 
 
 @njit(cache=True)
 def hinge_cut_row_sums_dense(X, bins, groups, cuts, out, counts):
     """`hinge_cut_row_sums_csr` for a dense C-contiguous :math:`\\tilde X`."""
-    n_groups, n_cuts, n_w = out.shape
-    n_cells = n_cuts + 1
-    perm = np.argsort(cuts)
-    n_bin = np.zeros(n_groups * n_cells, dtype=np.int64)
-    buf = np.zeros(n_groups * n_cells * n_w)
+    n_cells, n_w = out.shape[1] + 1, out.shape[2]
+    perm, n_bin, buf = _cell_buffers(out, cuts)
     for i in range(bins.shape[0]):
-        b = bins[i]
-        if b > 0:
-            cell = groups[i] * n_cells + b
-            n_bin[cell] += 1
-            base = cell * n_w
+        base = _row_offset(bins, groups, i, n_cells, n_w, n_bin)
+        if base >= 0:
             for col in range(n_w):
                 buf[base + col] += X[i, col]
-    n_bin = n_bin.reshape((n_groups, n_cells))
-    _suffix_over_bins(buf.reshape((n_groups, n_cells, n_w)), n_bin, perm, out, counts)
-    return n_bin[:, 1:].sum()
+    return _suffix_over_bins(buf, n_bin, perm, out, counts)
 
 
 @njit(inline="always")
