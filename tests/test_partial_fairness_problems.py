@@ -175,6 +175,41 @@ def test_subgradients_match_finite_differences(rng, kind, surrogate, sparse):
             lambda y: problem.penalty_value_and_subgradient(y, np.empty(problem.dim)), x, u), **tol)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_ramp_jacobian_reads_the_bins_of_its_own_point(rng, sparse):
+    # minus_linearization reads the rows' bins that the level sums cached at x: after calls at other
+    # points, in any order, its Jacobian is the masked row sums at x (lower: f- = S+ - p, cut theta - 1/2;
+    # upper: f- = S- + p + delta, cut theta + 1/2), as one masked product per (group, cut) gives them
+    problem, Xt, groups = _problem(rng, "pdp", "ramp", sparse=sparse, n_groups=2)
+    Xd = Xt.toarray() if sp.issparse(Xt) else Xt
+    b, n_w = problem.block, problem.n_weights
+    sizes = np.bincount(groups)
+    xs = [_random_point(rng, problem) for _ in range(3)]
+
+    def want(x):
+        z, theta = Xd @ x[:n_w], x[n_w:]
+        jac = np.zeros((problem.n_constraints, problem.dim))
+        for j in range(b.n_thresholds):
+            for side, cut in ((0, theta[j] - 0.5), (1, theta[j] + 0.5)):
+                rows = ref.masked_row_sums(Xd, z, groups, np.array([cut]), 2)[:, 0]
+                counts = ref.hinge_cut_sums(z, groups, np.array([cut]), 2)[1][:, 0]
+                for k in range(2):
+                    i = 2 * (j * 2 + k) + side
+                    jac[i, :n_w] = rows[k] / sizes[k]
+                    jac[i, n_w + j] = -counts[k] / sizes[k]
+        return jac
+
+    for a, c in [(0, 1), (1, 2), (2, 0), (1, 1), (0, 2)]:
+        problem.plus_values(xs[a])                               # caches the bins of xs[a]
+        _, jac = problem.minus_linearization(xs[c])
+        np.testing.assert_allclose(jac, want(xs[c]), rtol=1e-12, atol=1e-14)
+    z = Xd @ xs[0][:n_w]
+    grads, _ = b.base_gradients(z, xs[0][n_w:], problem.dim)     # no bins given: found again
+    bins = b.new_bins()
+    b.base_values(z, xs[0][n_w:], bins)
+    np.testing.assert_array_equal(grads, b.base_gradients(z, xs[0][n_w:], problem.dim, bins)[0])
+
+
 @pytest.mark.parametrize("kind, surrogate", CASES)
 def test_penalty_and_hard_values_match_definitions(rng, kind, surrogate):
     problem, Xt, groups = _problem(rng, kind, surrogate)
