@@ -223,7 +223,8 @@ def _cell_buffers(out, cuts):
     """``(perm, n_bin, buf)``: the cuts' sort order, the rows per (group, bin) cell and the cells' row sums,
     flat (group, bin, column) so that a row's cell is an offset, not an array view per row."""
     n_groups, n_cuts, n_w = out.shape
-    return np.argsort(cuts), np.zeros(n_groups * (n_cuts + 1), dtype=np.int64), np.zeros(n_groups * (n_cuts + 1) * n_w)
+    n_cells = n_groups * (n_cuts + 1)
+    return np.argsort(cuts), np.zeros(n_cells, dtype=np.int64), np.zeros(n_cells * n_w)
 
 
 @njit(inline="always")

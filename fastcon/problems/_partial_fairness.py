@@ -816,8 +816,8 @@ class PartialFairnessProblem:
 
         Ramp: one pass over :math:`\tilde X` adds every row to the row sum of its bin among the
         cuts (the bins of the level sums at ``x``, cached) and a suffix sum over the bins gives the
-        masked row sums of every cut (`fastcon._kernels._partial_rates.hinge_cut_row_sums_csr`); logistic: one pass with a
-        :math:`P`-wide weight vector per row.
+        masked row sums of every cut (`fastcon._kernels._partial_rates.hinge_cut_row_sums_csr`);
+        logistic: one pass with a :math:`P`-wide weight vector per row.
         """
         x, w, theta = self._split(x)
         z, vals = self._base(x, w, theta)
