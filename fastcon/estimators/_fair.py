@@ -9,12 +9,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .. import metrics
 from ..metrics import choose_interval
+from ..metrics._partial_fairness import check_interval
 from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
-from ..problems._partial_fairness import (
-    PartialFairnessProblem, _check_interval, partial_dp_constraints, weak_partial_dp_constraints,
-)
+from ..problems._partial_dp import partial_dp_constraints
+from ..problems._partial_fairness import PartialFairnessProblem
 from ..problems._roc_fairness import threshold_grid
 from ..problems._score_constraints import FAIRNESS_CONSTRAINTS, group_fairness_constraints
+from ..problems._weak_partial_dp import weak_partial_dp_constraints
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
 from ..solvers.idca import idca
@@ -217,7 +218,7 @@ class FairClassifier(LinearConstrainedClassifier):
             raise ValueError(f"tolerance: must be below 1 for constraint={self.constraint!r} (the metric never "
                              f"exceeds 1, so every model meets {self.tolerance!r}), got {self.tolerance!r}")
         if self.interval is not None:
-            _check_interval(self.interval)
+            check_interval(self.interval)
         check_count("n_levels", self.n_levels)
         if self.ridge is not None:
             check_real("ridge", self.ridge)
@@ -368,14 +369,14 @@ class FairClassifier(LinearConstrainedClassifier):
             free = solve_linear(LinearModelProblem(objective, []), choose_solver("auto", self.loss, "unconstrained"),
                                 np.zeros(n_w), None, None, self.verbose, self.tol)
         if n_groups < 2:
-            self.interval_ = None if self.interval is None else _check_interval(self.interval)
+            self.interval_ = None if self.interval is None else check_interval(self.interval)
             return self._set_fitted(free.x, n_features, free, Calibration(met=True), check_rows)
         g_fit = _check_all_groups_present(g_fit, n_groups)
         if self.interval is None:
             choice = choose_interval(scores.scores(free.x).copy(), g_fit, threshold=0.0)
             self.interval_, self.interval_choice_ = choice.interval, choice
         else:
-            self.interval_ = _check_interval(self.interval)
+            self.interval_ = check_interval(self.interval)
         interval = self.interval_
         outer = IDCA_OUTER_ITER if self.max_iter is None else check_count("max_iter", self.max_iter)
         name = f"FairClassifier({self.constraint})"

@@ -64,7 +64,7 @@ def _group_codes(groups, n):
     return codes.reshape(-1).astype(np.int64, copy=False), labels.size
 
 
-def _interval(interval):
+def check_interval(interval):
     """(alpha, beta) as floats with 0 <= alpha < beta <= 1."""
     try:
         alpha, beta = (float(v) for v in interval)
@@ -180,7 +180,7 @@ def partial_dp(scores, groups, interval) -> float:
         [HHYL25] §7 is one minus this.
     """
     s, codes, n_groups = _checked(scores, groups)
-    alpha, beta = _interval(interval)
+    alpha, beta = check_interval(interval)
     parts, thresholds = _sorted_by_group(s, codes, n_groups)
     return _clipped_gap((_ccdf(p, thresholds) for p in parts), alpha, beta)
 
@@ -242,7 +242,7 @@ def weak_partial_dp(scores, groups, interval, threshold=0.0) -> float:
     float in [0, 1]
     """
     s, codes, n_groups = _checked(scores, groups)
-    alpha, beta = _interval(interval)
+    alpha, beta = check_interval(interval)
     t = _threshold(threshold)
     rates = (np.bincount(codes, weights=s > t, minlength=n_groups)
              / np.bincount(codes, minlength=n_groups))

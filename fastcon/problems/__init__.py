@@ -21,10 +21,10 @@ from ._transport_domain import TransportPolytope, transport_domain
 from ._wasserstein import WassersteinFairness, wasserstein_fairness
 from ._roc_fairness import ROCFairness, roc_fairness, roc_fairness_from_dataset, threshold_grid
 from ._scad import ScadPenalty, scad_penalty
-from ._partial_fairness import (
-    PartialDPConstraints, PartialFairnessProblem, WeakPartialDPConstraints, cross_term_features,
-    partial_dp_constraints, weak_partial_dp_constraints,
-)
+from ._cross_terms import cross_term_features
+from ._partial_dp import PartialDPConstraints, partial_dp_constraints
+from ._weak_partial_dp import WeakPartialDPConstraints, weak_partial_dp_constraints
+from ._partial_fairness import PartialFairnessProblem
 from ._pairwise_fairness import QCQPProjection, QuadraticConstraints, pairwise_fairness_constraints, qcqp_projection
 
 __all__ = [

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from .._results import Counters
+from ..problems._validation import check_choice  # noqa: F401  (the solvers' argument check)
 from ._validation import check_schedule
 
 
@@ -222,11 +223,6 @@ class PassMeter:
         c = Counters(self.n_f, self.n_g)
         c.values["rows_f"], c.values["rows_g"] = self.rows_f, self.rows_g
         return c
-
-
-def check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name}: expected one of {choices}, got {value!r}")
 
 
 def start_point(problem, x0):
