@@ -194,3 +194,37 @@ def test_idca_only_for_partial_constraints_and_no_sample_weight(data):
     for constraint in ("partial_dp", "weak_partial_dp"):
         with pytest.raises(ValueError, match=rf"^sample_weight: not supported with constraint='{constraint}'"):
             FairClassifier(constraint, 0.1).fit(X[:50], y[:50], sensitive_features=g[:50], sample_weight=np.ones(50))
+
+
+@pytest.mark.parametrize("constraint", ["partial_dp", "weak_partial_dp", "demographic_parity"])
+def test_validation_part_without_a_group_is_an_error(data, constraint):
+    # 6 rows of group 1 (about 3 per label): a 10 % split rounds each of its cells to 0 validation
+    # rows, so the gap measured there would see one group only and read 0 ("met")
+    X, y, g = data
+    keep = np.concatenate([np.flatnonzero(g == 0)[:300], np.flatnonzero(g == 1)[:6]])
+    est = FairClassifier(constraint, 0.05, validation_fraction=0.1, random_state=0, **FAST)
+    with pytest.raises(ValueError, match=r"^validation_fraction: the validation part has no rows of group\(s\) \[1\]"):
+        est.fit(X[keep], y[keep], sensitive_features=g[keep])
+
+
+def test_validation_part_without_a_rate_cell_is_an_error():
+    # group 1 has 3 positive rows: none reaches a 10 % validation part, so its true positive rate
+    # (equal opportunity, equalized odds) cannot be measured there
+    ds = make_fair_classification(2000, 4, shift=1.5, seed=0)
+    X, y, g = ds.X, np.asarray(ds.y), np.asarray(ds.groups)
+    keep = np.concatenate([np.flatnonzero(g == 0)[:400], np.flatnonzero((g == 1) & (y != 1))[:100],
+                           np.flatnonzero((g == 1) & (y == 1))[:3]])
+    for constraint in ("equal_opportunity", "equalized_odds"):
+        est = FairClassifier(constraint, 0.05, validation_fraction=0.1, random_state=0, **FAST)
+        with pytest.raises(ValueError, match=r"^validation_fraction: the validation part has no positive rows of "
+                                             r"group\(s\) \[1\], whose rates"):
+            est.fit(X[keep], y[keep], sensitive_features=g[keep])
+
+
+def test_report_lengths_name_the_field(data, fitted):
+    X, y, g = data
+    est = fitted("partial_dp", 0.1)
+    with pytest.raises(ValueError, match=r"^sensitive_features: has 99 entries but X has 100 rows"):
+        est.constraint_report(X[:100], y[:100], g[:99])
+    with pytest.raises(ValueError, match=r"^y: has 99 entries but X has 100 rows"):
+        est.constraint_report(X[:100], y[:99], g[:100])

@@ -167,8 +167,10 @@ class FairClassifier(LinearConstrainedClassifier):
     groups_ : list
         The group labels seen in ``fit`` (tuples for several sensitive columns).
     solve_result_ : fastcon.SolveResult
-        The solve that produced the model (status, multipliers, KKT residuals in ``info``; for
-        IDCA ``x`` also holds the level thresholds :math:`\theta` after the weights).
+        The solve that produced the model (status, multipliers, KKT residuals in ``info``). For
+        ``"partial_dp"`` and ``"weak_partial_dp"`` its ``x`` is IDCA's variable: the model's weights
+        and intercept over the chosen ``calibration_["smoothings"]`` value :math:`\tau` (the model is
+        :math:`\tau x`), then the level thresholds :math:`\theta` of model (13).
     calibration_ : dict
         One entry per solve: ``bounds`` and ``smoothings`` tried, ``hard_values`` reached,
         ``objectives``, ``statuses``; the ``chosen`` index, ``met`` (tolerance met) and where the
@@ -267,6 +269,8 @@ class FairClassifier(LinearConstrainedClassifier):
                              "compares unweighted score distributions); use a rate constraint or no weights")
 
         fit_rows, check_rows = _validation_split(groups.codes, y01, self.validation_fraction, self.random_state)
+        if check_rows is not None and len(self.groups_) >= 2:
+            _check_validation_part(groups.codes, y01, check_rows, len(self.groups_), self.constraint)
         if fit_rows is None:
             X_fit, y_fit, g_fit, w_fit = X, y01, groups.codes, weight
         else:
@@ -445,8 +449,11 @@ class FairClassifier(LinearConstrainedClassifier):
         _, sensitive = split_sensitive(X, sensitive_features, False)
         codes = self.group_encoder_.transform(sensitive)
         y = np.asarray(y)
-        y01 = labels_to_index(y, self.classes_)
         scores = self.decision_function(X)
+        for name, length in (("sensitive_features", codes.shape[0]), ("y", y.shape[0] if y.ndim else -1)):
+            if length != scores.shape[0]:
+                raise ValueError(f"{name}: has {length} entries but X has {scores.shape[0]} rows")
+        y01 = labels_to_index(y, self.classes_)
         return ConstraintReport.for_fairness(self, scores, y01, codes)
 
 
@@ -502,14 +509,34 @@ class _ScaledLoss(LinearLoss):
         out[:k] += (self.alpha * self.scale ** 2) * x[:k]
 
 
-def _check_all_groups_present(codes, n_groups):
-    """``codes`` of the training rows, checked to hold every group (a validation split can take all
-    rows of a small group, whose rates could then not be constrained)."""
+def _check_all_groups_present(codes, n_groups, part="training"):
+    """``codes`` of the training or validation rows, checked to hold every group: a split can leave
+    a small group without training rows (its rates could not be constrained) or without validation
+    rows (the gap measured there would ignore it and could report the tolerance met)."""
     present = np.unique(codes)
     if present.size == n_groups:
         return codes
-    raise ValueError(f"validation_fraction: the training part lost group(s) "
-                     f"{sorted(set(range(n_groups)) - set(present.tolist()))}; use a smaller fraction")
+    advice = "use a smaller fraction" if part == "training" else "use a larger fraction, or none"
+    raise ValueError(f"validation_fraction: the {part} part has no rows of group(s) "
+                     f"{sorted(set(range(n_groups)) - set(present.tolist()))}; {advice}")
+
+
+#: The labels whose rows a rate constraint's rates are conditioned on (1: positives, 0: negatives).
+_RATE_LABELS = {"equal_opportunity": (1,), "false_positive_parity": (0,), "equalized_odds": (0, 1)}
+
+
+def _check_validation_part(codes, y01, check_rows, n_groups, constraint):
+    """The validation rows hold every group, and every (group, label) cell the constraint's rates
+    count that the data have: else the gap measured there ignores that group or has no rate."""
+    _check_all_groups_present(codes[check_rows], n_groups, "validation")
+    part_codes, part_y = codes[check_rows], y01[check_rows]
+    for label in _RATE_LABELS.get(constraint, ()):
+        missing = sorted(set(np.unique(codes[y01 == label]).tolist())
+                         - set(np.unique(part_codes[part_y == label]).tolist()))
+        if missing:
+            kind = "positive" if label == 1 else "negative"
+            raise ValueError(f"validation_fraction: the validation part has no {kind} rows of group(s) {missing}, "
+                             f"whose rates {constraint} compares; use a larger fraction, or none")
 
 
 def _validation_split(codes, y01, fraction, random_state):
