@@ -177,7 +177,9 @@ def test_invariant_to_row_order_group_ids_and_increasing_maps(seed, sizes, inter
     perm = rng.permutation(g.size)
     ids = rng.choice(np.arange(-1000, 1000), size=len(sizes), replace=False)  # any distinct integers
     cube = lambda x: x ** 3 + x  # exact on these integers and strictly increasing
+    names = np.array([f"group {i}" for i in ids])                      # string labels, as the other metrics take
     for s2, g2, t2 in [(s[perm], g[perm], threshold), (s, ids[g], threshold), (s, ids[g].astype(float), threshold),
+                       (s, names[g], threshold), (s, names[g].astype(object), threshold),
                        (cube(s), g, cube(threshold)), (np.exp(s / 7), g, np.exp(threshold / 7))]:
         assert partial_dp(s2, g2, interval) == base[0]
         assert weak_partial_dp(s2, g2, interval, t2) == base[1]
@@ -286,7 +288,13 @@ S, G = np.array([0.1, -0.2, 0.3, 0.4]), np.array([0, 0, 1, 1])
     (lambda: partial_dp(S, [0, 0, 0, 0], (0, 1)), ValueError, "^groups: need at least two"),
     (lambda: partial_dp(S, [0, 0.5, 1, 1], (0, 1)), ValueError, "^groups: expected integer-valued"),
     (lambda: partial_dp(S, [0, np.nan, 1, 1], (0, 1)), ValueError, "^groups:"),
-    (lambda: partial_dp(S, ["a", "a", "b", "b"], (0, 1)), TypeError, "^groups:"),
+    (lambda: partial_dp(S, np.array(["a", None, "b", "b"], dtype=object), (0, 1)), TypeError,
+     "^groups: labels must be comparable"),
+    (lambda: partial_dp(S.astype(complex), G, (0, 1)), TypeError, "^scores: expected real numbers"),
+    (lambda: partial_dp(["x", "y", "z", "w"], G, (0, 1)), TypeError, "^scores: expected real numbers"),
+    (lambda: partial_dp(S, G, (False, True)), ValueError, "^interval: expected a pair"),
+    (lambda: weak_partial_dp(S, G, (0, 1), threshold=True), TypeError, "^threshold:"),
+    (lambda: choose_interval(S, G, rate=True), TypeError, "^rate:"),
     (lambda: partial_dp(S, G, (0.3, 0.3)), ValueError, "^interval:"),
     (lambda: partial_dp(S, G, (0.4, 0.3)), ValueError, "^interval:"),
     (lambda: partial_dp(S, G, (-0.1, 0.3)), ValueError, "^interval:"),
@@ -303,6 +311,7 @@ S, G = np.array([0.1, -0.2, 0.3, 0.4]), np.array([0, 0, 1, 1])
     (lambda: choose_interval(S, G, rate=np.nan), ValueError, "^rate:"),
     (lambda: choose_interval(S, G, threshold=np.nan), ValueError, "^threshold:"),
     (lambda: choose_interval(S, G, step=0.0), ValueError, "^step:"),
+    (lambda: choose_interval(S, G, step=1e-7), ValueError, "^step: expected 0.001 <= step <= 1"),
     (lambda: choose_interval(S, G, widths=()), ValueError, "^widths:"),
     (lambda: choose_interval(S, G, widths=(0.0,)), ValueError, "^widths:"),
     (lambda: choose_interval(S, G, widths="wide"), ValueError, "^widths:"),

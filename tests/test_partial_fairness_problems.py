@@ -98,6 +98,10 @@ def test_cross_term_features_with_absent_group_and_errors(rng):
         cross_term_features(bad, groups)
     with pytest.raises(ValueError, match="^X: non-finite"):
         cross_term_features(sp.csr_matrix(bad), groups)
+    for empty in (np.empty((0, 2)), sp.csr_matrix((0, 2))):      # no rows: G must be given
+        with pytest.raises(ValueError, match="^X: has no rows, so the number of groups is unknown"):
+            cross_term_features(empty, np.empty(0, dtype=np.int64))
+        assert cross_term_features(empty, np.empty(0, dtype=np.int64), n_groups=3).shape == (0, 9)
 
 
 # ----------------------------------------------------------------------------- DC identities
@@ -287,6 +291,7 @@ def test_bad_inputs_name_the_field(rng):
         ({"groups": groups[:-1]}, r"^groups: expected shape"),
         ({"groups": np.where(groups == 1, -1, 0)}, r"^groups: group id -1 out of range"),
         ({"groups": groups * 2}, r"^groups: group 1 is empty"),
+        ({"groups": np.zeros(n, dtype=np.int64)}, r"^groups: partial fairness compares groups and needs at least two"),
         ({"interval": (-0.1, 0.5)}, r"^interval:"),
         ({"interval": (0.2, 1.5)}, r"^interval:"),
         ({"interval": (0.5, 0.5)}, r"^interval:"),

@@ -16,7 +16,13 @@ __all__ = ["roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy"]
 
 
 def _scores(scores, ndim=1):
-    s = np.asarray(scores, dtype=np.float64)
+    a = np.asarray(scores)
+    if a.dtype.kind == "c":   # a float cast would drop the imaginary part with a mere warning
+        raise TypeError(f"scores: expected real numbers, got dtype {a.dtype}")
+    try:
+        s = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"scores: expected real numbers, got dtype {a.dtype}") from None
     if s.ndim != ndim or s.shape[0] == 0:
         raise ValueError(f"scores: expected a non-empty {ndim}-D array, got shape {s.shape}")
     if not np.all(np.isfinite(s)):

@@ -24,8 +24,9 @@ which turns both partial metrics into functions of the group CCDFs alone. On sam
 closed form is the *definition* used here (see :func:`partial_dp` for how it relates to the
 truncated empirical distributions, which differ by less than :math:`1/(n_k(\beta - \alpha))`).
 
-Groups are integer ids (any integers; the distinct values present are the groups, numbered in
-increasing order), and every gap is the worst pair, :math:`\max_k - \min_k` of a per-group value.
+Groups are given per sample by any labels (integers, bools, strings, integer-valued floats; the
+distinct values present are the groups, numbered in sorted order), as in the other fairness
+metrics, and every gap is the worst pair, :math:`\max_k - \min_k` of a per-group value.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ _ROUND_OFF = 1e-9
 
 
 def _group_codes(groups, n):
-    """Dense codes 0..G-1 (sorted order of the ids) of integer-valued group ids, and G >= 2."""
+    """Dense codes 0..G-1 (sorted order of the labels) of the group labels, and G >= 2."""
     g = np.asarray(groups)
     if g.ndim != 1:
         raise ValueError(f"groups: expected a 1-D array, got shape {g.shape}")
@@ -56,9 +57,12 @@ def _group_codes(groups, n):
         if np.any(g != np.round(g)):
             bad = g[g != np.round(g)][0]
             raise ValueError(f"groups: expected integer-valued group ids, found {bad!r}")
-    elif g.dtype.kind not in "iub":
-        raise TypeError(f"groups: expected integer group ids, got dtype {g.dtype}")
-    labels, codes = np.unique(g, return_inverse=True)
+    elif g.dtype.kind not in "iubUSO":
+        raise TypeError(f"groups: expected group labels (integers, bools or strings), got dtype {g.dtype}")
+    try:
+        labels, codes = np.unique(g, return_inverse=True)
+    except TypeError:   # object labels that do not sort together, e.g. None beside strings
+        raise TypeError("groups: labels must be comparable with each other (integers, bools or strings)") from None
     if labels.size < 2:
         raise ValueError(f"groups: need at least two non-empty groups, found {labels.size}")
     return codes.reshape(-1).astype(np.int64, copy=False), labels.size
@@ -67,7 +71,10 @@ def _group_codes(groups, n):
 def check_interval(interval):
     """(alpha, beta) as floats with 0 <= alpha < beta <= 1."""
     try:
-        alpha, beta = (float(v) for v in interval)
+        ends = tuple(interval)
+        if any(isinstance(v, (bool, np.bool_)) for v in ends):   # (False, True) is not a rank band
+            raise TypeError
+        alpha, beta = (float(v) for v in ends)
     except (TypeError, ValueError):
         raise ValueError(f"interval: expected a pair (alpha, beta) of numbers, got {interval!r}") from None
     if not (np.isfinite(alpha) and np.isfinite(beta)):
@@ -78,6 +85,8 @@ def check_interval(interval):
 
 
 def _threshold(threshold, field="threshold"):
+    if isinstance(threshold, (bool, np.bool_)):   # float(True) is 1.0: a bool here is a mistake
+        raise TypeError(f"{field}: expected a real number, got {threshold!r}")
     try:
         t = float(threshold)
     except (TypeError, ValueError):
@@ -168,7 +177,7 @@ def partial_dp(scores, groups, interval) -> float:
     scores : array-like of shape (n,)
         Finite real scores (a higher score ranks first).
     groups : array-like of shape (n,)
-        Integer group ids, at least two distinct values.
+        Group labels (integers, bools or strings), at least two distinct values.
     interval : pair of float
         :math:`(\alpha, \beta)` with :math:`0 \le \alpha < \beta \le 1`: the rank band, e.g.
         ``(0.05, 0.3)`` for the scores between each group's top 5% and top 30%.
@@ -201,7 +210,7 @@ def ks_demographic_parity(scores, groups) -> float:
     ----------
     scores : array-like of shape (n,)
     groups : array-like of shape (n,)
-        Integer group ids, at least two distinct values.
+        Group labels (integers, bools or strings), at least two distinct values.
 
     Returns
     -------
@@ -231,7 +240,7 @@ def weak_partial_dp(scores, groups, interval, threshold=0.0) -> float:
     ----------
     scores : array-like of shape (n,)
     groups : array-like of shape (n,)
-        Integer group ids, at least two distinct values.
+        Group labels (integers, bools or strings), at least two distinct values.
     interval : pair of float
         :math:`(\alpha, \beta)` with :math:`0 \le \alpha < \beta \le 1`.
     threshold : float
@@ -272,11 +281,15 @@ class IntervalChoice:
     partial_dp_values: np.ndarray
 
 
+#: Smallest ``step`` of `choose_interval`: a finer grid only multiplies the candidates, each a pass over the scores.
+MIN_INTERVAL_STEP = 1e-3
+
+
 def _grid(step):
     """0, step, 2 step, ... <= 1, rounded to 12 decimals so that 3 * 0.05 reads 0.15."""
     step = _threshold(step, "step")
-    if not 0.0 < step <= 1.0:
-        raise ValueError(f"step: expected 0 < step <= 1, got {step}")
+    if not MIN_INTERVAL_STEP <= step <= 1.0:
+        raise ValueError(f"step: expected {MIN_INTERVAL_STEP:g} <= step <= 1, got {step}")
     n_steps = int(np.floor(1.0 / step + _ROUND_OFF))
     return np.round(np.arange(n_steps + 1) * step, 12)
 
@@ -314,14 +327,14 @@ def choose_interval(scores, groups, *, rate=None, threshold=0.0, widths=(0.25, 0
     scores : array-like of shape (n,)
         Scores of the unconstrained model (on the training data).
     groups : array-like of shape (n,)
-        Integer group ids, at least two distinct values.
+        Group labels (integers, bools or strings), at least two distinct values.
     rate : float in [0, 1], optional
         :math:`p`; by default the fraction of all ``scores`` above ``threshold``.
     threshold : float
         :math:`\hat\theta` defining the default rate.
     widths : sequence of float in (0, 1]
         Allowed widths :math:`\beta - \alpha`.
-    step : float in (0, 1]
+    step : float in [0.001, 1]
         Grid of the interval ends.
 
     Returns
@@ -344,15 +357,18 @@ def choose_interval(scores, groups, *, rate=None, threshold=0.0, widths=(0.25, 0
             raise ValueError(f"rate: expected a value in [0, 1], got {p}")
     grid = _grid(step)
     w = _widths(widths)
-    candidates = []
-    for alpha in grid:
-        for width in w:
-            close = np.flatnonzero(np.abs(grid - (alpha + width)) <= _ROUND_OFF)
-            if close.size == 0:
-                continue
-            beta = float(grid[close[0]])
-            if alpha <= p < beta or (beta == 1.0 and p == 1.0):
-                candidates.append((float(alpha), beta))
+    found = []                                   # (alpha index, width index, beta index) of every candidate
+    for j, width in enumerate(w):
+        end = grid + width
+        b = np.searchsorted(grid, end - _ROUND_OFF)      # the first grid point within round-off of alpha + width
+        on_grid = b < grid.size
+        on_grid[on_grid] = np.abs(grid[b[on_grid]] - end[on_grid]) <= _ROUND_OFF
+        a = np.flatnonzero(on_grid)
+        beta = grid[b[a]]
+        covers = ((grid[a] <= p) & (p < beta)) | ((beta == 1.0) & (p == 1.0))
+        found += [(int(i), j, int(k)) for i, k in zip(a[covers], b[a][covers])]
+    found.sort()                                 # alpha ascending, then width ascending
+    candidates = [(float(grid[i]), float(grid[k])) for i, _, k in found]
     if not candidates:
         raise ValueError(f"widths: no interval of width in {w.tolist()} with ends on multiples of "
                          f"step={step} covers the rate {p}")
@@ -396,7 +412,7 @@ def score_ccdf_curves(scores, groups) -> ScoreCCDFCurves:
     ----------
     scores : array-like of shape (n,)
     groups : array-like of shape (n,)
-        Integer group ids, at least two distinct values.
+        Group labels (integers, bools or strings), at least two distinct values.
 
     Returns
     -------

@@ -36,6 +36,8 @@ def cross_term_features(X, groups, n_groups=None):
     """
     X = _as_design(X, copy=False)
     n, d = X.shape
+    if n == 0 and n_groups is None:
+        raise ValueError("X: has no rows, so the number of groups is unknown; pass n_groups")
     groups, n_groups, _ = check_groups(groups, n, n_groups, allow_empty=True)
     width = d + 1
     if not sp.issparse(X):

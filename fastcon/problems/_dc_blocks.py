@@ -63,6 +63,8 @@ class _DCBlock:
                              "the constant column)")
         self.scores = scores
         self.groups, self.n_groups, sizes = check_groups(groups, scores.n_samples)
+        if self.n_groups < 2:
+            raise ValueError(f"groups: partial fairness compares groups and needs at least two, got {self.n_groups}")
         self.sizes = sizes.astype(np.int64)
         self.inv_size = 1.0 / sizes.astype(np.float64)
         self.group_rows = [np.flatnonzero(self.groups == k) for k in range(self.n_groups)]

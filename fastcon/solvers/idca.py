@@ -93,8 +93,8 @@ def _switching_polyak_inner(problem, xk, lin_values, lin_jacobian, epsilon, T, m
         np.subtract(v, xk, out=d)
         prox = 0.5 * mu * float(d @ d) if mu else 0.0
         g = problem.plus_values(v) - (lin_values + lin_jacobian @ d) + prox
-        i = int(np.argmax(g))
-        gi = float(g[i])
+        i = int(np.argmax(g)) if g.size else -1       # no constraint: every step is an objective step
+        gi = float(g[i]) if g.size else -math.inf
         best_g = min(best_g, gi)
         if gi <= epsilon:
             g0 = problem.objective_value_and_gradient(v, grad) + prox
