@@ -332,14 +332,27 @@ def logistic_level_sums(z, groups, theta, inv_size, sums, dsums):
 
 
 @njit(inline="always")
-def _scatter_levels(acc, perm, out):
-    """``out[k, perm[j], col] = acc[k, col, j]`` (accumulated level-minor, returned level-major)."""
+def _level_accumulators(theta, n_groups, n_w):
+    """The sorted levels' blocks and the zeroed accumulators of the logistic row-sum kernels."""
+    n_levels = theta.shape[0]
+    perm = np.argsort(theta)
+    starts, anchors, f = _grid_blocks(theta[perm], 1.0)
+    acc = np.zeros((n_groups, n_w, n_levels))
+    d_acc = np.zeros((n_groups, n_levels))
+    return perm, starts, anchors, f, acc, d_acc, np.empty(n_levels), np.empty(n_levels)
+
+
+@njit(inline="always")
+def _scatter_levels(acc, d_acc, perm, out, dsums):
+    """``out[k, perm[j], col] = acc[k, col, j]`` (accumulated level-minor, returned level-major), and
+    ``dsums[k, perm[j]] = d_acc[k, j]``."""
     n_groups, n_w, n_levels = acc.shape
     for k in range(n_groups):
         for j in range(n_levels):
             dst = out[k, perm[j]]
             for col in range(n_w):
                 dst[col] = acc[k, col, j]
+            dsums[k, perm[j]] = d_acc[k, j]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -362,12 +375,7 @@ def logistic_level_row_sums_csr(indptr, indices, data, z, groups, theta, inv_siz
     (row, level), so no suffix trick applies.
     """
     n_groups, n_levels, n_w = out.shape
-    perm = np.argsort(theta)
-    starts, anchors, f = _grid_blocks(theta[perm], 1.0)
-    acc = np.zeros((n_groups, n_w, n_levels))
-    d_acc = np.zeros((n_groups, n_levels))
-    s = np.empty(n_levels)
-    d = np.empty(n_levels)
+    perm, starts, anchors, f, acc, d_acc, s, d = _level_accumulators(theta, n_groups, n_w)
     for i in range(z.shape[0]):
         k = groups[i]
         _level_weights(z[i], starts, anchors, f, inv_size[k], s, d, d_acc[k])
@@ -376,22 +384,14 @@ def logistic_level_row_sums_csr(indptr, indices, data, z, groups, theta, inv_siz
             dst = acc[k, indices[e]]
             for j in range(n_levels):
                 dst[j] += x * d[j]
-    _scatter_levels(acc, perm, out)
-    for k in range(n_groups):
-        for j in range(n_levels):
-            dsums[k, perm[j]] = d_acc[k, j]
+    _scatter_levels(acc, d_acc, perm, out, dsums)
 
 
 @njit(cache=True, error_model="numpy")
 def logistic_level_row_sums_dense(X, z, groups, theta, inv_size, out, dsums):
     """`logistic_level_row_sums_csr` for a dense C-contiguous :math:`\\tilde X`."""
     n_groups, n_levels, n_w = out.shape
-    perm = np.argsort(theta)
-    starts, anchors, f = _grid_blocks(theta[perm], 1.0)
-    acc = np.zeros((n_groups, n_w, n_levels))
-    d_acc = np.zeros((n_groups, n_levels))
-    s = np.empty(n_levels)
-    d = np.empty(n_levels)
+    perm, starts, anchors, f, acc, d_acc, s, d = _level_accumulators(theta, n_groups, n_w)
     for i in range(z.shape[0]):
         k = groups[i]
         _level_weights(z[i], starts, anchors, f, inv_size[k], s, d, d_acc[k])
@@ -401,7 +401,4 @@ def logistic_level_row_sums_dense(X, z, groups, theta, inv_size, out, dsums):
             dst = acc[k, col]
             for j in range(n_levels):
                 dst[j] += x * d[j]
-    _scatter_levels(acc, perm, out)
-    for k in range(n_groups):
-        for j in range(n_levels):
-            dsums[k, perm[j]] = d_acc[k, j]
+    _scatter_levels(acc, d_acc, perm, out, dsums)
