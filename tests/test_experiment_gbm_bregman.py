@@ -118,21 +118,21 @@ def test_np_violation_and_class_errors():
         E.class_error_rates(y, p[:-1], 3)
 
 
-def test_fairness_gap_two_and_more_groups():
+def test_error_rate_gap_two_and_more_groups():
     y = np.array([1, 1, 0, 0, 1, 0, 1, 0])
     p = np.array([1, 0, 0, 0, 1, 1, 1, 0])
     g2 = np.array([0, 0, 0, 0, 1, 1, 1, 1])
     # group 0: 1 error in 4, group 1: 1 in 4 -> 0; flip one more in group 1
-    assert E.fairness_gap(y, p, g2) == 0.0
+    assert E.error_rate_gap(y, p, g2) == 0.0
     p2 = p.copy()
     p2[7] = 1
-    assert E.fairness_gap(y, p2, g2) == pytest.approx(0.25)
+    assert E.error_rate_gap(y, p2, g2) == pytest.approx(0.25)
     g3 = np.array([0, 0, 0, 1, 1, 1, 2, 2])
     r = E.group_error_rates(y, p2, g3)
     assert r.tolist() == pytest.approx([1 / 3, 1 / 3, 0.5])
-    assert E.fairness_gap(y, p2, g3) == pytest.approx(np.std([1 / 3, 1 / 3, 0.5]))
+    assert E.error_rate_gap(y, p2, g3) == pytest.approx(np.std([1 / 3, 1 / 3, 0.5]))
     with pytest.raises(ValueError, match="^groups"):
-        E.fairness_gap(y, p, np.zeros(8, dtype=int))
+        E.error_rate_gap(y, p, np.zeros(8, dtype=int))
 
 
 def test_evaluate_uses_the_tasks_measure():

@@ -202,7 +202,7 @@ def group_error_rates(y_true, y_pred, groups) -> np.ndarray:
     return np.array([float(np.mean(y_pred[groups == a] != y_true[groups == a])) for a in np.unique(groups)])
 
 
-def fairness_gap(y_true, y_pred, groups) -> float:
+def error_rate_gap(y_true, y_pred, groups) -> float:
     r"""[LD23] §6: :math:`|r_0 - r_1|` for two groups, ``np.std`` (ddof 0) of the :math:`r_a` for more."""
     r = group_error_rates(y_true, y_pred, groups)
     if r.size < 2:
@@ -225,7 +225,7 @@ def evaluate(dataset, F, labels, groups) -> dict:
         out["violation"] = np_violation(labels, pred, NP_RATES[dataset], n_classes)
         out["class_errors"] = [None if math.isnan(e) else float(e) for e in class_error_rates(labels, pred, n_classes)]
     else:
-        out["fairness"] = fairness_gap(labels, pred, groups)
+        out["fairness"] = error_rate_gap(labels, pred, groups)
         out["group_errors"] = group_error_rates(labels, pred, groups).tolist()
     return out
 
