@@ -97,6 +97,8 @@ import math
 
 import numpy as np
 
+from ._sampling import subsample
+
 NAME = "gbm-bregman"
 TITLE = "Lin & Deng [LD23], constrained gradient boosting (ABPP / CBPR)"
 PAPER = ("Lin & Deng [LD23], GBM-based Bregman Proximal Algorithms for Constrained Learning (2023), "
@@ -277,12 +279,6 @@ def load_compas_score_text(data_home=None, download=None):
                    feature_names=enc.feature_names, task="multiclass")
 
 
-def _subsample(n, limit, rng):
-    if limit is None or n <= limit:
-        return np.arange(n)
-    return np.sort(rng.choice(n, size=limit, replace=False))
-
-
 class TaskData:
     """Training and test rows of one dataset: ``X``, class ids ``y`` (0..J-1), ``groups`` (fairness), ``J``."""
 
@@ -318,7 +314,7 @@ class TaskData:
         limits = (cfg["max_train_rows"], cfg["max_test_rows"])
         out = []
         for (X, y, g), limit in zip(parts, limits):
-            rows = _subsample(y.size, limit, rng)
+            rows = subsample(y.size, limit, rng)
             out.append((X[rows], y[rows], None if g is None else np.asarray(g)[rows]))
         (self.X_train, self.y_train, g_train), (self.X_test, self.y_test, self.g_test) = out
         if g_train is not None:

@@ -50,6 +50,8 @@ import math
 
 import numpy as np
 
+from ._sampling import subsample
+
 NAME = "partial-fairness"
 TITLE = "He, Huang, Yao & Lin [HHYL25], partial fairness by DC constraints"
 PAPER = ("He, Huang, Yao & Lin [HHYL25], Enforcing Fairness Where It Matters: An Approach Based on "
@@ -128,12 +130,6 @@ def config(quick=False) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------- data
-def _subsample(n, limit, rng):
-    if limit is None or n <= limit:
-        return np.arange(n)
-    return np.sort(rng.choice(n, size=limit, replace=False))
-
-
 def split_rows(dataset, split, n_rows, seed):
     """Row indices ``(train, validation, test)`` of one split (Appendix D.1's proportions)."""
     rng = np.random.default_rng([seed, split, 16])
@@ -165,9 +161,9 @@ class SplitData:
         if te is None:
             te = np.arange(test.n_samples)
         rng = np.random.default_rng([seed, split, 17])
-        tr = tr[_subsample(tr.size, cfg["max_train_rows"], rng)]
-        va = va[_subsample(va.size, cfg["max_eval_rows"], rng)]
-        te = te[_subsample(te.size, cfg["max_eval_rows"], rng)]
+        tr = tr[subsample(tr.size, cfg["max_train_rows"], rng)]
+        va = va[subsample(va.size, cfg["max_eval_rows"], rng)]
+        te = te[subsample(te.size, cfg["max_eval_rows"], rng)]
         self.parts = {}
         for name, source, rows in (("train", full, tr), ("validation", full, va), ("test", test, te)):
             X = source.X[rows]
