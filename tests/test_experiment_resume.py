@@ -116,6 +116,22 @@ def test_follow_up_tasks_overtake_the_waiting_ones(tmp_path):
     assert order == ["a'", "b", "b'", "c"] and ck.loaded == 1
 
 
+def test_progress_counts_loaded_and_run_records(tmp_path):
+    seen = []
+    ck = TaskCheckpoints(tmp_path / "ck", resume=True)
+    ck.save({"dataset": "b"}, {"name": "b"})
+    tasks = [{"dataset": n} for n in "abc"]
+    _runner.run_tasks(tasks, lambda task: {"name": task["dataset"]}, 1, checkpoints=ck,
+                      progress=lambda done, total, fresh: seen.append((done, total, fresh)))
+    # "b" is loaded while the tasks are queued, then "a" and "c" run
+    assert seen == [(1, 3, 0), (2, 3, 1), (3, 3, 2)]
+
+
+def test_duration_reads_as_a_person_would_say_it():
+    assert [_runner._duration(s) for s in (0.4, 40, 59.6, 60, 754, 3600, 11_130)] == [
+        "0 s", "40 s", "1 min", "1 min", "12 min", "1 h 00 min", "3 h 05 min"]
+
+
 def _tiny_compas_config(monkeypatch):
     """`fastcon reproduce ssg-roc --quick` on COMPAS alone with TINY budgets and the middle grid point of every
     method: 5 grid runs + 5 re-runs."""

@@ -251,7 +251,7 @@ class TaskCheckpoints:
 
 
 # ------------------------------------------------------------------------------- running tasks
-def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=None):
+def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=None, progress=None):
     """Run ``execute(task)`` for every task, in this process (``jobs`` = 1) or in ``jobs`` workers.
 
     Parameters
@@ -275,6 +275,9 @@ def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=
         whole grid (the re-runs are the longest single tasks: COMPAS static SSG 881 s against a
         36 s grid point; started last they ran with one core idle). At most ``jobs`` tasks are in
         the pool at a time, so that an added task overtakes the waiting ones.
+    progress : callable, optional
+        ``progress(done, total, fresh)`` before ``on_done`` for every record (run or loaded):
+        records so far, tasks known so far, and how many of the records were run here.
 
     Returns
     -------
@@ -285,9 +288,14 @@ def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=
     ``checkpoints``.
     """
     all_tasks, results, queue = [], [], deque()
+    counts = {"done": 0, "fresh": 0}
 
     def completed(i, record, fresh):
         results[i] = record
+        counts["done"] += 1
+        counts["fresh"] += int(fresh)
+        if progress is not None:
+            progress(counts["done"], len(all_tasks), counts["fresh"])
         if fresh and checkpoints is not None:
             checkpoints.save(all_tasks[i], record)
         if fresh and on_done is not None:
@@ -365,6 +373,9 @@ class Session:
         `time.perf_counter` at the start of the run.
     runs_wall_time_s : float
         Seconds spent in `run_tasks` (set before ``write``).
+    runs_progress : str
+        ``"done/total"`` runs and, once a run has finished here, the estimated time left (from the
+        mean wall time per run so far); prefixes `log` lines while the tasks run.
     state : dict
         Free for the hooks (e.g. problem metadata built by ``tasks`` and read by ``write``).
     """
@@ -381,6 +392,7 @@ class Session:
     checkpoints: TaskCheckpoints | None
     t_start: float
     runs_wall_time_s: float = 0.0
+    runs_progress: str = ""
     state: dict = field(default_factory=dict)
 
     @property
@@ -390,10 +402,21 @@ class Session:
     def log(self, msg) -> None:
         """A progress line on stderr, prefixed with the experiment's name (only when ``verbose``)."""
         if self.verbose:
-            print(f"[{self.name}] {msg}", file=sys.stderr, flush=True)
+            where = f"{self.name} {self.runs_progress}" if self.runs_progress else self.name
+            print(f"[{where}] {msg}", file=sys.stderr, flush=True)
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t_start
+
+
+def _duration(seconds) -> str:
+    """``"3 h 05 min"``, ``"12 min"`` or ``"40 s"``: a time left, as a person reads it."""
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min"
+    return f"{seconds} s"
 
 
 def drive(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, resume=False,
@@ -434,12 +457,21 @@ def drive(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, ve
             tasks = spec.tasks(session)
             on_done, follow_up = getattr(spec, "on_done", None), getattr(spec, "follow_up", None)
             t_run = time.perf_counter()
+
+            def progress(done, total, fresh):
+                left = ""
+                if fresh and done < total:
+                    left = f", {_duration((time.perf_counter() - t_run) / fresh * (total - done))} left"
+                session.runs_progress = f"{done}/{total}{left}"
+
             all_tasks, records = run_tasks(
                 tasks, spec.execute, min(int(jobs), int(getattr(spec, "MAX_JOBS", jobs))),
                 on_done=None if on_done is None else (lambda task, rec: on_done(session, task, rec)),
                 checkpoints=checkpoints,
-                follow_up=None if follow_up is None else (lambda task, rec: follow_up(session, task, rec)))
+                follow_up=None if follow_up is None else (lambda task, rec: follow_up(session, task, rec)),
+                progress=progress)
             session.runs_wall_time_s = time.perf_counter() - t_run
+            session.runs_progress = ""
             doc = spec.write(session, all_tasks, records)
     except ExperimentInterrupted:
         raise
