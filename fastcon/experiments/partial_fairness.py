@@ -34,9 +34,12 @@ SSG of Figures 9–10 (split 0, the smallest κ of each model) picks its schedul
 :math:`10^4` iterations, then reruns 50,000.
 
 **Outputs.** ``results.json`` (one run per (dataset, model, method, κ/λ, split), with test and
-validation accuracy, pDP and weak pDP), ``runs.csv``, ``frontier.csv`` (means and 95% t-intervals
-over splits), ``figure1_frontiers.png``, ``figure2_ccdf.png``, ``figure9_10_idca_vs_ssg.png`` and the
-frontier comparison (is IDCA's pDP frontier at or above every baseline's at matched fairness?).
+validation accuracy, pDP and weak pDP; per dataset its group names, band and the majority class's
+test accuracy), ``runs.csv``, ``frontier.csv`` (means and 95% t-intervals over splits; none with
+one split), ``figure1_frontiers.png`` (with the majority class's accuracy dotted: a constant
+classifier is perfectly fair), ``figure2_ccdf.png`` (the paper's group γ = 1 on the x axis),
+``figure9_10_idca_vs_ssg.png`` and the frontier comparison (is IDCA's pDP frontier at or above
+every baseline's at matched fairness?).
 
 **Quick mode** (``--quick``) changes exactly: one split; training sets subsampled (seeded) to
 3,000 rows, validation and test to 2,000; κ: the largest and the smallest of each grid; one κ per
@@ -380,12 +383,13 @@ def ccdf_curve(data, w, n_points=201):
 
 # --------------------------------------------------------------------------------------- aggregation
 def _mean_ci(values):
-    """Mean and half-width of the two-sided 95% Student-t interval (0 for a single value)."""
+    """Mean and half-width of the two-sided 95% Student-t interval (NaN for a single value: no
+    interval, written as an empty cell / ``null``)."""
     from scipy.stats import t as student_t
 
     v = np.asarray(values, dtype=np.float64)
     if v.size < 2:
-        return float(v.mean()), 0.0
+        return float(v.mean()), math.nan
     t = float(student_t.ppf(0.975, v.size - 1))
     return float(v.mean()), float(t * v.std(ddof=1) / math.sqrt(v.size))
 
@@ -472,15 +476,44 @@ _METHOD_STYLE = {
     "penalty": ("Regularization (78)/(83)", "tab:orange", "D"),
 }
 _DATASET_TITLE = {"a9a": "a9a", "bank": "bank", "law_school": "law school"}
+#: Our group ids of the paper's groups γ = 1, 2 (Appendix D.1: female / male, ages 25–60 / other
+#: ages, White / non-White); Figure 2 draws γ = 2's CCDF against γ = 1's.
+PAPER_GROUPS = {"a9a": (1, 0), "bank": (0, 1), "law_school": (0, 1)}
 _ROW_LABEL = {"pdp": "1 − pDP (test)", "weak_pdp": "1 − weak pDP (test)"}
 
 
-def plot_frontiers(points, datasets, pyplot):
-    """Figure 1: test accuracy against test fairness, rows pDP / weak pDP, one column per dataset."""
+def dataset_facts(session) -> dict:
+    """Per dataset: its group names and the test accuracy of the majority class (mean over splits),
+    the accuracy a constant classifier reaches (drawn in Figure 1)."""
+    cfg = session.cfg
+    out = {}
+    for dataset in cfg["datasets"]:
+        majority, names = [], None
+        for split in range(cfg["n_splits"]):
+            data = split_data(dataset, split, cfg, data_home=session.data_home, seed=session.seed,
+                              download=session.download)
+            y = data.parts["test"][1]
+            majority.append(max(float(np.mean(y == 1)), float(np.mean(y != 1))))
+            names = data.group_names
+        out[dataset] = {"group_names": names, "test_majority_accuracy": float(np.mean(majority)),
+                        "interval": list(cfg["interval"][dataset])}
+    return out
+
+
+def _no_nan(values):
+    return np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
+
+
+def plot_frontiers(points, datasets, pyplot, facts=None):
+    """Figure 1: test accuracy against test fairness, rows pDP / weak pDP, one column per dataset;
+    the majority class's test accuracy (``facts``, `dataset_facts`) as a dotted line."""
     fig, axes = pyplot.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7.4), squeeze=False)
     for i, model in enumerate(MODELS):
         for j, dataset in enumerate(datasets):
             ax = axes[i][j]
+            if facts and dataset in facts:
+                ax.axhline(facts[dataset]["test_majority_accuracy"], color="gray", lw=0.8, ls=":",
+                           label="majority class")
             start = [p for p in points if p["dataset"] == dataset and p["model"] == model
                      and p["method"] == "unconstrained"]
             for method, (label, color, marker) in _METHOD_STYLE.items():
@@ -490,26 +523,30 @@ def plot_frontiers(points, datasets, pyplot):
                     continue
                 pts = start + pts
                 ax.errorbar([p["fairness"] for p in pts], [p["accuracy"] for p in pts],
-                            xerr=[p["fairness_ci"] for p in pts], yerr=[p["accuracy_ci"] for p in pts],
+                            xerr=_no_nan([p["fairness_ci"] for p in pts]), yerr=_no_nan([p["accuracy_ci"] for p in pts]),
                             color=color, marker=marker, ms=4, lw=1.2, capsize=2, label=label)
             for p in start:
                 ax.plot(p["fairness"], p["accuracy"], marker="*", color="black", ms=10, zorder=5,
                         label="unconstrained $w^*$")
-            ax.set_title(f"{_DATASET_TITLE.get(dataset, dataset)}")
+            band = "" if not facts or dataset not in facts else \
+                " (band [{:g}, {:g}))".format(*facts[dataset]["interval"])
+            ax.set_title(f"{_DATASET_TITLE.get(dataset, dataset)}{band}")
             ax.set_xlabel(_ROW_LABEL[model])
             ax.set_ylabel("test accuracy")
             ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     seen = dict(zip(labels, handles))
-    fig.legend(seen.values(), seen.keys(), loc="lower center", ncol=6, fontsize=8, frameon=False)
-    fig.suptitle("He, Huang, Yao & Lin [HHYL25] Figure 1: accuracy vs partial fairness (mean, 95% CI over splits)",
-                 fontsize=10)
+    fig.legend(seen.values(), seen.keys(), loc="lower center", ncol=7, fontsize=8, frameon=False)
+    n_splits = max((p["n_splits"] for p in points), default=0)
+    spread = "mean, 95% CI over splits" if n_splits > 1 else "one split: no interval"
+    fig.suptitle(f"He, Huang, Yao & Lin [HHYL25] Figure 1: accuracy vs partial fairness ({spread})", fontsize=10)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     return fig
 
 
-def plot_ccdf(runs, cfg, pyplot):
-    """Figure 2: group-2 CCDF against group-1 CCDF (test, split 0), unconstrained and three κ of model (13)."""
+def plot_ccdf(runs, cfg, pyplot, facts=None):
+    """Figure 2: the CCDF of the paper's group γ = 2 against γ = 1's (`PAPER_GROUPS`; test, split 0),
+    unconstrained and three κ of model (13); the square :math:`[\alpha, \beta]^2` of the band shaded."""
     datasets = [d for d in cfg["datasets"]]
     n_cols = 1 + max(len(cfg["figure2_kappa"][d]) for d in datasets)
     fig, axes = pyplot.subplots(len(datasets), n_cols, figsize=(3.0 * n_cols, 3.0 * len(datasets)), squeeze=False)
@@ -520,9 +557,12 @@ def plot_ccdf(runs, cfg, pyplot):
             ax = axes[i][j]
             found = [r for r in runs if r["dataset"] == dataset and r["method"] == method and r["split"] == 0
                      and r.get("ccdf") and (method == "unconstrained" or (r["model"] == "pdp" and r["param"] == kappa))]
-            if found:
-                ax.plot(found[0]["ccdf"]["x"], found[0]["ccdf"]["y"], color="tab:blue", lw=1.4)
+            first, second = PAPER_GROUPS.get(dataset, (0, 1))
+            if found:   # the stored curve has group id 0 on "x", group id 1 on "y"
+                curve = (found[0]["ccdf"]["x"], found[0]["ccdf"]["y"])
+                ax.plot(curve[first], curve[second], color="tab:blue", lw=1.4)
             ax.plot([0, 1], [0, 1], color="gray", lw=0.6, ls=":")
+            ax.fill_between([a, b], a, b, color="red", alpha=0.12, lw=0)
             for v in (a, b):
                 ax.axvline(v, color="red", lw=0.6, ls="--")
                 ax.axhline(v, color="red", lw=0.6, ls="--")
@@ -530,10 +570,12 @@ def plot_ccdf(runs, cfg, pyplot):
             ax.set_ylim(0, 1)
             ax.set_title(f"{_DATASET_TITLE.get(dataset, dataset)}: "
                          + ("unconstrained" if kappa is None else f"κ = {kappa:g}"), fontsize=9)
-            ax.set_xlabel("CCDF, group 1", fontsize=8)
-            ax.set_ylabel("CCDF, group 2", fontsize=8)
-    fig.suptitle("He, Huang, Yao & Lin [HHYL25] Figure 2: score CCDFs of the two groups (test); band in red",
-                 fontsize=10)
+            names = facts[dataset]["group_names"] if facts and dataset in facts else None
+            for setter, gid, gamma in ((ax.set_xlabel, first, 1), (ax.set_ylabel, second, 2)):
+                who = f"{names[gid]}, γ = {gamma}" if names else f"γ = {gamma}"
+                setter(f"CCDF, {who}", fontsize=8)
+    fig.suptitle("He, Huang, Yao & Lin [HHYL25] Figure 2: score CCDFs of the two groups (test); the band "
+                 "[α, β]² shaded", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     return fig
 
@@ -717,6 +759,7 @@ def write(session, all_tasks, records) -> dict:
     entries = [_run_entry(r) for r in runs]
     points = frontier_points([r for r in runs if r["method"] != "direct_ssg"], cfg["n_splits"])
     check = frontier_check(points)
+    facts = dataset_facts(session)
     for entry in entries:
         if entry["history_csv"]:
             h = entry["history"]
@@ -733,18 +776,21 @@ def write(session, all_tasks, records) -> dict:
             for m in ("accuracy", "pdp", "weak_pdp")},
          "objective": e["objective"], "max_violation": e["max_violation"], "params": repr(e["params"])}
         for e in entries])
-    fcols = ["dataset", "model", "method", "param", "n_splits", "fairness", "fairness_ci", "accuracy", "accuracy_ci"]
-    write_csv(out / "frontier.csv", fcols, points)
+    fcols = ["dataset", "interval", "model", "method", "param", "n_splits", "complete", "fairness", "fairness_ci",
+             "accuracy", "accuracy_ci"]
+    write_csv(out / "frontier.csv", fcols,
+              [{**p, "interval": "[{:g}, {:g})".format(*cfg["interval"][p["dataset"]])} for p in points])
     figures = []
     plt = pyplot(required=False)
     if plt is not None:
-        figures.append(save_figure(plot_frontiers(points, list(cfg["datasets"]), plt),
+        figures.append(save_figure(plot_frontiers(points, list(cfg["datasets"]), plt, facts),
                                    out / "figure1_frontiers.png", 110).name)
-        figures.append(save_figure(plot_ccdf(runs, cfg, plt), out / "figure2_ccdf.png", 110).name)
+        figures.append(save_figure(plot_ccdf(runs, cfg, plt, facts), out / "figure2_ccdf.png", 110).name)
         figures.append(save_figure(plot_idca_vs_ssg(runs, cfg, plt), out / "figure9_10_idca_vs_ssg.png", 110).name)
     doc = {"experiment": NAME, "paper": PAPER, "quick": session.quick, "fastcon_version": __version__,
            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "seed": session.seed,
-           "jobs": session.jobs, "config": cfg, "runs": entries, "frontier": points, "frontier_check": check,
+           "jobs": session.jobs, "config": cfg, "datasets": facts, "runs": entries, "frontier": points,
+           "frontier_check": check,
            "figures": figures,
            "timing": {"runs_wall_time_s": session.runs_wall_time_s, "total_wall_time_s": session.elapsed(),
                       "cpu_time_s": float(sum(r["seconds"] for r in runs))}}
