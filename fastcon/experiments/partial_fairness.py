@@ -779,7 +779,8 @@ def write(session, all_tasks, records) -> dict:
     fcols = ["dataset", "interval", "model", "method", "param", "n_splits", "complete", "fairness", "fairness_ci",
              "accuracy", "accuracy_ci"]
     write_csv(out / "frontier.csv", fcols,
-              [{**p, "interval": "[{:g}, {:g})".format(*cfg["interval"][p["dataset"]])} for p in points])
+              [{**{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in p.items()},
+                "interval": "[{:g}, {:g})".format(*cfg["interval"][p["dataset"]])} for p in points])
     figures = []
     plt = pyplot(required=False)
     if plt is not None:
