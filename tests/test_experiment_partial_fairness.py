@@ -42,6 +42,11 @@ def test_outputs_and_schema(tiny_run):
     assert methods == {"unconstrained", "idca", "group_auc", "inter_group", "intra_group", "penalty", "direct_ssg"}
     # one history CSV per figure run (IDCA and direct SSG at the smallest kappa of each model)
     assert sum(bool(r["history_csv"]) for r in doc["runs"]) == 4
+    facts = on_disk["datasets"]["law_school"]
+    assert facts["group_names"] == ["White", "Non-White"] and facts["interval"] == [0.7, 1.0]
+    a, b = facts["rule_interval"]
+    assert 0.0 <= a < b <= 1.0 and round(b - a, 9) in (0.25, 0.3)
+    assert 0.5 <= facts["test_majority_accuracy"] <= 1.0
 
 
 def test_method_invariants(tiny_run):

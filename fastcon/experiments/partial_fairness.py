@@ -34,8 +34,8 @@ SSG of Figures 9–10 (split 0, the smallest κ of each model) picks its schedul
 :math:`10^4` iterations, then reruns 50,000.
 
 **Outputs.** ``results.json`` (one run per (dataset, model, method, κ/λ, split), with test and
-validation accuracy, pDP and weak pDP; per dataset its group names, band and the majority class's
-test accuracy), ``runs.csv``, ``frontier.csv`` (means and 95% t-intervals over splits; none with
+validation accuracy, pDP and weak pDP; per dataset its group names, band, the band the paper's
+rule picks on these data and the majority class's test accuracy), ``runs.csv``, ``frontier.csv`` (means and 95% t-intervals over splits; none with
 one split), ``figure1_frontiers.png`` (with the majority class's accuracy dotted: a constant
 classifier is perfectly fair), ``figure2_ccdf.png`` (the paper's group γ = 1 on the x axis),
 ``figure9_10_idca_vs_ssg.png`` and the frontier comparison (is IDCA's pDP frontier at or above
@@ -483,20 +483,27 @@ _ROW_LABEL = {"pdp": "1 − pDP (test)", "weak_pdp": "1 − weak pDP (test)"}
 
 
 def dataset_facts(session) -> dict:
-    """Per dataset: its group names and the test accuracy of the majority class (mean over splits),
-    the accuracy a constant classifier reaches (drawn in Figure 1)."""
+    """Per dataset: its group names, the test accuracy of the majority class (mean over splits: the
+    accuracy of a constant classifier, drawn in Figure 1), the band used and the band the paper's
+    rule (§4, `fastcon.metrics.choose_interval` with the unconstrained model's training scores at
+    threshold 0, split 0) picks on these data."""
+    from ..metrics import choose_interval
+
     cfg = session.cfg
     out = {}
     for dataset in cfg["datasets"]:
-        majority, names = [], None
+        majority, names, rule = [], None, None
         for split in range(cfg["n_splits"]):
             data = split_data(dataset, split, cfg, data_home=session.data_home, seed=session.seed,
                               download=session.download)
             y = data.parts["test"][1]
             majority.append(max(float(np.mean(y == 1)), float(np.mean(y != 1))))
             names = data.group_names
+            if split == 0:
+                w, _ = unconstrained_optimum(data)
+                rule = choose_interval(data.scores("train", w), data.parts["train"][2], threshold=0.0).interval
         out[dataset] = {"group_names": names, "test_majority_accuracy": float(np.mean(majority)),
-                        "interval": list(cfg["interval"][dataset])}
+                        "interval": list(cfg["interval"][dataset]), "rule_interval": list(rule)}
     return out
 
 
@@ -804,6 +811,10 @@ def write(session, all_tasks, records) -> dict:
                         f"largest baseline lead (accuracy)", lines,
                         footer=f"outputs in {out}: results.json, runs.csv, frontier.csv, {', '.join(figures)}")
     print(table)
+    for dataset, f in facts.items():
+        print("{}: band [{:g}, {:g}) as the paper's §7; its §4 rule picks [{:g}, {:g}) on these data; majority class "
+              "test accuracy {:.4f}".format(_DATASET_TITLE.get(dataset, dataset), *f["interval"], *f["rule_interval"],
+                                           f["test_majority_accuracy"]))
     return doc
 
 
