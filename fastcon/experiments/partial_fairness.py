@@ -632,7 +632,8 @@ def plot_idca_vs_ssg(runs, cfg, pyplot):
             ax_inf.set_ylabel("infeasibility $\\max(0, \\max_i f_i)$\n(0 drawn at $10^{-12}$)", fontsize=8)
             ax_inf.set_yscale("log")
             ax_inf.set_xlabel("inner iterations (IDCA) / iterations (SSG)")
-            ax_obj.legend(fontsize=7)
+            if ax_obj.get_legend_handles_labels()[0]:   # a panel without runs has nothing to list
+                ax_obj.legend(fontsize=7)
             for ax in (ax_obj, ax_inf):
                 ax.grid(alpha=0.3)
     fig.suptitle("He, Huang, Yao & Lin [HHYL25] Figures 9-10: IDCA vs direct switching subgradient (split 0)",
