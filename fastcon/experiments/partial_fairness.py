@@ -644,7 +644,12 @@ def plot_idca_vs_ssg(runs, cfg, pyplot):
 
 # --------------------------------------------------------------------------------------------- tasks
 def make_tasks(cfg) -> list:
-    """One task per (dataset, split, method, model, κ/λ); the most expensive first (pool balance)."""
+    """One task per (dataset, split, method, model, κ/λ).
+
+    Dataset by dataset, the smallest first, so that a run cut off midway has whole frontiers to
+    show (the full run takes longer than a working session); within a dataset the most expensive
+    methods first, so that the pool's last tasks are short.
+    """
     out = []
     for ds in cfg["datasets"]:
         for split in range(cfg["n_splits"]):
@@ -661,8 +666,8 @@ def make_tasks(cfg) -> list:
                     out.append({"dataset": ds, "split": 0, "method": "direct_ssg", "model": model,
                                 "param": min(cfg["kappa"][model][ds])})
     cost = {"idca": 3, "penalty": 2, "direct_ssg": 2}
-    size = {"a9a": 3, "bank": 3, "law_school": 1}
-    out.sort(key=lambda t: -cost.get(t["method"], 0) * size.get(t["dataset"], 1))  # stable: ties keep order
+    size = {"law_school": 0, "bank": 1, "a9a": 2}
+    out.sort(key=lambda t: (size[t["dataset"]], -cost.get(t["method"], 0)))  # stable: ties keep order
     return out
 
 
