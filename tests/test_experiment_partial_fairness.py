@@ -87,6 +87,25 @@ def test_split_rows_follow_the_paper():
     assert not np.array_equal(E.split_rows("bank", 1, 100, 0)[0], E.split_rows("bank", 2, 100, 0)[0])
 
 
+def test_mostly_zero_designs_are_stored_as_csr(data_home):
+    import scipy.sparse as sp
+
+    X = np.zeros((40, 8))
+    X[:, 0], X[::3, 5] = 1.0, 2.5                    # 1/8 + 14/320 nonzeros: below CSR_MAX_DENSITY
+    stored = E._stored(X)
+    assert sp.issparse(stored) and stored.format == "csr"
+    np.testing.assert_array_equal(stored.toarray(), X)
+    dense = np.ones((4, 3))
+    assert E._stored(dense) is dense
+    assert E._stored(stored) is stored
+    cfg = E.config(quick=True)
+    bank, law = E.SplitData("bank", 0, cfg, data_home=data_home), E.SplitData("law_school", 0, cfg, data_home=data_home)
+    for part in ("train", "validation", "test"):
+        assert sp.issparse(bank.parts[part][0]) and not sp.issparse(law.parts[part][0])
+    w = np.linspace(-1.0, 1.0, bank.n_features)
+    np.testing.assert_allclose(bank.scores("test", w), bank.parts["test"][0].toarray() @ w, rtol=1e-12, atol=1e-12)
+
+
 def test_frontier_check_interpolates_idca_curve():
     pts = [{"dataset": "d", "model": "pdp", "method": "unconstrained", "param": None, "fairness": 0.2, "accuracy": 0.9},
            {"dataset": "d", "model": "pdp", "method": "idca", "param": 0.1, "fairness": 0.6, "accuracy": 0.86},
