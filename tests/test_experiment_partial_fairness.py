@@ -87,6 +87,17 @@ def test_split_rows_follow_the_paper():
     assert not np.array_equal(E.split_rows("bank", 1, 100, 0)[0], E.split_rows("bank", 2, 100, 0)[0])
 
 
+def test_tasks_run_dataset_by_dataset_costliest_methods_first():
+    tasks = E.make_tasks(E.config())
+    order = [t["dataset"] for t in tasks]
+    assert order == sorted(order, key=["law_school", "bank", "a9a"].index)   # whole frontiers one at a time
+    for ds in E.DATASETS:
+        methods = [t["method"] for t in tasks if t["dataset"] == ds]
+        last_costly = max(i for i, m in enumerate(methods) if m in ("idca", "penalty", "direct_ssg"))
+        first_cheap = min(i for i, m in enumerate(methods) if m not in ("idca", "penalty", "direct_ssg"))
+        assert methods[0] == "idca" and last_costly < first_cheap
+
+
 def test_mostly_zero_designs_are_stored_as_csr(data_home):
     import scipy.sparse as sp
 
