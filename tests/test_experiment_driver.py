@@ -117,9 +117,9 @@ def _assert_equal(got, want, where="outputs"):
     if got == want:
         return
     a, b = _as_number(got), _as_number(want)
-    if a is not None and b is not None:
-        if math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL) or (math.isnan(a) and math.isnan(b)):
-            return
+    if a is not None and b is not None and (math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL)
+                                            or (math.isnan(a) and math.isnan(b))):
+        return
     if isinstance(got, dict) and isinstance(want, dict):
         assert set(got) == set(want), f"{where}: keys differ: {sorted(set(got) ^ set(want))}"
         for k in want:
