@@ -101,14 +101,17 @@ def test_tasks_run_dataset_by_dataset_costliest_methods_first():
 def test_mostly_zero_designs_are_stored_as_csr(data_home):
     import scipy.sparse as sp
 
+    from fastcon.datasets._storage import SPARSE_DENSITY, fast_storage
+
     X = np.zeros((40, 8))
-    X[:, 0], X[::3, 5] = 1.0, 2.5                    # 1/8 + 14/320 nonzeros: below CSR_MAX_DENSITY
-    stored = E._stored(X)
+    X[:, 0], X[::3, 5] = 1.0, 2.5                    # 1/8 + 14/320 non-zeros: below SPARSE_DENSITY
+    assert np.count_nonzero(X) <= SPARSE_DENSITY * X.size
+    stored = fast_storage(X)
     assert sp.issparse(stored) and stored.format == "csr"
     np.testing.assert_array_equal(stored.toarray(), X)
     dense = np.ones((4, 3))
-    assert E._stored(dense) is dense
-    assert E._stored(stored) is stored
+    assert fast_storage(dense) is dense
+    assert fast_storage(stored) is stored
     cfg = E.config(quick=True)
     bank, law = E.SplitData("bank", 0, cfg, data_home=data_home), E.SplitData("law_school", 0, cfg, data_home=data_home)
     for part in ("train", "validation", "test"):

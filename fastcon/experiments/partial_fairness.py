@@ -146,32 +146,16 @@ def split_rows(dataset, split, n_rows, seed):
     return np.sort(perm[:n_tr]), np.sort(perm[n_tr:n_tr + n_val]), np.sort(perm[n_tr + n_val:])
 
 
-#: Largest share of nonzeros at which a dense cross-term design is stored as CSR. The kernels then
-#: read only the stored entries (12 bytes each against 8 per dense entry) and skip exact zeros,
-#: which add nothing (results move by round-off only: the transposed products are chunked by
-#: stored entries). Bank's one-hot design (16 % nonzeros) reads 7x faster as CSR (X̃w 0.43 vs
-#: 3.1 ms, 24,713 x 128, one thread) and its IDCA, penalty and pairwise runs take half the time;
-#: law school's (46 %) gains too little (0.15 vs 0.20 ms) to leave the format it is loaded in.
-CSR_MAX_DENSITY = 0.25
-
-
-def _stored(X):
-    """``X`` as the solvers read it fastest: CSR when dense with at most `CSR_MAX_DENSITY` nonzeros."""
-    import scipy.sparse as sp
-
-    if sp.issparse(X) or X.size == 0 or np.count_nonzero(X) > CSR_MAX_DENSITY * X.size:
-        return X
-    return sp.csr_matrix(X)
-
-
 class SplitData:
     """Cross-term design, labels and groups of the train, validation and test rows of one split.
 
-    A mostly-zero dense design (bank's one-hot columns) is kept as CSR (`CSR_MAX_DENSITY`).
+    A mostly-zero dense design (bank's one-hot columns) is kept as CSR
+    (`fastcon.datasets._storage.fast_storage`).
     """
 
     def __init__(self, dataset, split, cfg, data_home=None, seed=0, download=None):
         from ..datasets import load
+        from ..datasets._storage import fast_storage
         from ..problems import cross_term_features
 
         self.dataset, self.split = dataset, split
@@ -192,7 +176,7 @@ class SplitData:
         for name, source, rows in (("train", full, tr), ("validation", full, va), ("test", test, te)):
             X = source.X[rows]
             g = np.asarray(source.groups)[rows]
-            self.parts[name] = (_stored(cross_term_features(X, g, n_groups=2)), np.asarray(source.y)[rows], g)
+            self.parts[name] = (fast_storage(cross_term_features(X, g, n_groups=2)), np.asarray(source.y)[rows], g)
         self.group_names = list(full.group_names)
         self.n_features = self.parts["train"][0].shape[1]
 

@@ -54,13 +54,10 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 from threadpoolctl import threadpool_limits
 
+from ..datasets._storage import fast_storage
 from .._kernels._boosting import logistic_grad_hess, logistic_losses, softmax_grad_hess, softmax_losses
 
 __all__ = ["LinearScoreModel", "LinearState", "loss_curvature"]
-
-#: A dense X with at most this share of non-zeros is stored as CSR (as the estimators do: Adult's one-hot
-#: columns give 13% non-zeros, and a CSR pass reads a third of the bytes).
-SPARSE_DENSITY = 1.0 / 3.0
 
 #: Prox-step solvers; the default was chosen by measurement (class docstring).
 _SOLVERS = ("lbfgs", "newton-cg")
@@ -150,9 +147,8 @@ class LinearScoreModel:
                 raise ValueError(f"X: expected a 2-d array, got shape {X.shape}")
             if not np.all(np.isfinite(X)):
                 raise ValueError("X: contains NaN or infinity")
-            if X.size and np.count_nonzero(X) <= SPARSE_DENSITY * X.size:
-                X = sp.csr_matrix(X)
-            else:
+            X = fast_storage(X)
+            if not sp.issparse(X):
                 X = np.ascontiguousarray(X)
         if isinstance(n_classes, (bool, np.bool_)) or not isinstance(n_classes, (numbers.Integral, np.integer)):
             raise TypeError(f"n_classes: expected an integer >= 2, got {n_classes!r}")
