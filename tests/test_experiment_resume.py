@@ -253,10 +253,13 @@ def test_sigint_stops_parent_and_workers(tmp_path, data_home):
                              "--out", str(out), "--data-home", str(data_home)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
+        # Generous limits, since the test is about a clean stop, not its speed: on a cold numba cache and a
+        # loaded 2-core host the fast run took over 60 s, and the parent once took over 30 s to exit after
+        # the signal (under the full test suite; not reproduced alone). A hang still fails.
+        deadline = time.monotonic() + 300
         while not list(out.glob("checkpoints/*.json")):  # the one fast run is saved; the others sleep
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no run finished in 60 s"
+            assert time.monotonic() < deadline, "no run finished in 300 s"
             time.sleep(0.05)
         workers = [pid for pid, _, ppid, _, cmd in _processes() if ppid == proc.pid and "spawn_main" in cmd]
         assert len(workers) == 2
@@ -267,7 +270,7 @@ def test_sigint_stops_parent_and_workers(tmp_path, data_home):
         time.sleep(1.0)
         assert proc.poll() is None and set(workers) <= set(_live_processes_in_group(proc.pid))
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-        stdout, stderr = proc.communicate(timeout=30)
+        stdout, stderr = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
