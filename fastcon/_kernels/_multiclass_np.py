@@ -171,10 +171,10 @@ __all__ = ["BLAS_BLOCK_WORK", "CSR_BLOCK_ROWS", "pairwise_workspace",
 
 _ZERO = np.uint64(0)
 # The per-block and per-chunk helpers (_block_losses, _csr_rows_losses, _csc_gradient) are compiled
-# once and called, not inlined: inlined, the loss loops were recompiled inside every kernel for every
-# type combination (a cold compile of the four CSR kernels took 125 s, now 40 s); a call per block of
-# rows or per chunk costs nothing measurable. Their flags are passed as these typed constants, since a
-# literal True/False or 0 would compile one more copy per literal value.
+# once and called, not inlined, so that the loss loops are not recompiled inside every kernel for every
+# type combination (docs/design.md, Kernels); a call per block of rows or per chunk costs nothing
+# measurable. Their flags are these typed constants: a literal True/False or 0 compiles one more copy
+# per literal value.
 _VALUE_ONLY, _WITH_GRAD = np.bool_(False), np.bool_(True)
 _FIRST, _ONE_CHUNK = np.int64(0), np.int64(1)
 _ONE = np.uint64(1)
