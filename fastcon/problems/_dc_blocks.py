@@ -30,7 +30,7 @@ from .._kernels._partial_rates import (
     logistic_level_sums,
 )
 from ..metrics._partial_fairness import check_interval
-from ._validation import check_choice, check_groups, check_nonnegative
+from ._validation import check_choice, check_groups, check_memory, check_nonnegative
 
 __all__ = ["GRIDS", "LOGISTIC_MAX_CURVATURE", "SURROGATES"]
 
@@ -79,6 +79,13 @@ class _DCBlock:
             self.rho = 0.0       # hinge means of a linear model are convex: no curvature to offset
         else:
             self.rho = self._default_rho(float(np.max(scores.design.row_norms(), initial=0.0)) ** 2)
+
+    def _check_size(self, field, n_constraints, n_base, n_thresholds):
+        """Refuse a block whose dense Jacobians cannot be held: `minus_linearization` builds the
+        ``(n_base, dim)`` base gradients and the ``(m, dim)`` Jacobian, ``dim = n_w + n_thresholds``."""
+        dim = self.n_weights + n_thresholds
+        check_memory(field, f"{n_constraints:,} constraints on {dim:,} variables (dense Jacobians)",
+                     8 * (n_constraints + n_base) * dim)
 
     # ---- base functions
     def base_rows(self, z, theta, b):

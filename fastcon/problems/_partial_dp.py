@@ -43,6 +43,8 @@ class PartialDPConstraints(_DCBlock):
             raise ValueError(f"n_levels: expected an integer >= 1, got {n_levels!r}")
         self.grid = check_choice("grid", grid, GRIDS)
         P = int(n_levels)
+        G = self.n_groups
+        self._check_size("n_levels" if G <= P else "groups", 2 * G * P, 2 * G * P, P)
         alpha, beta = self.alpha, self.beta
         if grid == "safe":
             if self.kappa >= 1.0:
@@ -55,7 +57,6 @@ class PartialDPConstraints(_DCBlock):
         if surrogate == "logistic" and self.levels[0] == 0.0 and self.width == 0.0:
             raise ValueError("kappa: the logistic surrogate needs kappa > 0 when the grid holds p = 0 (alpha = 0): "
                              "sigma(z - theta) < 0 + kappa (beta - alpha) has no finite theta")
-        G = self.n_groups
         self.n_thresholds = P
         self.n_constraints = 2 * G * P
         self.names = [f"p={p:.3f},k={k},{side}" for p in self.levels for k in range(G) for side in ("lower", "upper")]

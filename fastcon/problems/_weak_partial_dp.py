@@ -39,6 +39,7 @@ class WeakPartialDPConstraints(_DCBlock):
         if not np.isfinite(self.threshold):
             raise ValueError(f"threshold: must be finite, got {self.threshold}")
         G = self.n_groups
+        self._check_size("groups", G * (G - 1), 2 * G, 0)
         self.n_thresholds = 0
         self.levels = np.empty(0)
         self._pairs = np.array([(k, l) for k in range(G) for l in range(G) if l != k], dtype=np.int64).reshape(-1, 2)
