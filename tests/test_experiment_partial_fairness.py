@@ -47,6 +47,11 @@ def test_outputs_and_schema(tiny_run):
     a, b = facts["rule_interval"]
     assert 0.0 <= a < b <= 1.0 and round(b - a, 9) in (0.25, 0.3)
     assert 0.5 <= facts["test_majority_accuracy"] <= 1.0
+    # the summary: the frontier table and one claim line per row, as printed
+    summary = (out / "summary.txt").read_text()
+    assert "is IDCA's frontier at or above each baseline point" in summary
+    claims = [line for line in summary.splitlines() if line.startswith("paper claim")]
+    assert claims == E.paper_claims(on_disk["frontier_check"], on_disk["datasets"]) and len(claims) == 2
 
 
 def test_method_invariants(tiny_run):
@@ -133,6 +138,34 @@ def test_frontier_check_interpolates_idca_curve():
     assert check["penalty"]["largest_baseline_lead"] == pytest.approx(0.01)
     # less fair than the unconstrained start: outside IDCA's range
     assert check["group_auc"]["matched"] == 0 and check["group_auc"]["unmatched_fairness"] == [0.1]
+    assert check["penalty"]["lead_param"] == 2 and check["penalty"]["beyond_idca"] == []
+
+
+def test_paper_claims_say_where_the_frontier_claim_fails():
+    pts = [{"dataset": "d", "model": "pdp", "method": "unconstrained", "param": None, "fairness": 0.2, "accuracy": 0.9,
+            "accuracy_ci": 0.01},
+           {"dataset": "d", "model": "pdp", "method": "idca", "param": 0.1, "fairness": 0.6, "accuracy": 0.86,
+            "accuracy_ci": 0.01},
+           {"dataset": "d", "model": "pdp", "method": "penalty", "param": 1, "fairness": 0.4, "accuracy": 0.87,
+            "accuracy_ci": 0.02},
+           {"dataset": "d", "model": "pdp", "method": "penalty", "param": 2, "fairness": 0.5, "accuracy": 0.885,
+            "accuracy_ci": 0.03},
+           {"dataset": "d", "model": "pdp", "method": "group_auc", "param": 2, "fairness": 0.9, "accuracy": 0.7,
+            "accuracy_ci": 0.01},
+           {"dataset": "d", "model": "pdp", "method": "group_auc", "param": 3, "fairness": 0.1, "accuracy": 0.95,
+            "accuracy_ci": 0.01}]
+    facts = {"d": {"test_majority_accuracy": 0.75}}
+    # IDCA's curve at 0.4 is 0.88 > 0.87, at 0.5 it is 0.87 < 0.885 (lead +0.015, penalty 2, CI 0.03)
+    (line,) = E.paper_claims(E.frontier_check(pts), facts)
+    assert line.startswith("paper claim 'IDCA's frontier is at or above every baseline's at matched fairness' on d, "
+                           "1 − pDP: does NOT hold at 1 of 2 matched points (penalty 1; largest lead penalty 2 by "
+                           "+0.0150, its 95% CI +/-0.0300)")
+    assert ("fairer than IDCA's fairest point (0.600), not comparable: group_auc 2 (0.900, accuracy 0.7000) (1 of 1 "
+            "at or below the accuracy of the majority class, a constant classifier: 0.7500)") in line
+    assert line.endswith("; 1 baseline points less fair than the unconstrained model")
+    pts[3]["accuracy"] = 0.85
+    (line,) = E.paper_claims(E.frontier_check(pts[:4]), facts)
+    assert line.endswith("holds at all 2 matched baseline points")
 
 
 def test_mean_ci_uses_student_t():

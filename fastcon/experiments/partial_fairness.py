@@ -38,8 +38,9 @@ validation accuracy, pDP and weak pDP; per dataset its group names, band, the ba
 rule picks on these data and the majority class's test accuracy), ``runs.csv``, ``frontier.csv`` (means and 95% t-intervals over splits; none with
 one split), ``figure1_frontiers.png`` (with the majority class's accuracy dotted: a constant
 classifier is perfectly fair), ``figure2_ccdf.png`` (the paper's group γ = 1 on the x axis),
-``figure9_10_idca_vs_ssg.png`` and the frontier comparison (is IDCA's pDP frontier at or above
-every baseline's at matched fairness?).
+``figure9_10_idca_vs_ssg.png``, the frontier comparison (is IDCA's pDP frontier at or above
+every baseline's at matched fairness?, `frontier_check`) and, printed and in ``summary.txt``, its
+table and one line per dataset and row saying whether the paper's claim holds (`paper_claims`).
 
 **Quick mode** (``--quick``) changes exactly: one split; training sets subsampled (seeded) to
 3,000 rows, validation and test to 2,000; κ: the largest and the smallest of each grid; one κ per
@@ -442,7 +443,9 @@ def frontier_check(points):
     within that curve's fairness range, and IDCA is *at or above* it when the curve's accuracy at
     :math:`x_b` is :math:`\ge y_b`. Returns one entry per (dataset, row, baseline method): points,
     matched, IDCA at or above, the largest lead of the baseline in accuracy (positive: the baseline
-    is above IDCA's curve) and the fairness values beyond IDCA's range.
+    is above IDCA's curve) with that point's parameter and accuracy CI, the fairness values outside
+    IDCA's range, and the points fairer than IDCA's fairest (``beyond_idca``: parameter, fairness,
+    accuracy), where the comparison cannot be made.
     """
     out = []
     keys = sorted({(p["dataset"], p["model"]) for p in points})
@@ -455,21 +458,78 @@ def frontier_check(points):
         for method in others:
             pts = [p for p in points if p["dataset"] == dataset and p["model"] == model and p["method"] == method]
             matched = below = 0
-            lead = -math.inf
-            unmatched = []
+            lead, leader = -math.inf, None
+            unmatched, beyond = [], []
             for p in pts:
                 if xs.size == 0 or not xs[0] <= p["fairness"] <= xs[-1]:
                     unmatched.append(p["fairness"])
+                    if xs.size and p["fairness"] > xs[-1]:
+                        beyond.append({"param": p["param"], "fairness": p["fairness"], "accuracy": p["accuracy"]})
                     continue
                 matched += 1
                 gap = p["accuracy"] - float(np.interp(p["fairness"], xs, ys))
-                lead = max(lead, gap)
+                if gap > lead:
+                    lead, leader = gap, p
                 below += gap <= 1e-12  # equal accuracies up to round-off count as "at"
             out.append({"dataset": dataset, "model": model, "baseline": method, "points": len(pts),
                         "matched": matched, "idca_at_or_above": int(below),
                         "largest_baseline_lead": None if matched == 0 else float(lead),
-                        "unmatched_fairness": unmatched})
+                        "lead_param": None if leader is None else leader["param"],
+                        "lead_accuracy_ci": None if leader is None else _finite_or_none(leader.get("accuracy_ci")),
+                        "unmatched_fairness": unmatched, "idca_fairest": float(xs[-1]) if xs.size else None,
+                        "beyond_idca": beyond})
     return out
+
+
+def _finite_or_none(v):
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+_CLAIM = "IDCA's frontier is at or above every baseline's at matched fairness"
+
+
+def paper_claims(check, facts) -> list:
+    """Lines saying, per dataset and row, whether [HHYL25]'s Figure 1 claim holds on these results.
+
+    From `frontier_check`: the matched baseline points IDCA's curve is below (with the largest
+    lead, its parameter and the baseline's 95% CI there), then what the comparison cannot reach:
+    baseline points fairer than IDCA's fairest point, with their accuracy against the majority
+    class's (``facts``, `dataset_facts`), and points less fair than the unconstrained start.
+    """
+    lines = []
+    for dataset, model in sorted({(c["dataset"], c["model"]) for c in check}):
+        rows = [c for c in check if c["dataset"] == dataset and c["model"] == model]
+        matched = sum(c["matched"] for c in rows)
+        short = [c for c in rows if c["idca_at_or_above"] < c["matched"]]
+        where = f"{_DATASET_TITLE.get(dataset, dataset)}, {_ROW_LABEL[model].split(' (')[0]}"
+        if matched == 0:
+            line = f"paper claim '{_CLAIM}' on {where}: no baseline point within IDCA's fairness range"
+        elif not short:
+            line = f"paper claim '{_CLAIM}' on {where}: holds at all {matched} matched baseline points"
+        else:
+            n_short = sum(c["matched"] - c["idca_at_or_above"] for c in short)
+            worst = max(short, key=lambda c: c["largest_baseline_lead"])
+            ci = worst["lead_accuracy_ci"]
+            line = (f"paper claim '{_CLAIM}' on {where}: does NOT hold at {n_short} of {matched} matched points ("
+                    + ", ".join(f"{c['baseline']} {c['matched'] - c['idca_at_or_above']}" for c in short)
+                    + f"; largest lead {worst['baseline']} {worst['lead_param']:g} by "
+                    f"{worst['largest_baseline_lead']:+.4f}"
+                    + ("" if ci is None else f", its 95% CI +/-{ci:.4f}") + ")")
+        majority = facts.get(dataset, {}).get("test_majority_accuracy")
+        beyond = [(c["baseline"], b) for c in rows for b in c["beyond_idca"]]
+        if beyond:
+            below = sum(majority is not None and b["accuracy"] <= majority + 1e-9 for _, b in beyond)
+            line += (f"; fairer than IDCA's fairest point ({rows[0]['idca_fairest']:.3f}), not comparable: "
+                     + ", ".join(f"{m} {b['param']:g} ({b['fairness']:.3f}, accuracy {b['accuracy']:.4f})"
+                                 for m, b in beyond))
+            if majority is not None:
+                line += (f" ({below} of {len(beyond)} at or below the accuracy of the majority class, a constant "
+                         f"classifier: {majority:.4f})")
+        less = sum(len(c["unmatched_fairness"]) - len(c["beyond_idca"]) for c in rows)
+        if less and rows[0]["idca_fairest"] is not None:
+            line += f"; {less} baseline points less fair than the unconstrained model"
+        lines.append(line)
+    return lines
 
 
 # ------------------------------------------------------------------------------------------- figures
@@ -848,12 +908,15 @@ def write(session, all_tasks, records) -> dict:
     table = ruled_table(f"{TITLE}: is IDCA's frontier at or above each baseline point at matched test fairness?",
                         f"{'dataset':<11} {'row':<9} {'baseline':<12} {'points':>6} {'matched':>7} {'IDCA>=':>8}  "
                         f"largest baseline lead (accuracy)", lines,
-                        footer=f"outputs in {out}: results.json, runs.csv, frontier.csv, {', '.join(figures)}")
-    print(table)
-    for dataset, f in facts.items():
-        print("{}: band [{:g}, {:g}) as the paper's §7; its §4 rule picks [{:g}, {:g}) on these data; majority class "
-              "test accuracy {:.4f}".format(_DATASET_TITLE.get(dataset, dataset), *f["interval"], *f["rule_interval"],
-                                           f["test_majority_accuracy"]))
+                        footer=f"outputs in {out}: results.json, runs.csv, frontier.csv, summary.txt, "
+                               f"{', '.join(figures)}")
+    text = "\n".join([table] + [
+        "{}: band [{:g}, {:g}) as the paper's §7; its §4 rule picks [{:g}, {:g}) on these data; majority class "
+        "test accuracy {:.4f}".format(_DATASET_TITLE.get(dataset, dataset), *f["interval"], *f["rule_interval"],
+                                     f["test_majority_accuracy"]) for dataset, f in facts.items()]
+        + paper_claims(check, facts))
+    print(text)
+    (out / "summary.txt").write_text(text + "\n")
     return doc
 
 
