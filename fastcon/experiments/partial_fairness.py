@@ -579,7 +579,9 @@ def _no_nan(values):
 def plot_frontiers(points, datasets, pyplot, facts=None):
     """Figure 1: test accuracy against test fairness, rows pDP / weak pDP, one column per dataset;
     the majority class's test accuracy (``facts``, `dataset_facts`) as a dotted line."""
-    fig, axes = pyplot.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7.4), squeeze=False)
+    # one or two panels get a wider figure and a two-row legend, so that the title and legend fit
+    legend_cols = 7 if len(datasets) >= 3 else 4
+    fig, axes = pyplot.subplots(2, len(datasets), figsize=(max(4.2 * len(datasets), 8.4), 7.4), squeeze=False)
     for i, model in enumerate(MODELS):
         for j, dataset in enumerate(datasets):
             ax = axes[i][j]
@@ -608,11 +610,11 @@ def plot_frontiers(points, datasets, pyplot, facts=None):
             ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     seen = dict(zip(labels, handles))
-    fig.legend(seen.values(), seen.keys(), loc="lower center", ncol=7, fontsize=8, frameon=False)
+    fig.legend(seen.values(), seen.keys(), loc="lower center", ncol=legend_cols, fontsize=8, frameon=False)
     n_splits = max((p["n_splits"] for p in points), default=0)
     spread = "mean, 95% CI over splits" if n_splits > 1 else "one split: no interval"
     fig.suptitle(f"He, Huang, Yao & Lin [HHYL25] Figure 1: accuracy vs partial fairness ({spread})", fontsize=10)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    fig.tight_layout(rect=(0, 0.05 if legend_cols == 7 else 0.07, 1, 0.96))
     return fig
 
 
