@@ -162,7 +162,7 @@ def test_paper_claims_say_where_the_frontier_claim_fails():
                            "+0.0150, its 95% CI +/-0.0300)")
     assert ("fairer than IDCA's fairest point (0.600), not comparable: group_auc 2 (0.900, accuracy 0.7000) (1 of 1 "
             "at or below the accuracy of the majority class, a constant classifier: 0.7500)") in line
-    assert line.endswith("; 1 baseline points less fair than the unconstrained model")
+    assert line.endswith("; 1 baseline point less fair than the unconstrained model")
     pts[3]["accuracy"] = 0.85
     (line,) = E.paper_claims(E.frontier_check(pts[:4]), facts)
     assert line.endswith("holds at all 2 matched baseline points")

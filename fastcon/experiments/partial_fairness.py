@@ -527,7 +527,7 @@ def paper_claims(check, facts) -> list:
                          f"classifier: {majority:.4f})")
         less = sum(len(c["unmatched_fairness"]) - len(c["beyond_idca"]) for c in rows)
         if less and rows[0]["idca_fairest"] is not None:
-            line += f"; {less} baseline points less fair than the unconstrained model"
+            line += f"; {less} baseline point{'s' if less > 1 else ''} less fair than the unconstrained model"
         lines.append(line)
     return lines
 
