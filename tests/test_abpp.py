@@ -532,6 +532,8 @@ def test_argument_errors_name_the_field():
     problem = NeymanPearsonScores(y, 2, {0: 1.0})
     with pytest.raises(ValueError, match="^max_iter"):
         abpp(problem, model, max_iter=0)
+    with pytest.raises(ValueError, match=r"^max_iter: the step sizes of 10,000,000,000,000 iterations"):
+        abpp(problem, model, max_iter=10**13)
     with pytest.raises(ValueError, match="^primal_step"):
         abpp(problem, model, primal_step=-1.0)
     with pytest.raises(ValueError, match="^multipliers"):

@@ -299,7 +299,7 @@ def test_predict_proba_agrees_with_predict_at_tiny_scores():
     ({"tolerance": -1}, "tolerance"), ({"tolerance": float("nan")}, "tolerance"), ({"constraint": "foo"}, "constraint"),
     ({"validation_fraction": 1.5}, "validation_fraction"), ({"loss": "squared"}, "loss"), ({"ridge": -1.0}, "ridge"),
     ({"solver": "magic"}, "solver"), ({"smoothing": 0}, "smoothing"), ({"max_calibration": 0}, "max_calibration"),
-    ({"n_thresholds": 2.5}, "n_thresholds")])
+    ({"n_thresholds": 2.5}, "n_thresholds"), ({"constraint": "roc", "n_thresholds": 10**13}, "n_thresholds")])
 def test_fair_bad_parameters_name_the_field(params, field):
     X, y, g = make_groups_data(100, 14)
     with pytest.raises(ValueError, match=f"^{field}: "):

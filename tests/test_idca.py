@@ -160,6 +160,8 @@ def test_argument_errors_name_the_field():
         idca(p, tolerance=0.0)
     with pytest.raises(ValueError, match="^outer_iter"):
         idca(p, outer_iter=0)
+    with pytest.raises(ValueError, match=r"^outer_iter: 10,000,000,000,000 values of the tolerance schedule"):
+        idca(p, outer_iter=10**13)        # 73 TiB of tolerances: refused before the loop, not a MemoryError
     with pytest.raises(ValueError, match="^x0"):
         idca(p, x0=[np.nan, 0])
     with pytest.raises(ValueError, match="^output"):

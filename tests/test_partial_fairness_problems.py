@@ -339,7 +339,7 @@ def test_bad_inputs_name_the_field(rng):
 def test_sizes_beyond_memory_are_refused_at_once(rng, monkeypatch):
     """A count of levels or of groups whose dense Jacobians cannot be held is an error naming it, raised
     before anything of that size is built (it was a MemoryError after minutes, or a hang in the pair list)."""
-    from fastcon.problems import _validation
+    from fastcon import _memory_limit
 
     n = 60
     X = rng.normal(size=(n, 3))
@@ -351,19 +351,19 @@ def test_sizes_beyond_memory_are_refused_at_once(rng, monkeypatch):
         partial_dp_constraints(scores, groups, (0.1, 0.5), 0.1, n_levels=10**7)   # petabytes on any machine
     # at a stated memory, just below and above the limit (half of it): 16 (2 G P) (n_w + P) bytes, G = 2
     need = 16 * (4 * 100) * (8 + 100)
-    monkeypatch.setattr(_validation, "physical_memory", lambda: 2 * need)
+    monkeypatch.setattr(_memory_limit, "physical_memory", lambda: 2 * need)
     assert partial_dp_constraints(scores, groups, (0.1, 0.5), 0.1, n_levels=100).n_constraints == 400
-    monkeypatch.setattr(_validation, "physical_memory", lambda: 2 * need - 2)
+    monkeypatch.setattr(_memory_limit, "physical_memory", lambda: 2 * need - 2)
     with pytest.raises(ValueError, match=r"^n_levels: 400 constraints on 108 variables"):
         partial_dp_constraints(scores, groups, (0.1, 0.5), 0.1, n_levels=100)
     # one group per row: the G (G - 1) ordered pairs of model (17), 8 (3540 + 2 G) 8 = 234,240 bytes, and the
     # 2 G P rows of model (13), 8 (1200 + 1200) 18 = 345,600 bytes, against a limit of 200,000
-    monkeypatch.setattr(_validation, "physical_memory", lambda: 400_000)
+    monkeypatch.setattr(_memory_limit, "physical_memory", lambda: 400_000)
     ids = np.arange(n)
     per_row = LinearScores(Dataset(cross_term_features(X, groups), np.ones(n), groups=ids), fit_intercept=False)
     with pytest.raises(ValueError, match=r"^groups: 3,540 constraints on 8 variables"):
         weak_partial_dp_constraints(per_row, ids, (0.1, 0.5), 0.1)
     with pytest.raises(ValueError, match=r"^groups: 1,200 constraints on 18 variables"):
         partial_dp_constraints(per_row, ids, (0.1, 0.5), 0.1)
-    monkeypatch.setattr(_validation, "physical_memory", lambda: None)   # the OS does not say: no check
+    monkeypatch.setattr(_memory_limit, "physical_memory", lambda: None)   # the OS does not say: no check
     assert weak_partial_dp_constraints(per_row, ids, (0.1, 0.5), 0.1).n_constraints == n * (n - 1)

@@ -200,6 +200,10 @@ def test_validation_errors(rng):
         roc_fairness(A_p, A_u, thresholds=10, erm_scores=np.array([0.0, np.nan]))
     with pytest.raises(ValueError, match="thresholds: expected a positive"):
         roc_fairness(A_p, A_u, thresholds=0, erm_scores=np.zeros(3))
+    with pytest.raises(ValueError, match=r"^thresholds: 10,000,000,000,000 thresholds .* would need 582\.1 TiB"):
+        roc_fairness(A_p, A_u, thresholds=10**13, erm_scores=np.zeros(3))
+    with pytest.raises(ValueError, match=r"^n_thresholds: 10,000,000,000,000 thresholds"):
+        threshold_grid(np.zeros(3), 10**13)
     with pytest.raises(ValueError, match="not both"):
         roc_fairness(A_p, A_u, thresholds=grid, erm_scores=np.zeros(3))
     term = roc_fairness(A_p, A_u, thresholds=grid)

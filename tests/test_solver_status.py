@@ -6,6 +6,7 @@ import pytest
 
 from fastcon.datasets import make_fair_classification
 from fastcon.problems import Ball, ConstrainedProblem, erm_optimum, hinge_risk, less_equal
+from fastcon import _memory_limit
 from fastcon.solvers import (
     check_feasibility, conex, exact_penalty_trust_region, iqrc, online_stochastic_subgradient, proximal_point, spider,
     switching_subgradient,
@@ -89,6 +90,40 @@ def test_iteration_counts_must_be_positive_integers(data, name, value):
     call, argument = CALLS[name]
     with pytest.raises(ValueError, match=f"^{argument}: must be an integer >= 1"):
         call(small_problem(data), **{argument: value})
+
+
+# Solvers that evaluate a schedule for every iteration before their loop, and the count that sets its length.
+SCHEDULED = {
+    "switching_subgradient": (lambda p, n: switching_subgradient(p, max_iter=n, step_size=0.05), "max_iter"),
+    "conex": (lambda p, n: conex(p, max_iter=n), "max_iter"),
+    "proximal_point": (lambda p, n: proximal_point(p, rho_hat=1.0, inner_iter=n), "inner_iter"),
+    "iqrc": (lambda p, n: iqrc(p, inner_iter=n), "inner_iter"),
+    "iqrc_phase_one": (lambda p, n: iqrc(p, phase_one_iter=n, phase_one_step_size=0.1), "phase_one_iter"),
+    "check_feasibility": (lambda p, n: check_feasibility(p, max_iter=n, step_size=0.5), "max_iter"),
+    "check_feasibility_default_step": (lambda p, n: check_feasibility(p, max_iter=n), "max_iter"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULED))
+def test_iteration_counts_beyond_memory_are_refused_at_once(data, name):
+    """A count whose schedule arrays cannot be held is an error naming it, raised before the loop (it was a
+    bare MemoryError, or a machine driven into swap at counts just under that)."""
+    call, argument = SCHEDULED[name]
+    with pytest.raises(ValueError, match=f"^{argument}: 10,000,000,000,000 values of the .* schedule \\(evaluated "
+                                         r"before the loop\) would need 72\.8 TiB, more than 1/8 of this machine's"):
+        call(small_problem(data), 10**13)
+
+
+def test_schedule_limit_is_an_eighth_of_the_memory(data, monkeypatch):
+    """At a stated memory: 200 iterations (1,600 bytes per schedule) pass at 8 x 1,600 bytes, not one byte less."""
+    monkeypatch.setattr(_memory_limit, "physical_memory", lambda: 8 * 1600)
+    assert switching_subgradient(small_problem(data), max_iter=200, step_size=0.05).n_iter == 200
+    monkeypatch.setattr(_memory_limit, "physical_memory", lambda: 8 * 1600 - 8)
+    with pytest.raises(ValueError, match=r"^max_iter: 200 values of the step_size schedule .* would need 1\.6 KiB, "
+                                         r"more than 1/8 of this machine's memory \(12\.5 KiB\)"):
+        switching_subgradient(small_problem(data), max_iter=200, step_size=0.05)
+    monkeypatch.setattr(_memory_limit, "physical_memory", lambda: None)   # the OS does not say: no check
+    assert switching_subgradient(small_problem(data), max_iter=200, step_size=0.05).n_iter == 200
 
 
 @pytest.mark.parametrize("name", ["switching_subgradient", "conex", "spider", "exact_penalty_trust_region",

@@ -13,7 +13,7 @@ from ..metrics._partial_fairness import check_interval
 from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
 from ..problems._partial_dp import partial_dp_constraints
 from ..problems._partial_fairness import PartialFairnessProblem
-from ..problems._roc_fairness import threshold_grid
+from ..problems._roc_fairness import check_n_thresholds, threshold_grid
 from ..problems._score_constraints import FAIRNESS_CONSTRAINTS, group_fairness_constraints
 from ..problems._weak_partial_dp import weak_partial_dp_constraints
 from ..solvers._common import check_choice
@@ -229,6 +229,7 @@ class FairClassifier(LinearConstrainedClassifier):
         if self.max_calibration is not None:
             check_count("max_calibration", self.max_calibration)
         check_count("n_thresholds", self.n_thresholds)
+        check_n_thresholds(self.n_thresholds)
         return choose_solver(self.solver, self.loss, self.constraint)
 
     def fit(self, X, y, sensitive_features=None, sample_weight=None):

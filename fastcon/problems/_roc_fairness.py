@@ -29,6 +29,7 @@ import numpy as np
 
 from .._kernels._threshold_sweep import grid_blocks, sigmoid_prime_weights, sigmoid_sweep, sweep_workspace
 from .._kernels._datafit import ROC_GAP, datafit_bundle
+from .._memory_limit import check_memory
 from ._design import DesignMatrix
 from ._groups import split_group_rows, stacked_csr, stratified_rows
 from ._validation import check_out, check_x
@@ -39,7 +40,7 @@ __all__ = ["ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshol
 SIGMA_SECOND_BOUND = 1.0 / (6.0 * np.sqrt(3.0))
 
 
-def threshold_grid(erm_scores, n_thresholds=400):
+def threshold_grid(erm_scores, n_thresholds=400, field="n_thresholds"):
     r"""The paper's grid: ``np.linspace(lo, hi, n_thresholds)`` around the ERM scores ([HL23] §6.1).
 
     :math:`lo = \min_i s_i - \frac12(\max_i s_i - \min_i s_i)`,
@@ -52,12 +53,27 @@ def threshold_grid(erm_scores, n_thresholds=400):
     erm_scores : array-like of shape (n,)
         Scores :math:`w_{ERM}^\top a_i` on the constraint data :math:`\mathcal D`.
     n_thresholds : int
+        Checked by `check_n_thresholds`.
+    field : str
+        The argument named in error messages.
     """
     s = _finite_vector(erm_scores, "erm_scores")
-    n_thresholds = _positive_int(n_thresholds, "thresholds")
+    n_thresholds = check_n_thresholds(n_thresholds, field)
     lo, hi = float(s.min()), float(s.max())
     half = 0.5 * (hi - lo) if hi > lo else 1.0
     return np.linspace(lo - half, hi + half, n_thresholds)
+
+
+def check_n_thresholds(n_thresholds, field="n_thresholds") -> int:
+    """A positive count of thresholds whose arrays this machine can hold.
+
+    `ROCFairness` keeps at least eight float64 arrays of this length (the grid, its factors, the
+    two group means, the sweep's per-chunk accumulators): a count whose arrays exceed half the
+    memory is a ValueError naming ``field``, raised before any of them is built.
+    """
+    n_thresholds = _positive_int(n_thresholds, field)
+    check_memory(field, f"{n_thresholds:,} thresholds (eight float64 arrays of that length)", 64 * n_thresholds)
+    return n_thresholds
 
 
 def _finite_vector(v, field):
@@ -313,11 +329,11 @@ def roc_fairness(group_p, group_u, thresholds=400, erm_scores=None) -> ROCFairne
     ROCFairness
     """
     if np.ndim(thresholds) == 0:
-        m = _positive_int(thresholds, "thresholds")
+        m = check_n_thresholds(thresholds, "thresholds")
         if erm_scores is None:
             raise ValueError("erm_scores: needed to build the default threshold grid; pass ERM scores "
                              "or an explicit thresholds array")
-        thresholds = threshold_grid(erm_scores, m)
+        thresholds = threshold_grid(erm_scores, m, field="thresholds")
     elif erm_scores is not None:
         raise ValueError("erm_scores: give either a thresholds array or erm_scores, not both")
     return ROCFairness(group_p, group_u, thresholds)

@@ -1,11 +1,10 @@
 """Argument checks shared by every term's oracles: one wording of each error, everywhere."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from .._kernels._checks import all_finite
+from .._memory_limit import check_memory
 
 __all__ = ["check_choice", "check_groups", "check_memory", "check_nonnegative", "check_out", "check_rows", "check_x"]
 
@@ -93,35 +92,3 @@ def check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name}: expected one of {choices}, got {value!r}")
     return value
-
-
-def physical_memory() -> int | None:
-    """This machine's physical memory in bytes, or None where the OS does not say (``os.sysconf``)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def check_memory(field, what, n_bytes):
-    """A ValueError naming ``field`` when ``n_bytes`` of working arrays exceed half of the physical memory.
-
-    For sizes a user sets (a count of levels, of groups) that the solver turns into dense arrays:
-    refused before anything of that size is built, instead of a MemoryError minutes later or a
-    machine driven into swap. ``what`` says what the arrays are, for the message. No check where the
-    OS does not report its memory.
-    """
-    total = physical_memory()
-    if total is not None and n_bytes > total // 2:
-        raise ValueError(f"{field}: {what} would need {_size(n_bytes)}, more than half of this machine's "
-                         f"memory ({_size(total)})")
-
-
-def _size(n_bytes) -> str:
-    """``"3.2 GiB"``, ``"57.8 PiB"``: a byte count as a person reads it."""
-    value, unit = float(n_bytes), "bytes"
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if value < 1024.0 or unit == "EiB":
-            break
-        value /= 1024.0
-    return f"{value:.1f} {unit}" if unit != "bytes" else f"{int(n_bytes)} bytes"

@@ -11,7 +11,9 @@ Conventions (the solvers' docstrings say which applies to each parameter):
   and never a float, even an integral one — ``max_iter=2.7`` used to run 2 iterations silently,
   and accepting ``10.0`` but not ``10.5`` would make the rule depend on the value.
 - *step sizes and tolerances*: finite reals, non-negative or positive as the parameter needs; a
-  schedule (callable of ``t``) is evaluated once over the run and every value is checked.
+  schedule (callable of ``t``) is evaluated once over the run and every value is checked. The count
+  that sets a schedule's length is refused, by name, when the float64 array would take more than
+  an eighth of the machine's memory (`check_schedule_length`).
 - *seeds*: an integer >= 0, a `numpy.random.SeedSequence`, a `numpy.random.Generator` or None
   (fresh entropy).
 """
@@ -22,10 +24,11 @@ import numbers
 
 import numpy as np
 
+from .._memory_limit import check_memory
 from ._schedules import as_schedule
 
 __all__ = ["check_count", "check_optional_count", "check_real", "check_optional_real", "check_schedule",
-           "check_seed", "check_callback"]
+           "check_schedule_length", "check_seed", "check_callback"]
 
 
 def _is_integer(value) -> bool:
@@ -69,13 +72,23 @@ def check_optional_real(name, value, **kwargs):
     return None if value is None else check_real(name, value, **kwargs)
 
 
-def check_schedule(name, value, n, *, positive=False, signed=False, allow_inf=False) -> np.ndarray:
+def check_schedule_length(count, n, name="step_size") -> int:
+    """``n``, or a ValueError naming ``count`` when a float64 schedule of ``n`` values would take more
+    than an eighth of the machine's memory (a solver holds up to four such arrays)."""
+    check_memory(count, f"{n:,} values of the {name} schedule (evaluated before the loop)", 8 * n, share=8)
+    return n
+
+
+def check_schedule(name, value, n, *, positive=False, signed=False, allow_inf=False, count="max_iter") -> np.ndarray:
     """The values :math:`s_0..s_{n-1}` of a float/callable/`Schedule`, each checked like `check_real`.
 
     ``signed=True`` allows negative values (e.g. a switching tolerance below 0 is a stricter test).
+    ``count`` names the argument that set ``n``: an ``n`` whose ``8 n`` bytes exceed an eighth of
+    the machine's memory is a ValueError naming it (a solver holds up to four such arrays).
     """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name}: expected a float or a callable of the iteration t, got {value!r}")
+    check_schedule_length(count, n, name)
     try:
         values = as_schedule(value, name).values(n)
     except ValueError as exc:

@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from .._memory_limit import check_memory
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ._bregman_models import loss_curvature
@@ -88,6 +89,7 @@ def abpp_step_sizes(max_iter, primal_step=0.1, dual_step=0.1, mu=0.0):
     tau0 = check_real("primal_step", primal_step, positive=True)
     sigma0 = check_real("dual_step", dual_step, positive=True)
     mu = check_real("mu", mu)
+    check_memory("max_iter", f"the step sizes of {K:,} iterations (five float64 arrays)", 40 * K)
     tau = np.empty(K)
     sigma = np.empty(K)
     theta = np.empty(K)

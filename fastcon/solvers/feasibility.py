@@ -53,7 +53,7 @@ from .._results import History
 from ..problems import Ball, BlockTerm, Box, ColumnBalls, Product, ProductOfBalls, ProximalTerm, ShiftedTerm, Whole
 from ..problems import ClassPairwiseRisk, MarginRisk
 from ._common import PassMeter, start_point
-from ._schedules import Schedule
+from ._schedules import Schedule, inverse_sqrt
 from ._validation import check_count, check_real, check_schedule
 
 __all__ = ["check_feasibility", "FeasibilityResult", "support_function"]
@@ -258,7 +258,7 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
         lengths, rule = None, "polyak"
     elif isinstance(step_size, (int, float, np.integer, np.floating)) and not isinstance(step_size, bool):
         c = check_real("step_size", step_size, positive=True)
-        lengths, rule = c / np.sqrt(np.arange(1.0, K + 1.0)), f"{c:.6g}/sqrt(k+1)"
+        lengths, rule = check_schedule("step_size", inverse_sqrt(c), K), f"{c:.6g}/sqrt(k+1)"
     else:
         lengths, rule = check_schedule("step_size", step_size, K), repr(step_size)
 

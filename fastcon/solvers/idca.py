@@ -178,7 +178,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
     check_dc_problem(problem)
     check_choice("output", output, _OUTPUTS)
     K = check_count("outer_iter", outer_iter)
-    eps = check_schedule("tolerance", tolerance, K, positive=True)
+    eps = check_schedule("tolerance", tolerance, K, positive=True, count="outer_iter")
     if callable(inner_iter):
         T = [check_count(f"inner_iter({k})", inner_iter(k)) for k in range(K)]
     else:

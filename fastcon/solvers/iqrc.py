@@ -27,7 +27,9 @@ from ._common import (
     FEASIBILITY_TOLERANCE, PassMeter, check_choice, describe_seed, no_feasible_message, renamed_keywords,
     seeded_streams, start_point,
 )
-from ._validation import check_callback, check_count, check_optional_count, check_real, check_schedule, check_seed
+from ._validation import (
+    check_callback, check_count, check_optional_count, check_real, check_schedule, check_schedule_length, check_seed,
+)
 from ._schedules import Schedule, as_schedule
 from .proximal_point import proximal_point
 
@@ -72,7 +74,7 @@ def _phase_one(problem, x, target, max_iter, step_size):
     lowest :math:`g` seen (Remark 1's :math:`x_{temp}`).
     """
     polyak = isinstance(step_size, str)
-    steps = None if polyak else check_schedule("phase_one_step_size", step_size, max_iter)
+    steps = None if polyak else check_schedule("phase_one_step_size", step_size, max_iter, count="phase_one_iter")
     grad = np.empty(problem.dim)
     best_x, best_g = x.copy(), math.inf
     meter = PassMeter(problem)
@@ -236,7 +238,8 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
     rho_hat = check_real("rho_hat", rho_hat, positive=True)
     tolerance = check_real("tolerance", tolerance, positive=True)
     mu = _modulus(rho_hat, rho, mu)
-    outer_iter, inner_iter = check_count("outer_iter", outer_iter), check_count("inner_iter", inner_iter)
+    outer_iter = check_count("outer_iter", outer_iter)
+    inner_iter = check_schedule_length("inner_iter", check_count("inner_iter", inner_iter))
     phase_one_iter = check_count("phase_one_iter", phase_one_iter, 0)
     check_optional_count("record_every", record_every)
     check_seed("seed", seed)

@@ -29,7 +29,9 @@ from ._common import (
     as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message, rename_keywords,
     start_point,
 )
-from ._validation import check_callback, check_count, check_optional_count, check_real, check_seed
+from ._validation import (
+    check_callback, check_count, check_optional_count, check_real, check_schedule_length, check_seed,
+)
 from .switching import _switching_subgradient
 
 __all__ = ["proximal_point"]
@@ -118,7 +120,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     check_choice("inner_output", inner_output, ("weighted_average", "last"))
     check_choice("schedule_index", schedule_index, ("inner", "outer"))
     K = check_count("outer_iter", outer_iter)
-    inner_iter = check_count("inner_iter", inner_iter)
+    inner_iter = check_schedule_length("inner_iter", check_count("inner_iter", inner_iter))
     rho_hat = check_real("rho_hat", rho_hat, positive=True)
     feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
     check_optional_count("record_every", record_every)
