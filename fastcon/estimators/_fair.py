@@ -74,7 +74,11 @@ class FairClassifier(LinearConstrainedClassifier):
     \max\{u/\tau - \frac12, 0\}` of width :math:`\tau` = ``smoothing`` in score units (the
     paper's ramp is :math:`\tau = 1`), each constraint a difference of convex functions, solved by
     IDCA (`fastcon.solvers.idca`, Algorithms 1–2 of [HHYL25]) from :math:`w = 0` with the feasible thresholds of
-    `~fastcon.problems.PartialDPConstraints.initial_thresholds`. The model is linear on
+    `~fastcon.problems.PartialDPConstraints.initial_thresholds` (``"partial_dp"``), or from the
+    constant model whose surrogate selection rate is the weighted base rate clipped to the band
+    (``"weak_partial_dp"`` with ``fit_intercept``: at :math:`w = 0` every group's rate is
+    :math:`\sigma(0) = \frac12`, above a band below :math:`\frac12`, and IDCA then keeps every
+    group's rate near :math:`\beta`, predicting positive far beyond the base rate). The model is linear on
     :math:`[x, 1]` (the intercept is a weight on a column of ones; the ridge skips it). The paper's
     cross-term features :math:`(1, \xi, \gamma, \gamma\xi)` would need the group at prediction
     time, and ``predict`` takes no groups, so the estimator does not use them
@@ -393,13 +397,25 @@ class FairClassifier(LinearConstrainedClassifier):
             return weak_partial_dp_constraints(scores, g_fit, interval, bound, threshold=0.0)
 
         state = {"x": None, "scale": None}
+        start = None
+        if self.constraint == "weak_partial_dp" and self.fit_intercept:
+            # Model (17)'s threshold is fixed at 0, so the start's intercept decides on which side of
+            # the band the groups' surrogate rates begin. At w = 0 every rate is sigma(0) = 1/2: above
+            # a band below 1/2, where each clipped rate is beta and IDCA stays on that branch, keeping
+            # a rate >= (1 - kappa) beta in every group (bank, band [0, 0.25], base rate 0.12: accuracy
+            # 0.77 against the constant classifier's 0.89). Any constant model is feasible (all groups
+            # share its rate); this one's ramp rate is the weighted base rate clipped to the band.
+            alpha, beta = interval
+            rate = min(max(float(np.dot(w_fit, y_fit) / w_fit.sum()), alpha), beta)
+            start = np.zeros(n_w)
+            start[n_features] = rate - 0.5   # the solver's ramp is clip(s + 1/2, 0, 1)
 
         def solve_at(bound, smoothing):
             # the solver's scores are the model's over tau = smoothing: a ramp of width 1 on them is
             # tau wide on the model's (the model is tau times the solver's x)
             objective.scale = smoothing
             problem = PartialFairnessProblem(objective, block_at(bound), name=name)
-            x0 = problem.x0
+            x0 = problem.x0 if start is None else start
             # IDCA needs an epsilon-feasible start (its inner solver keeps the best epsilon-feasible
             # iterate): the previous model (w and thresholds, rescaled to this tau) qualifies after
             # a looser bound, rarely after a tighter one
