@@ -53,6 +53,9 @@ the hooks below; `._runner.drive` calls them in this order (``session`` is a `._
     are the initial tasks followed by those ``follow_up`` added, ``records`` theirs, in that order.
 ``run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True, download=None, **overrides)``
     ``return _runner.drive(sys.modules[__name__], ...)`` with the same arguments.
+``task_kinds(task) -> list``, ``record_seconds(record)`` (optional)
+    For the time left printed while the tasks run (`._time_left.TimeLeft`): a task's kinds, most
+    specific first, whose finished tasks' mean duration estimates it; a loaded record's duration.
 ``RESUMABLE``, ``CHECKPOINT_FIELDS`` (optional)
     With ``RESUMABLE = True`` every record is checkpointed (it must then be JSON-able) and
     ``--resume`` reuses them; ``CHECKPOINT_FIELDS`` names the task fields that determine a record

@@ -52,6 +52,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._time_left import TimeLeft
 from ._writer import output_folder
 
 __all__ = ["ExperimentInterrupted", "Session", "TaskCheckpoints", "WorkerPool", "apply_overrides", "drive",
@@ -251,7 +252,7 @@ class TaskCheckpoints:
 
 
 # ------------------------------------------------------------------------------- running tasks
-def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=None, progress=None):
+def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=None, progress=None, timer=None):
     """Run ``execute(task)`` for every task, in this process (``jobs`` = 1) or in ``jobs`` workers.
 
     Parameters
@@ -278,6 +279,9 @@ def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=
     progress : callable, optional
         ``progress(done, total, fresh)`` before ``on_done`` for every record (run or loaded):
         records so far, tasks known so far, and how many of the records were run here.
+    timer : TimeLeft, optional
+        Told of every task as it is added, started and finished (before ``progress``), for the
+        time left.
 
     Returns
     -------
@@ -292,6 +296,8 @@ def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=
 
     def completed(i, record, fresh):
         results[i] = record
+        if timer is not None:
+            timer.finish(i, record, fresh)
         counts["done"] += 1
         counts["fresh"] += int(fresh)
         if progress is not None:
@@ -309,6 +315,8 @@ def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=
             all_tasks.append(task)
             results.append(None)
             fresh.append(len(all_tasks) - 1)
+            if timer is not None:
+                timer.add(fresh[-1], task)
         waiting = []
         for i in fresh:
             record = None if checkpoints is None else checkpoints.load(all_tasks[i])
@@ -325,6 +333,8 @@ def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=
     if int(jobs) <= 1:
         while queue:
             i = queue.popleft()
+            if timer is not None:
+                timer.start(i)
             completed(i, execute(all_tasks[i]), fresh=True)
         return all_tasks, results
     with WorkerPool(jobs, initializer=_init_worker) as pool:
@@ -333,6 +343,8 @@ def run_tasks(tasks, execute, jobs=1, on_done=None, checkpoints=None, follow_up=
             while queue and len(running) < int(jobs):
                 i = queue.popleft()
                 running[pool.submit(execute, all_tasks[i])] = i
+                if timer is not None:
+                    timer.start(i)
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in done:
                 completed(running.pop(fut), fut.result(), fresh=True)
@@ -374,8 +386,8 @@ class Session:
     runs_wall_time_s : float
         Seconds spent in `run_tasks` (set before ``write``).
     runs_progress : str
-        ``"done/total"`` runs and, once a run has finished here, the estimated time left (from the
-        mean wall time per run so far); prefixes `log` lines while the tasks run.
+        ``"done/total"`` runs and, once a run has finished here, the estimated time left
+        (`._time_left.TimeLeft`); prefixes `log` lines while the tasks run.
     state : dict
         Free for the hooks (e.g. problem metadata built by ``tasks`` and read by ``write``).
     """
@@ -457,11 +469,11 @@ def drive(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, ve
             tasks = spec.tasks(session)
             on_done, follow_up = getattr(spec, "on_done", None), getattr(spec, "follow_up", None)
             t_run = time.perf_counter()
+            timer = TimeLeft(getattr(spec, "task_kinds", None), getattr(spec, "record_seconds", None))
 
             def progress(done, total, fresh):
-                left = ""
-                if fresh and done < total:
-                    left = f", {_duration((time.perf_counter() - t_run) / fresh * (total - done))} left"
+                seconds = timer.seconds_left() if done < total else None
+                left = "" if seconds is None else f", {_duration(seconds)} left"
                 session.runs_progress = f"{done}/{total}{left}"
 
             all_tasks, records = run_tasks(
@@ -469,7 +481,7 @@ def drive(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, ve
                 on_done=None if on_done is None else (lambda task, rec: on_done(session, task, rec)),
                 checkpoints=checkpoints,
                 follow_up=None if follow_up is None else (lambda task, rec: follow_up(session, task, rec)),
-                progress=progress)
+                progress=progress, timer=timer)
             session.runs_wall_time_s = time.perf_counter() - t_run
             session.runs_progress = ""
             doc = spec.write(session, all_tasks, records)

@@ -790,6 +790,17 @@ def execute_task(task, cfg, data_home=None, seed=0, download=None) -> dict:
 CHECKPOINT_FIELDS = ("dataset", "split", "method", "model", "param", "seed", "cfg")
 
 
+def task_kinds(task) -> list:
+    """Kinds for the time left (`._time_left`): a run costs about what runs of its method cost on its
+    dataset (IDCA 200-600 s on a9a, a pairwise baseline 1-4 s)."""
+    return [(task["dataset"], task["method"], task["model"]), (task["dataset"], task["method"]), (task["method"],)]
+
+
+def record_seconds(record):
+    """A loaded record's duration (`execute_task` stores it)."""
+    return record.get("seconds")
+
+
 def check_config(cfg):
     unknown = sorted(set(cfg["datasets"]) - set(DATASETS))
     if unknown:
