@@ -125,6 +125,25 @@ def test_mostly_zero_designs_are_stored_as_csr(data_home):
     np.testing.assert_allclose(bank.scores("test", w), bank.parts["test"][0].toarray() @ w, rtol=1e-12, atol=1e-12)
 
 
+def test_base_rate_start_is_feasible_and_sits_at_the_base_rate(data_home):
+    """Every group's ramp rate at the start is the training base rate clipped to the band (law school's
+    0.89 lies inside [0.70, 1]); IDCA runs from it; it is offered for model (17) only."""
+    cfg = {**E.config(quick=True), **TINY}
+    data = E.SplitData("law_school", 0, cfg, data_home=data_home)
+    problem = E.build_problem(data, "weak_pdp", 0.05, cfg)
+    x0 = E.base_rate_start(data, problem, cfg)
+    _, y, g = data.parts["train"]
+    assert 0.70 < np.mean(y > 0) < 1.0
+    s = data.scores("train", x0)
+    for k in np.unique(g):
+        assert np.clip(s[g == k] + 0.5, 0.0, 1.0).mean() == pytest.approx(np.mean(y > 0), abs=1e-12)
+    assert np.max(problem.constraint_values(x0)) < 0.0
+    record, x = E.run_idca(data, "weak_pdp", 0.05, cfg, start="base_rate")
+    assert record["train_objective"] < problem.objective_value(x0)
+    with pytest.raises(ValueError, match="^start: "):
+        E.run_idca(data, "pdp", 0.05, cfg, start="base_rate")
+
+
 def test_frontier_check_interpolates_idca_curve():
     pts = [{"dataset": "d", "model": "pdp", "method": "unconstrained", "param": None, "fairness": 0.2, "accuracy": 0.9},
            {"dataset": "d", "model": "pdp", "method": "idca", "param": 0.1, "fairness": 0.6, "accuracy": 0.86},

@@ -245,9 +245,36 @@ def unconstrained_optimum(data):
 
 
 # ------------------------------------------------------------------------------------------- methods
-def run_idca(data, model, kappa, cfg, keep_history=False):
-    """IDCA with the paper's two-stage selection; the record of the selected run."""
+def base_rate_start(data, problem, cfg):
+    r"""The constant model whose ramp rate is the training base rate clipped to the band.
+
+    Every constant model is feasible for models (13) and (17) (all groups share its rates). Model
+    (17)'s threshold is fixed at 0, so the start's rate picks the branch IDCA follows: at w = 0 it
+    is :math:`\sigma(0) = 1/2`, above a band below 1/2 (docs/design.md, "Partial fairness").
+    """
+    alpha, beta = cfg["interval"][data.dataset]
+    rate = min(max(float(np.mean(data.parts["train"][1] > 0)), alpha), beta)
+    x0 = problem.x0.copy()
+    x0[0] = rate - 0.5     # column 0 of the cross-term design is the ones column; ramp = clip(s + 1/2, 0, 1)
+    return x0
+
+
+def run_idca(data, model, kappa, cfg, keep_history=False, start="zero"):
+    """IDCA with the paper's two-stage selection; the record of the selected run.
+
+    ``start``: ``"zero"``, the paper's :math:`w^{(0)} = 0`, or ``"base_rate"`` (`base_rate_start`,
+    for model (17) only; results/partial-fairness/start_study.py compares the two).
+    """
     from ..solvers import idca
+
+    if start not in ("zero", "base_rate") or (start == "base_rate" and model != "weak_pdp"):
+        raise ValueError(f"start: expected 'zero', or 'base_rate' with model (17), got {start!r} with {model!r}")
+
+    def problem_at():
+        problem = build_problem(data, model, kappa, cfg)
+        if start == "base_rate":
+            problem.x0 = base_rate_start(data, problem, cfg)
+        return problem
 
     interval = tuple(cfg["interval"][data.dataset])
     grid = cfg["idca"]
@@ -255,8 +282,7 @@ def run_idca(data, model, kappa, cfg, keep_history=False):
     tuning = []
     if len(candidates) > 1:
         for T, eps in candidates:
-            res = idca(build_problem(data, model, kappa, cfg), outer_iter=grid["tuning_outer"], inner_iter=T,
-                       tolerance=eps)
+            res = idca(problem_at(), outer_iter=grid["tuning_outer"], inner_iter=T, tolerance=eps)
             tuning.append({"inner_iter": T, "tolerance": eps, "status": res.status,
                            "validation_accuracy": evaluate(data, res.x, interval)["validation"]["accuracy"]})
         best = max(tuning, key=lambda r: r["validation_accuracy"])  # first of the ties: grid order
@@ -272,7 +298,7 @@ def run_idca(data, model, kappa, cfg, keep_history=False):
             inner_done[k + 1] = int(info["inner_iterations"])
         return False
 
-    problem = build_problem(data, model, kappa, cfg)
+    problem = problem_at()
     res = idca(problem, outer_iter=outers[-1], inner_iter=T, tolerance=eps, callback=keep)
     scored = [(K, evaluate(data, snapshots[K], interval)) for K in outers if K in snapshots]
     K, metrics = max(scored, key=lambda item: item[1]["validation"]["accuracy"])
