@@ -17,6 +17,23 @@ def method_kinds(task):
     return [(task["dataset"], task["method"]), (task["method"],)]
 
 
+def timer_of_kindless_tasks(n):
+    """A timer without kinds that knows tasks ``0..n-1``, and its clock."""
+    clock = Clock()
+    timer = TimeLeft(clock=clock)
+    for i in range(n):
+        timer.add(i, {})
+    return timer, clock
+
+
+def run_one_at_a_time(timer, clock, durations):
+    """Tasks ``i`` run here back to back, for ``durations[i]`` seconds each."""
+    for i, seconds in durations:
+        timer.start(i)
+        clock.now += seconds
+        timer.finish(i, {}, fresh=True)
+
+
 def test_nothing_is_estimated_before_a_task_ran_here():
     clock = Clock()
     timer = TimeLeft(method_kinds, lambda record: record["seconds"], clock=clock)
@@ -28,14 +45,8 @@ def test_nothing_is_estimated_before_a_task_ran_here():
 
 
 def test_one_worker_without_kinds_is_the_mean_duration_times_the_tasks_left():
-    clock = Clock()
-    timer = TimeLeft(clock=clock)
-    for i in range(4):
-        timer.add(i, {})
-    for i, seconds in ((0, 10.0), (1, 30.0)):
-        timer.start(i)
-        clock.now += seconds
-        timer.finish(i, {}, fresh=True)
+    timer, clock = timer_of_kindless_tasks(4)
+    run_one_at_a_time(timer, clock, ((0, 10.0), (1, 30.0)))
     assert timer.seconds_left() == pytest.approx(2 * 20.0)
 
 
@@ -46,10 +57,7 @@ def test_each_task_is_estimated_by_its_own_kind():
     tasks = [{"dataset": "a", "method": m} for m in ("idca", "pairwise", "idca", "pairwise", "pairwise", "pairwise")]
     for i, task in enumerate(tasks):
         timer.add(i, task)
-    for i, seconds in ((0, 100.0), (1, 1.0)):
-        timer.start(i)
-        clock.now += seconds
-        timer.finish(i, {}, fresh=True)
+    run_one_at_a_time(timer, clock, ((0, 100.0), (1, 1.0)))
     assert timer.seconds_left() == pytest.approx(100.0 + 3 * 1.0)
 
 
@@ -61,9 +69,7 @@ def test_an_unseen_kind_falls_back_to_the_general_one_and_fresh_comes_before_loa
     timer.add(2, {"dataset": "a9a", "method": "idca"})
     timer.finish(0, {"seconds": 300.0}, fresh=False)
     timer.finish(1, {"seconds": 500.0}, fresh=False)
-    timer.start(2)
-    clock.now += 200.0
-    timer.finish(2, {}, fresh=True)
+    run_one_at_a_time(timer, clock, ((2, 200.0),))
     # a9a penalty: no a9a penalty run yet, so every penalty run (the loaded bank one)
     assert timer.estimate({"dataset": "a9a", "method": "penalty"}) == 300.0
     # idca: the run measured here (200 s), not the loaded one (500 s), at the same level
@@ -73,10 +79,7 @@ def test_an_unseen_kind_falls_back_to_the_general_one_and_fresh_comes_before_loa
 
 
 def test_two_busy_workers_halve_the_time_and_running_tasks_count_what_is_left_of_them():
-    clock = Clock()
-    timer = TimeLeft(clock=clock)
-    for i in range(3):
-        timer.add(i, {})
+    timer, clock = timer_of_kindless_tasks(3)
     timer.start(0)
     timer.start(1)
     clock.now = 10.0
