@@ -478,6 +478,26 @@ def _roles(spec, subset):
     return ("train",) if subset == "train" else ("train", "test")
 
 
+def _model_loader(name):
+    """The loader to name when ``name`` is a path to a saved model (an estimator's ``save``), else None.
+
+    Only the archive's list of entries is read: ``__header__.npy`` marks `fastcon.estimators.load`'s
+    format, ``header.json`` `fastcon.boosting.load`'s.
+    """
+    if not isinstance(name, (str, os.PathLike)):
+        return None
+    try:
+        with zipfile.ZipFile(os.fspath(name)) as archive:
+            entries = set(archive.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None
+    if "__header__.npy" in entries:
+        return "fastcon.estimators.load"
+    if "header.json" in entries:
+        return "fastcon.boosting.load"
+    return None
+
+
 def load(name, data_home=None, subset="train", download=None, verify=True) -> Dataset:
     """Load a named dataset as a `Dataset`.
 
@@ -508,10 +528,21 @@ def load(name, data_home=None, subset="train", download=None, verify=True) -> Da
         A file is missing and downloading is off or failed (a `FileNotFoundError`).
     ChecksumError
         A file has the wrong sha256.
+    ValueError
+        An unknown name; when ``name`` is the path of a model file written by an estimator's
+        ``save``, the message names the loader to use (`fastcon.estimators.load` or
+        `fastcon.boosting.load`).
     """
     from ._recipes import RECIPES
 
-    spec = get_spec(name)
+    try:
+        spec = get_spec(name)
+    except ValueError:
+        loader = _model_loader(name)
+        if loader is not None:
+            raise ValueError(f"name: {os.fspath(name)!r} is a model file written by an estimator's save(), not a "
+                             f"dataset; read it with {loader}({os.fspath(name)!r})") from None
+        raise
     folder = _resolve_home(data_home) / spec.folder
     files = {f.role: fetch_file(f, folder, download, dataset=spec.name, verify=verify)
              for f in spec.files if f.role in _roles(spec, subset)}

@@ -23,7 +23,10 @@ e.g. a group label that is an arbitrary Python object, makes `save` raise TypeEr
 attribute rather than drop it.
 
 `load` only constructs classes of `ESTIMATORS` by name and only sets attributes named like fitted
-attributes (``name_``), so nothing in the file is ever executed.
+attributes (``name_``), so nothing in the file is ever executed. It reads the header first and then
+only the entries the header refers to; before decompressing one it checks its declared size against
+its ``.npy`` header and against the size of the whole file (`save` stores entries uncompressed, so
+a small file cannot make `load` read gigabytes), and the fitted arrays' shapes against each other.
 """
 from __future__ import annotations
 
@@ -233,6 +236,134 @@ def read_header(raw, where, format_name, format_version, what):
     return header
 
 
+def _array_refs(value, where, refs):
+    """Collect ``key -> where`` for every ``{"__array__": key}`` in a decoded-JSON ``value``."""
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            _array_refs(v, f"{where}[{i}]", refs)
+    elif isinstance(value, dict):
+        if len(value) == 1 and "__array__" in value:
+            key = value["__array__"]
+            if isinstance(key, str):
+                refs.setdefault(key, where)
+            return
+        for k, v in value.items():
+            _array_refs(v, f"{where}[{k!r}]" if where else str(k), refs)
+    return refs
+
+
+class _Entries:
+    """The entries of one archive, read only after their declared sizes are checked.
+
+    The limit is the archive itself: `save` stores every entry uncompressed (``np.savez``), so an
+    entry it wrote is never larger than the file that holds it. An entry that declares more bytes
+    than the whole file (a zip bomb: a few MB inflating to GB), or whose size disagrees with the
+    shape and dtype of its ``.npy`` header, is rejected before any of its data is decompressed.
+    """
+
+    def __init__(self, archive, where, file_size):
+        self.archive, self.where, self.file_size = archive, where, file_size
+        self.declared = {}   # entry name -> (shape, dtype)
+        self.budget = file_size   # bytes the referenced entries may still declare, in all
+
+    def _fail(self, message):
+        raise ValueError(f"path: {self.where!r} {message}")
+
+    def declare(self, name, what):
+        """Check entry ``name`` (``what`` names its use) without reading its data: returns (shape, dtype)."""
+        try:
+            info = self.archive.getinfo(name)
+        except KeyError:
+            self._fail(f"is inconsistent: {what} refers to entry {name!r}, which the file does not hold")
+        if info.file_size > self.budget:
+            self._fail(f"is inconsistent: entry {name!r} ({what}) declares {info.file_size:,} bytes uncompressed, "
+                       f"more than the {self.file_size:,} bytes of the whole file (less the entries before it); "
+                       "save stores entries uncompressed, so no entry it wrote is larger than its file")
+        try:
+            with self.archive.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, fortran, dtype = read(fh)
+                offset = fh.tell()
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
+            self._fail(f"is not a fastcon estimator file: entry {name!r} ({what}) is not a .npy array ({exc})")
+        if dtype.hasobject:
+            self._fail(f"is not a fastcon estimator file: entry {name!r} ({what}) holds Python objects, "
+                       "which only pickle could read")
+        expected = offset + math.prod(shape) * dtype.itemsize
+        if info.file_size != expected:
+            self._fail(f"is inconsistent: entry {name!r} ({what}) declares {info.file_size:,} bytes, but its "
+                       f".npy header declares shape {shape} of {dtype} ({expected:,} bytes with the header)")
+        self.budget -= info.file_size
+        self.declared[name] = (tuple(shape), dtype)
+        return self.declared[name]
+
+    def read(self, name, what):
+        """The array of entry ``name``, already checked by `declare`."""
+        try:
+            with self.archive.open(name) as fh:
+                array = np.lib.format.read_array(fh, allow_pickle=False)
+                if fh.read(1):   # nothing after the data; reading to the end checks the CRC-32
+                    raise ValueError("data beyond the declared array")
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            self._fail(f"is not a fastcon estimator file: entry {name!r} ({what}) cannot be read ({exc})")
+        return array
+
+
+def _shape_of(value, declared):
+    """Shape of an encoded attribute: an ``__array__`` (its declared shape) or ``__object_array__``; else None."""
+    if isinstance(value, dict) and len(value) == 1:
+        if "__array__" in value:
+            return declared.get(f"{value['__array__']}.npy", (None, None))[0]
+        if "__object_array__" in value and isinstance(value["__object_array__"], list):
+            return (len(value["__object_array__"]),)
+    return None
+
+
+def _check_shapes(where, name, attributes, declared):
+    """The fitted arrays agree with each other (before any data is read); ValueError naming the field.
+
+    ``coef_`` is (n_rows, n_features_in_) of floats, ``intercept_`` (n_rows,) of floats, ``classes_``
+    one-dimensional with n_rows = len(classes_) (multi-class) or 1 and two classes (binary), and
+    ``feature_names_in_`` has n_features_in_ entries.
+    """
+    def fail(message):
+        raise ValueError(f"path: {where!r} is inconsistent: {message}")
+
+    n_features = attributes.get("n_features_in_")
+    if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1:
+        fail(f"n_features_in_ is {n_features!r}, not a positive integer")
+    shapes = {}
+    for key in ("coef_", "intercept_", "classes_"):
+        shape = _shape_of(attributes.get(key), declared)
+        if shape is None:
+            fail(f"{key} is missing or not an array")
+        shapes[key] = shape
+    for key in ("coef_", "intercept_"):
+        dtype = declared.get(f"{attributes[key].get('__array__')}.npy", (None, None))[1]
+        if dtype is None or dtype.kind != "f":
+            fail(f"{key} has dtype {dtype}, not floating point")
+    coef, intercept, classes = shapes["coef_"], shapes["intercept_"], shapes["classes_"]
+    if len(coef) != 2 or coef[1] != n_features:
+        fail(f"coef_ has shape {coef}, but n_features_in_ is {n_features} (expected (n_rows, {n_features}))")
+    if len(classes) != 1:
+        fail(f"classes_ has shape {classes}, not one-dimensional")
+    multiclass = name == "MultiClassNeymanPearsonClassifier"
+    rows = classes[0] if multiclass else 1
+    if (multiclass and classes[0] < 2) or (not multiclass and classes[0] != 2):
+        fail(f"classes_ has {classes[0]} classes; {name} has {'at least 2' if multiclass else 'exactly 2'}")
+    if coef[0] != rows:
+        fail(f"coef_ has {coef[0]} rows for the {classes[0]} entries of classes_ (expected {rows})")
+    if intercept != (rows,):
+        fail(f"intercept_ has shape {intercept}, but coef_ has {rows} rows (expected ({rows},))")
+    names = attributes.get("feature_names_in_")
+    if names is not None:
+        shape = _shape_of(names, declared)
+        if shape != (n_features,):
+            fail(f"feature_names_in_ has shape {shape}, but n_features_in_ is {n_features}")
+
+
 def load(path):
     """Rebuild an estimator written by `save`: same parameters, same fitted arrays (bit for bit).
 
@@ -250,41 +381,61 @@ def load(path):
     ------
     ValueError
         ``"path: ..."`` when the file is not an estimator file of this format, was written by a
-        newer format version, names an unknown estimator class or parameter, or is inconsistent.
-        Nothing in the file is executed: arrays are read with ``allow_pickle=False``, classes are
-        looked up in a fixed table.
+        newer format version, names an unknown estimator class or parameter, or is inconsistent:
+        an entry larger than the whole file or than its ``.npy`` header declares, or fitted arrays
+        whose shapes disagree (the message names the field). Nothing in the file is executed:
+        arrays are read with ``allow_pickle=False``, classes are looked up in a fixed table.
+
+    Notes
+    -----
+    The JSON header is read and checked first, then only the entries it refers to; every entry's
+    declared size is checked (against the file's size and its ``.npy`` header, see `_Entries`)
+    and the fitted arrays' shapes against each other before any array data is decompressed.
+    Entries nothing refers to are never read.
     """
     where = os.fspath(path)
-    try:
-        archive = np.load(where, allow_pickle=False)
-    except FileNotFoundError:
-        raise
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-        raise ValueError(f"path: {where!r} is not a fastcon estimator file ({exc})") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):   # a bare .npy array
+    with open(where, "rb") as fh:   # FileNotFoundError as is
+        magic = fh.read(6)
+        file_size = os.fstat(fh.fileno()).st_size
+    if magic == b"\x93NUMPY":
         raise ValueError(f"path: {where!r} is not a fastcon estimator file (a single array, not an archive)")
     try:
-        arrays = {k: archive[k] for k in archive.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        archive = zipfile.ZipFile(where)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise ValueError(f"path: {where!r} is not a fastcon estimator file ({exc})") from None
-    finally:
-        archive.close()
-    raw = arrays.pop(_HEADER, None)
-    if raw is None or raw.dtype != np.uint8 or raw.ndim != 1:
-        raise ValueError(f"path: {where!r} has no fastcon estimator header")
-    header = read_header(raw.tobytes(), where, FORMAT, FORMAT_VERSION, "fastcon estimator file")
-    name = header.get("class")
-    known = _estimators()
-    if name not in known:
-        raise ValueError(f"path: {where!r} holds an estimator of class {name!r}, not one of {sorted(known)}")
-    cls = known[name]
-    params, attributes = header.get("params"), header.get("attributes")
-    if not isinstance(params, dict) or not isinstance(attributes, dict):
-        raise ValueError(f"path: {where!r} has no params/attributes tables")
-    accepted = cls().get_params(deep=False)
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise ValueError(f"path: {where!r} sets parameter(s) {unknown} that {name} does not have")
+    with archive:
+        entries = _Entries(archive, where, file_size)
+        if f"{_HEADER}.npy" not in archive.namelist():
+            raise ValueError(f"path: {where!r} has no fastcon estimator header")
+        shape, dtype = entries.declare(f"{_HEADER}.npy", "the header")
+        if dtype != np.uint8 or len(shape) != 1:
+            raise ValueError(f"path: {where!r} has no fastcon estimator header (entry {_HEADER}.npy holds "
+                             f"{dtype} of shape {shape}, not bytes)")
+        raw = entries.read(f"{_HEADER}.npy", "the header")
+        header = read_header(raw.tobytes(), where, FORMAT, FORMAT_VERSION, "fastcon estimator file")
+        name = header.get("class")
+        known = _estimators()
+        if name not in known:
+            raise ValueError(f"path: {where!r} holds an estimator of class {name!r}, not one of {sorted(known)}")
+        cls = known[name]
+        params, attributes = header.get("params"), header.get("attributes")
+        if not isinstance(params, dict) or not isinstance(attributes, dict):
+            raise ValueError(f"path: {where!r} has no params/attributes tables")
+        accepted = cls().get_params(deep=False)
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise ValueError(f"path: {where!r} sets parameter(s) {unknown} that {name} does not have")
+        # Only the entries the header refers to, each checked before any data is read.
+        refs = _array_refs(attributes, "", _array_refs(params, "params", {}))
+        for key, used in refs.items():
+            if key == _HEADER:
+                raise ValueError(f"path: {where!r} is inconsistent: {used} refers to the header entry")
+            if f"{key}.npy" not in archive.namelist():
+                raise ValueError(f"path: {where!r} is inconsistent: {used}: refers to array {key!r}, which the "
+                                 "file does not hold")
+            entries.declare(f"{key}.npy", used)
+        _check_shapes(where, name, attributes, entries.declared)
+        arrays = {key: entries.read(f"{key}.npy", used) for key, used in refs.items()}
     try:
         estimator = cls(**{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
         for key, value in attributes.items():
@@ -295,4 +446,3 @@ def load(path):
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
     return estimator
-
