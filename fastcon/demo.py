@@ -1,138 +1,349 @@
-r"""``fastcon demo``: a fairness-constrained linear classifier on synthetic data, end to end.
+r"""``fastcon demo``: the constrained estimators against an unconstrained scikit-learn model, end to end.
 
-The problem is the ROC-fairness problem (12) of Huang & Lin [HL23] §6.1 (see docs/references.md) on
-data where the unconstrained classifier is unfair by construction (`make_fair_classification`, a
-group-dependent score shift):
+Two small problems, both on synthetic data made on the spot (no data folder, no download), each
+split 70/30 into training rows and held-out rows that no model sees in ``fit``:
 
-.. math::
+1. **Fairness.** `make_fair_classification` gives data whose groups differ in score, so an
+   unconstrained classifier selects one group far more often. scikit-learn's
+   ``LogisticRegression()`` (unconstrained, ``C=1``: the same L2 penalty as fastcon's default
+   ``ridge=1/n``) against ``FairClassifier("demographic_parity", tolerance)`` and
+   ``FairClassifier("equalized_odds", tolerance)``: accuracy and the *hard* gaps (of ``predict``,
+   worst pair of groups) on the held-out rows.
+2. **Neyman–Pearson.** `make_neyman_pearson` gives two Gaussian classes. ``LogisticRegression()``
+   against ``NeymanPearsonClassifier(alpha)`` (threshold on the training rows) and
+   ``NeymanPearsonClassifier(alpha, delta)`` (umbrella threshold: P(type-I error > alpha) <= delta):
+   type-I error (class -1 predicted +1, the bounded one) and type-II error on the held-out rows.
 
-    \min_{\|w\| \le r} R(w) \quad\text{s.t.}\quad L(w) \le L^* + \kappa,
-
-with :math:`R` the smoothed ROC gap between the groups (eq. 11), :math:`L` the hinge risk and
-:math:`L^*` its exact minimum (an LP). The paper uses :math:`\kappa = 10^{-3} L^*`; the demo allows
-:math:`\kappa = 0.05 L^*` so the accuracy/fairness trade-off is visible. It is solved with the
-switching subgradient method (Algorithm 1), and the before/after table compares ERM with the
-constrained solution on held-out data.
+The figure (``demo.png``) sweeps the bound: accuracy against the held-out demographic-parity gap as
+``tolerance`` goes from tight to loose, the held-out gap against ``tolerance`` (demographic parity
+and equalized odds), and the held-out type-I error against ``alpha``. Every estimator argument the
+demo relies on is passed explicitly, so a change of a default does not change the demo.
 """
 from __future__ import annotations
 
+import csv
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .datasets import make_fair_classification
-from .metrics import accuracy, demographic_parity_gap, roc_gap, smoothed_roc_gap
-from .problems import erm_optimum, hinge_constrained_problem, hinge_risk, roc_fairness_from_dataset
-from .solvers import switching_subgradient
+from .datasets import make_fair_classification, make_neyman_pearson
+from .metrics import equalized_odds_gap, group_rates, type_one_error, type_two_error
 
 __all__ = ["run_demo"]
 
+#: The bounds of the sweep in the figure (the table's bound is added when it is not among them).
+TOLERANCES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
+ALPHAS = (0.01, 0.02, 0.05, 0.1, 0.2)
+#: The data: the group (or class) proportions and how unfair (or how separable) the data are.
+GROUP_PROPORTIONS = (0.6, 0.4)
+SHIFT = 1.5
+POSITIVE_FRACTION = 0.3
+CLASS_SEP = 2.0
+N_FEATURES = 20
+TEST_FRACTION = 0.3
+#: The Neyman–Pearson class whose error is bounded (the labels of the synthetic data are -1/+1).
+CONSTRAINED_CLASS = -1.0
 
-def _evaluate(w, data, thresholds):
-    scores = data.X @ w
-    return {
-        "hinge_risk": hinge_risk(data).value(w),
-        "accuracy": accuracy(scores, data.y),
-        "smoothed_roc_gap": smoothed_roc_gap(scores, data.groups, thresholds),
-        "roc_gap": roc_gap(scores, data.groups),
-        "dp_gap": demographic_parity_gap(scores, data.groups),
-    }
+_FIELDS = ["problem", "model", "constraint", "bound", "delta", "accuracy", "dp_gap", "eo_gap", "type_one_error",
+           "type_two_error", "train_value", "fit_s"]
 
 
-def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, max_iter=2000, kappa_rel=0.1, step_size=0.1,
-             verbose=True) -> dict:
-    """Run the demo; write ``table.csv``, ``results.json``, ``history.csv`` and ``demo.png``.
+def _require_sklearn():
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        raise ImportError("fastcon demo compares fastcon's estimators with scikit-learn, which is an optional "
+                          "dependency: pip install 'fastcon[sklearn,plot]'") from None
 
-    Returns the dict written to ``results.json`` (before/after metrics on train and test). The
-    output folder is created and checked writable first (ValueError naming ``out_dir`` if not),
-    so nothing is computed for outputs that could not be saved.
+
+def _fair(constraint, tolerance, seed):
+    from .estimators import FairClassifier
+
+    return FairClassifier(constraint, tolerance=tolerance, loss="logistic", ridge=None, fit_intercept=True,
+                          solver="auto", random_state=seed)
+
+
+def _neyman_pearson(alpha, delta, seed):
+    from .estimators import NeymanPearsonClassifier
+
+    return NeymanPearsonClassifier(alpha=alpha, delta=delta, constrained_class=CONSTRAINED_CLASS, loss="logistic",
+                                   ridge=None, fit_intercept=True, solver="auto", smoothing=0.1,
+                                   calibration_fraction=0.5, random_state=seed)
+
+
+def _baseline():
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=1.0, max_iter=1000)
+
+
+def _timed_fit(model, X, y, **fit_args):
+    t0 = time.perf_counter()
+    model.fit(X, y, **fit_args)
+    return model, time.perf_counter() - t0
+
+
+def _fairness_row(name, model, constraint, bound, part, fit_s, train_value=None):
+    y_pred = model.predict(part.X)
+    return {"problem": "fairness", "model": name, "constraint": constraint, "bound": bound, "delta": None,
+            "accuracy": float(np.mean(y_pred == part.y)),
+            "dp_gap": group_rates(y_pred, part.groups).gap("selection_rate"),
+            "eo_gap": equalized_odds_gap(y_pred, part.y, part.groups),
+            "type_one_error": None, "type_two_error": None, "train_value": train_value, "fit_s": fit_s}
+
+
+def _np_row(name, model, bound, delta, part, fit_s, train_value=None):
+    y_pred = model.predict(part.X)
+    return {"problem": "neyman_pearson", "model": name, "constraint": "type_one_error" if bound else None,
+            "bound": bound, "delta": delta, "accuracy": float(np.mean(y_pred == part.y)), "dp_gap": None,
+            "eo_gap": None, "type_one_error": type_one_error(y_pred, part.y, CONSTRAINED_CLASS),
+            "type_two_error": type_two_error(y_pred, part.y, CONSTRAINED_CLASS), "train_value": train_value,
+            "fit_s": fit_s}
+
+
+def _counts(labels, names):
+    return " / ".join(f"{n} {c:,}" for n, c in zip(names, np.bincount(labels).tolist()))
+
+
+def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance=0.05, alpha=0.05, delta=0.1,
+             tolerances=TOLERANCES, alphas=ALPHAS, verbose=True) -> dict:
+    """Run the demo; write ``table.csv``, ``results.json`` and ``demo.png`` into ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : path
+        Created if needed and checked writable first (ValueError naming ``out_dir`` if not), so
+        nothing is computed for outputs that could not be saved.
+    seed : int
+        Seed of the synthetic data and the splits; the tables are the same for the same seed.
+    n_samples : int
+        Rows of each of the two synthetic data sets (30 % of them held out).
+    tolerance, alpha, delta : float
+        The bounds of the table: ``FairClassifier(..., tolerance=tolerance)``,
+        ``NeymanPearsonClassifier(alpha=alpha)`` and ``NeymanPearsonClassifier(alpha=alpha, delta=delta)``.
+    tolerances, alphas : sequence of float
+        The sweeps of the figure.
+    verbose : bool
+        Print the tables (stdout; the wall time goes to stderr, so stdout depends on the seed only).
+
+    Returns
+    -------
+    dict
+        What ``results.json`` holds: the settings, the table's rows (held-out metrics), the sweeps.
     """
     from .experiments._writer import writable_folder
 
     t0 = time.perf_counter()
+    _require_sklearn()
     out = Path(out_dir)
     try:
         writable_folder(out)
     except OSError as exc:
         raise ValueError(f"out_dir: cannot write to {out}: {exc.strerror or exc}") from exc
     say = print if verbose else (lambda *a, **k: None)
-    data = make_fair_classification(n_samples=n_samples, n_features=20, shift=1.5, seed=seed)
-    train, test = data.split((0.75, 0.25), seed=seed)
-    # [HL23]'s 2:1 split of the training part: constraint data D, objective data by group.
-    constraint_data, objective_data = train.split((2 / 3, 1 / 3), seed=seed + 1)
-    say(f"data: {data.n_samples} rows x {data.n_features} features, groups "
-        f"{dict(zip(data.group_names, np.bincount(data.groups).tolist()))}")
+    split = (1 - TEST_FRACTION, TEST_FRACTION)
 
-    erm = erm_optimum(constraint_data)
-    objective = roc_fairness_from_dataset(objective_data, erm.w)
-    problem = hinge_constrained_problem(objective, constraint_data, kappa_rel=kappa_rel, erm=erm)
-    L_star, kappa = problem.info["L_star"], problem.info["kappa"]
-    say(f"ERM (exact LP): L* = {L_star:.4f}; constraint L(w) <= L* + {kappa:.4f}; "
-        f"ball radius {problem.info['radius']:.2f}")
+    # ---------------------------------------------------------------- 1. fairness
+    data = make_fair_classification(n_samples=n_samples, n_features=N_FEATURES, group_proportions=GROUP_PROPORTIONS,
+                                    shift=SHIFT, seed=seed)
+    train, test = data.split(split, seed=seed, stratify=True)
+    baseline, fit_s = _timed_fit(_baseline(), train.X, train.y)
+    rows = [_fairness_row("LogisticRegression()", baseline, None, None, test, fit_s)]
+    dp_sweep, eo_sweep = [], []
+    fair_tolerances = sorted(set(tolerances) | {tolerance})
+    for constraint, sweep in (("demographic_parity", dp_sweep), ("equalized_odds", eo_sweep)):
+        for t in fair_tolerances:
+            model, fit_s = _timed_fit(_fair(constraint, t, seed), train.X, train.y, sensitive_features=train.groups)
+            name = f'FairClassifier("{constraint}", tolerance={t:g})'
+            row = _fairness_row(name, model, constraint, t, test, fit_s, train_value=float(model.fit_gap_))
+            row["met_on_train"] = bool(model.calibration_["met"])
+            sweep.append(row)
+            if t == tolerance:
+                rows.append(row)
 
-    # Static SSG (Algorithm 1): eta and eps on the scale of the paper's grids for unit-scale data.
-    result = switching_subgradient(problem, max_iter=max_iter, step_size=step_size, tolerance=1e-3 * kappa,
-                                   output="best", record_every=max(max_iter // 300, 1), seed=seed,
-                                   verbose="lines" if verbose else False)
-    thresholds = objective.thresholds
-    rows = []
-    for split_name, part in (("train", train), ("test", test)):
-        for model, w in (("ERM", erm.w), ("fastcon SSG", result.x)):
-            rows.append({"data": split_name, "model": model, **_evaluate(w, part, thresholds)})
-    g_erm, g_out = problem.g(erm.w)[0], problem.g(result.x)[0]
+    # ---------------------------------------------------------------- 2. Neyman-Pearson
+    np_data = make_neyman_pearson(n_samples=n_samples, n_features=N_FEATURES, positive_fraction=POSITIVE_FRACTION,
+                                  class_sep=CLASS_SEP, seed=seed + 1)
+    np_train, np_test = np_data.split(split, seed=seed, stratify=True)
+    np_baseline, fit_s = _timed_fit(_baseline(), np_train.X, np_train.y)
+    rows.append(_np_row("LogisticRegression()", np_baseline, None, None, np_test, fit_s))
+    model, fit_s = _timed_fit(_neyman_pearson(alpha, None, seed), np_train.X, np_train.y)
+    rows.append(_np_row(f"NeymanPearsonClassifier(alpha={alpha:g})", model, alpha, None, np_test, fit_s,
+                        train_value=float(model.fit_type_one_error_)))
+    np_sweep = []
+    for a in sorted(set(alphas) | {alpha}):
+        model, fit_s = _timed_fit(_neyman_pearson(a, delta, seed), np_train.X, np_train.y)
+        row = _np_row(f"NeymanPearsonClassifier(alpha={a:g}, delta={delta:g})", model, a, delta, np_test, fit_s,
+                      train_value=float(model.fit_type_one_error_))
+        np_sweep.append(row)
+        if a == alpha:
+            rows.append(row)
 
-    header = ["data", "model", "hinge_risk", "accuracy", "smoothed_roc_gap", "roc_gap", "dp_gap"]
-    with open(out / "table.csv", "w") as fh:
-        fh.write(",".join(header) + "\n")
+    # ---------------------------------------------------------------- outputs
+    with open(out / "table.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=_FIELDS, extrasaction="ignore")
+        writer.writeheader()
         for r in rows:
-            fh.write(",".join(str(r[h]) for h in header) + "\n")
-    say("")
-    say(f"solver: {result.status}, {result.n_iter} iterations; constraint g(w) = L(w) - L* - kappa on D: "
-        f"ERM {g_erm:.2e}, fastcon {g_out:.2e} (feasible iff <= 0)")
-    say(f"{'data':<6} {'model':<12} {'hinge L':>8} {'accuracy':>9} {'ROC gap (smooth)':>17} {'ROC gap':>8} {'DP gap':>7}")
-    for r in rows:
-        say(f"{r['data']:<6} {r['model']:<12} {r['hinge_risk']:8.4f} {r['accuracy']:9.4f} "
-            f"{r['smoothed_roc_gap']:17.4f} {r['roc_gap']:8.4f} {r['dp_gap']:7.4f}")
+            writer.writerow({k: "" if r[k] is None else r[k] for k in _FIELDS})
+    _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed, tolerance, alpha, delta)
 
-    result.history_csv(out / "history.csv")
-    summary = {"seed": seed, "n_samples": n_samples, "L_star": L_star, "kappa": kappa,
-               "constraint_g": {"ERM": g_erm, "fastcon SSG": g_out},
-               "solver": result.to_dict(include_x=True, include_history=False), "table": rows,
-               "wall_time_s": time.perf_counter() - t0}
-    (out / "results.json").write_text(json.dumps(summary, indent=1, default=float))
+    import sklearn
+
+    from ._version import __version__
+
+    summary = {"seed": seed, "n_samples": n_samples, "test_fraction": TEST_FRACTION,
+               "fairness_data": {"generator": "make_fair_classification", "n_features": N_FEATURES,
+                                 "group_proportions": list(GROUP_PROPORTIONS), "shift": SHIFT,
+                                 "n_train": train.n_samples, "n_test": test.n_samples},
+               "neyman_pearson_data": {"generator": "make_neyman_pearson", "n_features": N_FEATURES,
+                                       "positive_fraction": POSITIVE_FRACTION, "class_sep": CLASS_SEP,
+                                       "constrained_class": CONSTRAINED_CLASS,
+                                       "n_train": np_train.n_samples, "n_test": np_test.n_samples},
+               "tolerance": tolerance, "alpha": alpha, "delta": delta,
+               "table": rows, "sweeps": {"demographic_parity": dp_sweep, "equalized_odds": eo_sweep,
+                                         "neyman_pearson": np_sweep},
+               "note": "every metric in 'table' and 'sweeps' is on the held-out rows, except train_value: the "
+                       "bounded metric on the training rows, where the estimators enforce the bound",
+               "versions": {"fastcon": __version__, "scikit-learn": sklearn.__version__}}
+    written = [out / "table.csv", out / "results.json"]
     try:
-        _plot(out / "demo.png", result, erm.w, test, thresholds)
-        say(f"\nwrote {out / 'demo.png'}, {out / 'table.csv'}, {out / 'results.json'}, {out / 'history.csv'}")
+        _plot(out / "demo.png", rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta)
+        written.insert(0, out / "demo.png")
     except ImportError as exc:  # matplotlib is optional: the tables are still written
-        say(f"\n(no plot: {exc})\nwrote {out / 'table.csv'}, {out / 'results.json'}, {out / 'history.csv'}")
-    say(f"done in {summary['wall_time_s']:.1f} s")
+        say(f"(no figure: {exc})")
+    summary["wall_time_s"] = time.perf_counter() - t0
+    (out / "results.json").write_text(json.dumps(summary, indent=1, default=float))
+    say("wrote " + ", ".join(str(p) for p in written))
+    if verbose:
+        sys.stdout.flush()
+        print(f"fastcon demo: done in {summary['wall_time_s']:.1f} s", file=sys.stderr)
     return summary
 
 
-def _plot(path, result, w_erm, test, thresholds):
+def _fmt(value, spec=".3f"):
+    return "-" if value is None else format(value, spec)
+
+
+def _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed, tolerance, alpha, delta):
+    fair = [r for r in rows if r["problem"] == "fairness"]
+    npc = [r for r in rows if r["problem"] == "neyman_pearson"]
+    width = max(len(r["model"]) for r in rows)
+    say(f"fastcon demo (seed {seed}): fastcon's constrained estimators against scikit-learn's unconstrained "
+        "LogisticRegression.")
+    say(f"Synthetic data made on the spot; every number below is measured on held-out rows "
+        f"({TEST_FRACTION:.0%}, not seen in fit)")
+    say("except 'train', the bounded metric on the training rows, where the estimator enforces the bound.")
+    say("")
+    say(f"1. Fairness: {data.n_samples:,} rows x {data.n_features} features (make_fair_classification, shift "
+        f"{SHIFT:g}), groups {_counts(data.groups, data.group_names)};")
+    say(f"   {train.n_samples:,} training rows, {test.n_samples:,} held-out. DP gap: largest minus smallest "
+        "selection rate over")
+    say("   the groups; EO gap: the larger of the true- and false-positive-rate gaps (hard, from predict).")
+    say(f"   {'model':<{width}}  {'accuracy':>8}  {'DP gap':>7}  {'EO gap':>7}  {'bound':>6}  {'train':>6}  held-out")
+    for r in fair:
+        bounded = {"demographic_parity": "dp_gap", "equalized_odds": "eo_gap"}.get(r["constraint"])
+        verdict = "-" if bounded is None else ("within bound" if r[bounded] <= r["bound"] else "ABOVE bound")
+        say(f"   {r['model']:<{width}}  {r['accuracy']:8.3f}  {r['dp_gap']:7.3f}  {r['eo_gap']:7.3f}  "
+            f"{_fmt(r['bound'], '6.2f'):>6}  {_fmt(r['train_value'], '6.3f'):>6}  {verdict}")
+    base = fair[0]
+    for r in fair[1:]:
+        key, label = ("dp_gap", "DP") if r["constraint"] == "demographic_parity" else ("eo_gap", "EO")
+        say(f"   {r['constraint']}: {label} gap {base[key]:.3f} -> {r[key]:.3f} at accuracy "
+            f"{base['accuracy']:.3f} -> {r['accuracy']:.3f}")
+    say("")
+    n_constrained = int(np.sum(np_data.y == CONSTRAINED_CLASS))
+    say(f"2. Neyman-Pearson: {np_data.n_samples:,} rows x {np_data.n_features} features (make_neyman_pearson, class_sep "
+        f"{CLASS_SEP:g}), class {CONSTRAINED_CLASS:g} {n_constrained:,} / class +1 {np_data.n_samples - n_constrained:,};")
+    say(f"   {np_train.n_samples:,} training rows, {np_test.n_samples:,} held-out. Type-I error: class "
+        f"{CONSTRAINED_CLASS:g} predicted +1 (bounded by alpha);")
+    say(f"   type-II error: class +1 predicted {CONSTRAINED_CLASS:g}. delta={delta:g}: the umbrella threshold, "
+        f"P(type-I > alpha) <= {delta:g}.")
+    say(f"   {'model':<{width}}  {'accuracy':>8}  {'type-I':>7}  {'type-II':>7}  {'alpha':>6}  {'train':>6}  held-out")
+    for r in npc:
+        verdict = "-" if r["bound"] is None else (
+            "within bound" if r["type_one_error"] <= r["bound"] else "ABOVE bound")
+        say(f"   {r['model']:<{width}}  {r['accuracy']:8.3f}  {r['type_one_error']:7.3f}  {r['type_two_error']:7.3f}  "
+            f"{_fmt(r['bound'], '6.2f'):>6}  {_fmt(r['train_value'], '6.3f'):>6}  {verdict}")
+    base = npc[0]
+    for r in npc[1:]:
+        say(f"   {r['model']}: type-I {base['type_one_error']:.3f} -> {r['type_one_error']:.3f}, type-II "
+            f"{base['type_two_error']:.3f} -> {r['type_two_error']:.3f}")
+    say("")
+
+
+_LABEL_BOX = {"fc": "white", "ec": "none", "alpha": 0.8, "pad": 0.5}
+
+
+def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
     from ._results import _pyplot
 
     plt = _pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
-    result.plot(keys=("objective", "constraint"), axes=axes[:2], label="SSG (static)")
-    axes[0].set_ylabel("ROC-fairness objective R(w)")
-    axes[1].set_ylabel("constraint g(w) = L(w) - L* - kappa")
-    axes[1].axhline(0.0, color="k", lw=0.8)
-    # The paper's "ROC curve": positive rate of group u against group p as the threshold sweeps.
+    fair_base = next(r for r in rows if r["problem"] == "fairness")
+    np_base = next(r for r in rows if r["problem"] == "neyman_pearson")
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+
+    # (a) the accuracy-fairness trade-off
+    ax = axes[0]
+    gaps, accs = [r["dp_gap"] for r in dp_sweep], [r["accuracy"] for r in dp_sweep]
+    ax.plot(gaps, accs, "o-", color="C0", label="FairClassifier(\"demographic_parity\")")
+    for r in dp_sweep:
+        ax.annotate(f"tol {r['bound']:g}", (r["dp_gap"], r["accuracy"]), textcoords="offset points", xytext=(6, -12),
+                    fontsize=8, color="C0", bbox=_LABEL_BOX)
+    ax.plot(fair_base["dp_gap"], fair_base["accuracy"], "*", ms=14, color="C3",
+            label="LogisticRegression (unconstrained)")
+    ax.axvline(tolerance, color="0.4", ls=":", lw=1, label=f"tolerance {tolerance:g} (the table's)")
+    ax.set_xlabel("demographic-parity gap, held-out rows")
+    ax.set_ylabel("accuracy, held-out rows")
+    ax.set_title("accuracy-fairness trade-off")
+    ax.set_xlim(left=0)
+    ax.margins(y=0.08)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3)
+
+    # (b) does the bound hold out of sample?
+    ax = axes[1]
+    right = max(r["bound"] for r in dp_sweep + eo_sweep) * 1.1
+    top = max([fair_base["dp_gap"], fair_base["eo_gap"], right] + [r["dp_gap"] for r in dp_sweep]
+              + [r["eo_gap"] for r in eo_sweep]) * 1.1
+    ax.plot([0, right], [0, right], "k--", lw=0.9, label="gap = tolerance")
+    for sweep, key, colour, label in ((dp_sweep, "dp_gap", "C0", "demographic_parity"),
+                                      (eo_sweep, "eo_gap", "C1", "equalized_odds")):
+        ax.plot([r["bound"] for r in sweep], [r[key] for r in sweep], "o-", color=colour,
+                label=f"FairClassifier(\"{label}\")")
+        ax.axhline(fair_base[key], color=colour, ls=":", lw=1.2)
+        ax.annotate("LogisticRegression (unconstrained)", (0.01 * right, fair_base[key]),
+                    textcoords="offset points", xytext=(0, 3), fontsize=8, color=colour)
+    ax.set_xlabel("tolerance")
+    ax.set_ylabel("gap of the bounded metric, held-out rows")
+    ax.set_title("held-out gap against the tolerance")
+    ax.set_xlim(0, right)
+    ax.set_ylim(0, top)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3)
+
+    # (c) Neyman-Pearson: the type-I bound
     ax = axes[2]
-    grid = np.linspace(thresholds.min(), thresholds.max(), 400)
-    for w, label in ((w_erm, "ERM"), (result.x, "fastcon SSG")):
-        s = test.X @ w
-        rates = [(np.mean(s[test.groups == 1] >= t), np.mean(s[test.groups == 0] >= t)) for t in grid]
-        p, u = np.array(rates).T
-        ax.plot(u, p, label=label)
-    ax.plot([0, 1], [0, 1], "k:", lw=0.8)
-    ax.set_xlabel(f"positive rate, group {test.group_names[0]}")
-    ax.set_ylabel(f"positive rate, group {test.group_names[1]}")
-    ax.set_title("threshold sweep on test data (diagonal = fair)")
-    ax.legend()
+    alphas = [r["bound"] for r in np_sweep]
+    top = max(alphas + [np_base["type_one_error"]]) * 1.1
+    ax.plot([0, top], [0, top], "k--", lw=0.9, label="type-I = alpha")
+    ax.plot(alphas, [r["type_one_error"] for r in np_sweep], "o-", color="C2",
+            label=f"NeymanPearsonClassifier(alpha, delta={delta:g})")
+    for r in np_sweep:
+        ax.annotate(f"type-II {r['type_two_error']:.2f}", (r["bound"], r["type_one_error"]),
+                    textcoords="offset points", xytext=(6, -12), fontsize=8, color="C2", bbox=_LABEL_BOX)
+    ax.axhline(np_base["type_one_error"], color="C3", ls=":", lw=1.2,
+               label=f"LogisticRegression (type-II {np_base['type_two_error']:.2f})")
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("type-I error, held-out rows")
+    ax.set_title("Neyman-Pearson: held-out type-I error against alpha")
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
