@@ -238,7 +238,7 @@ def test_readme_commands_in_a_fresh_virtualenv(tmp_path):
         assert out.returncode == 0, f"`{command}` failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         return out
 
-    demo = run(first)  # pip install ".[plot]" && fastcon demo
+    demo = run(first)  # pip install ".[sklearn,plot]" && fastcon demo
     assert COLD_LINE.search(demo.stderr), demo.stderr[-2000:]
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", purelib], env=env, capture_output=True, text=True,

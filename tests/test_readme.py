@@ -12,7 +12,7 @@ def _commands():
 
 def test_readme_has_exactly_two_setup_commands():
     commands = _commands()
-    assert commands == ['pip install ".[plot]" && fastcon demo',
+    assert commands == ['pip install ".[sklearn,plot]" && fastcon demo',
                         'pip install -e ".[test]" && pytest -n auto --dist loadfile']
 
 
