@@ -16,6 +16,8 @@ the one design matrix: no part of the data is copied per group.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .._kernels._group_rates import weighted_margin_loss
@@ -140,16 +142,26 @@ class LinearLoss:
 
 
 class _ConstraintView:
-    """Constraint ``index`` of a block as a scalar term (the protocol every solver reads)."""
+    """Constraint ``index`` of a block as a scalar term (the protocol every solver reads).
 
-    def __init__(self, block, index):
+    Holds no array of its own: a view is made on demand by `_BlockConstraints` and borrows the
+    sequence's shared buffers, so m constraints cost O(m) memory, not O(m (n + m)).
+    """
+
+    __slots__ = ("block", "index", "_shared")
+
+    def __init__(self, block, index, shared):
         self.block = block
         self.index = int(index)
-        self.n_features = block.scores.n_features
-        self.n_samples = block.scores.n_samples
-        self._v = np.empty(block.scores.n_samples)
-        self._weights = np.zeros(block.n_constraints)
-        self._weights[self.index] = 1.0
+        self._shared = shared
+
+    @property
+    def n_features(self):
+        return self.block.scores.n_features
+
+    @property
+    def n_samples(self):
+        return self.block.scores.n_samples
 
     @property
     def rows_read(self):
@@ -167,10 +179,57 @@ class _ConstraintView:
         out = check_out(out, self.n_features)
         z = self.block.scores.scores(x)
         value = float(self.block.values_from_scores(z)[self.index])
-        self._v[:] = 0.0
-        self.block.vjp_from_scores(z, self._weights, self._v)
-        self.block.scores.backprop(self._v, out)
+        v = self._shared.scratch()
+        v[:] = 0.0
+        unit = self._shared.unit_weights(self.block)
+        unit[self.index] = 1.0
+        try:
+            self.block.vjp_from_scores(z, unit, v)
+        finally:
+            unit[self.index] = 0.0
+        self.block.scores.backprop(v, out)
         return value
+
+
+class _BlockConstraints(Sequence):
+    """The constraints of a list of blocks as a read-only sequence of scalar terms, made on demand.
+
+    ``len`` is the total number of constraints; item ``i`` is a `_ConstraintView` of the block that
+    holds it. One row-length scratch vector and one unit-weight vector per block are shared by all
+    views (allocated at first use), so a problem with m constraints holds O(n + m) numbers for them.
+    """
+
+    def __init__(self, blocks, n_samples):
+        self._blocks = list(blocks)
+        self._offsets = np.cumsum([0] + [b.n_constraints for b in self._blocks])
+        self._n_samples = int(n_samples)
+        self._scratch = None
+        self._units = {}
+
+    def __len__(self):
+        return int(self._offsets[-1])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(f"constraint index {i} out of range for {len(self)} constraints")
+        k = int(np.searchsorted(self._offsets, i, side="right")) - 1
+        return _ConstraintView(self._blocks[k], i - int(self._offsets[k]), self)
+
+    def scratch(self):
+        if self._scratch is None:
+            self._scratch = np.empty(self._n_samples)
+        return self._scratch
+
+    def unit_weights(self, block):
+        unit = self._units.get(id(block))
+        if unit is None:
+            unit = self._units[id(block)] = np.zeros(block.n_constraints)
+        return unit
 
 
 class LinearModelProblem(ConstrainedProblem):
@@ -196,12 +255,25 @@ class LinearModelProblem(ConstrainedProblem):
         for k, block in enumerate(self.blocks):
             if block.scores is not objective.scores:
                 raise ValueError(f"blocks: block {k} reads other scores than the objective")
-        views = [_ConstraintView(b, j) for b in self.blocks for j in range(b.n_constraints)]
         parts = {"w": slice(0, objective.scores.n_weights)}
         if objective.scores.fit_intercept:
             parts["b"] = slice(objective.scores.n_weights, objective.scores.n_features)
-        super().__init__(objective, views, parts=parts, name=name)
+        super().__init__(objective, (), parts=parts, name=name)
+        # every block acts on the objective's x (checked above): no per-constraint dimension check
+        self.constraints = _BlockConstraints(self.blocks, objective.scores.n_samples)
         self._v = np.empty(objective.scores.n_samples)
+
+    # The constraints share the objective's scores: one counter for all of them, not one per constraint.
+    @property
+    def rows_read_g(self) -> int:
+        return int(self.linear_scores.rows_read) if len(self.constraints) else 0
+
+    @property
+    def n_samples_g(self) -> int:
+        return int(self.linear_scores.n_samples) if len(self.constraints) else 0
+
+    def reset_counters(self):
+        self.linear_scores.rows_read = 0
 
     def constraint_values(self, x) -> np.ndarray:
         """All constraint values at ``x`` from one :math:`Xw`."""

@@ -32,9 +32,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._kernels._group_rates import cell_sigmoid_sums, cell_sigmoid_vjp, transport_gap
+from .._memory_limit import check_memory
 
 __all__ = ["RateGapConstraints", "TransportGapConstraints", "group_fairness_constraints", "rate_bound_constraint",
-           "FAIRNESS_CONSTRAINTS"]
+           "rate_block_bytes", "fairness_constraint_bytes", "FAIRNESS_CONSTRAINTS"]
 
 #: Constraint names of `group_fairness_constraints`.
 FAIRNESS_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds",
@@ -57,7 +58,7 @@ class _PairBound:
 
 
 class RateGapConstraints(_PairBound):
-    r"""Linear constraints on smoothed rates: :math:`D\,M\,S(z) - \kappa \le 0` per grid point (module docstring).
+    r"""Linear constraints on smoothed rates: :math:`r_a(\theta_j) - r_b(\theta_j) - \kappa \le 0` per grid point (module docstring).
 
     Parameters
     ----------
@@ -67,8 +68,11 @@ class RateGapConstraints(_PairBound):
     rate_matrix : float64[R, n_cells]
         Rate :math:`r = M S` from the cell sums :math:`S` (entries: one over the total weight of
         the rate's rows).
-    pairs : float64[K, R]
-        Constraint :math:`k` is :math:`(D r)_k - \kappa_k`.
+    pairs : int64[K, 2]
+        Constraint :math:`k` is :math:`r_{a_k} - r_{b_k} - \kappa_k` for ``pairs[k] = (a_k, b_k)``;
+        :math:`b_k = -1` bounds the rate :math:`r_{a_k}` alone. Index pairs rather than a dense
+        difference matrix :math:`D`: :math:`D` has :math:`K \times R` entries, :math:`O(G^3)` for
+        every ordered pair of :math:`G` groups (160 groups: 4 million), the index pairs :math:`2K`.
     bound : float or float64[K]
         :math:`\kappa`.
     thresholds : float64[m]
@@ -76,11 +80,12 @@ class RateGapConstraints(_PairBound):
     smoothing : float
         :math:`\tau > 0`.
     names : list of str
-        One description per row of ``pairs``.
+        One description per pair.
     weight : float64[n], optional
         Row weights of the cell sums (default 1: rates are plain means).
 
     Constraint values are ordered pair-major: index ``k * m + j`` is pair ``k`` at ``thresholds[j]``.
+    The block keeps :math:`O(n + (n_{cells} + R + K)\,m)` numbers (`rate_block_bytes`).
     """
 
     def __init__(self, scores, cell, rate_matrix, pairs, bound, thresholds, smoothing, names, weight=None):
@@ -88,7 +93,11 @@ class RateGapConstraints(_PairBound):
         self.cell = np.ascontiguousarray(cell, dtype=np.int64)
         self.weight = np.ones(self.cell.shape[0]) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
         self.rate_matrix = np.ascontiguousarray(rate_matrix, dtype=np.float64)
-        self.pairs = np.ascontiguousarray(pairs, dtype=np.float64)
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        n_rates = self.rate_matrix.shape[0]
+        if np.any(pairs[:, 0] < 0) or np.any(pairs >= n_rates) or np.any(pairs[:, 1] < -1):
+            raise ValueError(f"pairs: rate indices must lie in 0..{n_rates - 1} (-1 for no second rate)")
+        self.pairs = pairs
         self.thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
         if np.any(np.diff(self.thresholds) < 0):
             raise ValueError("thresholds: must be ascending")
@@ -97,11 +106,12 @@ class RateGapConstraints(_PairBound):
             raise ValueError(f"smoothing: must be a positive finite number, got {smoothing}")
         self.smoothing = smoothing
         self.names = list(names)
-        self._pair_cells = self.pairs @ self.rate_matrix          # (K, n_cells)
+        self._first = np.ascontiguousarray(pairs[:, 0])
+        self._second = np.ascontiguousarray(pairs[pairs[:, 1] >= 0, 1])
+        self._has_second = np.flatnonzero(pairs[:, 1] >= 0)
         self._sums = np.empty((self.rate_matrix.shape[1], self.thresholds.shape[0]))
-        self.n_pairs = self.pairs.shape[0]
+        self.n_pairs = pairs.shape[0]
         self.bound = bound
-
 
     @property
     def n_constraints(self) -> int:
@@ -113,19 +123,43 @@ class RateGapConstraints(_PairBound):
         return self.rate_matrix @ self._sums
 
     def values_from_scores(self, z) -> np.ndarray:
-        cell_sigmoid_sums(z, self.cell, self.weight, 1.0 / self.smoothing, self.thresholds, self._sums)
-        return (self._pair_cells @ self._sums - self._bound[:, None]).ravel()
+        rates = self.rates_from_scores(z)
+        values = rates[self._first]
+        values[self._has_second] -= rates[self._second]
+        values -= self._bound[:, None]
+        return values.ravel()
 
     def vjp_from_scores(self, z, weights, v):
         r"""``v += d(sum_k weights_k g_k)/dz``."""
-        lam = np.asarray(weights, dtype=np.float64).reshape(self.pairs.shape[0], self.thresholds.shape[0])
-        coef = np.ascontiguousarray(self._pair_cells.T @ lam)     # (n_cells, m)
+        lam = np.asarray(weights, dtype=np.float64).reshape(self.n_pairs, self.thresholds.shape[0])
+        rows = np.flatnonzero(np.any(lam != 0.0, axis=1))
+        if rows.size == 0:
+            return
+        # the rates' coefficients D^T lam, scattered from the pairs that carry weight
+        rate_coef = np.zeros((self.rate_matrix.shape[0], lam.shape[1]))
+        np.add.at(rate_coef, self.pairs[rows, 0], lam[rows])
+        second = rows[self.pairs[rows, 1] >= 0]
+        np.subtract.at(rate_coef, self.pairs[second, 1], lam[second])
+        coef = np.ascontiguousarray(self.rate_matrix.T @ rate_coef)     # (n_cells, m)
         active = np.flatnonzero(np.any(coef != 0.0, axis=0))
         if active.size == coef.shape[1]:
             cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing, self.thresholds, coef, v)
         elif active.size:
             cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing,
                              np.ascontiguousarray(self.thresholds[active]), np.ascontiguousarray(coef[:, active]), v)
+
+
+def rate_block_bytes(n_samples, n_cells, n_rates, n_pairs, n_thresholds) -> int:
+    r"""Bytes a `RateGapConstraints` block and one solve over it hold at most, counted before building it.
+
+    Per row: cell id, weight, the scores' cache and gradient buffers (five 8-byte numbers). Per grid
+    point: the cell sums and cell coefficients (:math:`2 n_{cells}`), the rates and their
+    coefficients (:math:`2R`), and for the :math:`K` pairs the constraint values, the multipliers
+    and two solver work vectors (:math:`4K`); the pairs and names themselves.
+    """
+    m = int(n_thresholds)
+    per_point = 2 * int(n_cells) + 2 * int(n_rates) + 4 * int(n_pairs)
+    return 8 * (5 * int(n_samples) + per_point * m + int(n_rates) * int(n_cells)) + 150 * int(n_pairs)
 
 
 class TransportGapConstraints(_PairBound):
@@ -193,17 +227,29 @@ class TransportGapConstraints(_PairBound):
                 transport_gap(z, self.group_rows[a], self.group_rows[b], self.huber, float(weight), v)
 
 
-def _ordered_pairs(n_rates, offset, total):
-    """Rows of D for every ordered pair (a, b), a != b, among rates offset..offset+n_rates-1."""
-    rows, index = [], []
-    for a in range(n_rates):
-        for b in range(n_rates):
-            if a != b:
-                row = np.zeros(total)
-                row[offset + a], row[offset + b] = 1.0, -1.0
-                rows.append(row)
-                index.append((a, b))
-    return rows, index
+def fairness_constraint_bytes(n_samples, n_groups, constraint, n_thresholds=1) -> int:
+    """Bytes the block of `group_fairness_constraints` and one solve over it hold, from the counts alone.
+
+    What an estimator checks (`fastcon._memory_limit.check_memory`) before it builds anything:
+    `rate_block_bytes` for the rate constraints; for ``"wasserstein"`` the rows (group orders and
+    the scores' buffers) and, per pair of groups, its value, multiplier, two work entries and name.
+    """
+    if constraint not in FAIRNESS_CONSTRAINTS:
+        raise ValueError(f"constraint: expected one of {FAIRNESS_CONSTRAINTS}, got {constraint!r}")
+    n_samples, n_groups = int(n_samples), int(n_groups)
+    if constraint == "wasserstein":
+        return 8 * 5 * n_samples + (4 * 8 + 150) * (n_groups * (n_groups - 1) // 2)
+    n_families = 2 if constraint == "equalized_odds" else 1
+    n_rates = n_families * n_groups
+    return rate_block_bytes(n_samples, 2 * n_groups, n_rates, n_families * n_groups * (n_groups - 1),
+                            n_thresholds if constraint == "roc" else 1)
+
+
+def _ordered_pairs(n_rates, offset):
+    """Every ordered pair (a, b), a != b, of the rates offset..offset+n_rates-1, as an int64[K, 2] array."""
+    a, b = np.divmod(np.arange(n_rates * n_rates, dtype=np.int64), n_rates)
+    keep = a != b
+    return np.stack([a[keep] + offset, b[keep] + offset], axis=1)
 
 
 def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smoothing=1.0, thresholds=None,
@@ -244,6 +290,8 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
     n_groups = int(groups.max()) + 1 if groups.size else 0
     labels = list(group_labels) if group_labels is not None else list(range(n_groups))
     if constraint == "wasserstein":
+        check_memory("groups", f"the Wasserstein constraints of {n_groups:,} groups on {groups.shape[0]:,} rows",
+                     fairness_constraint_bytes(groups.shape[0], n_groups, constraint))
         if sample_weight is not None:
             raise ValueError("sample_weight: the 'wasserstein' constraint matches unweighted quantiles; "
                              "fit without sample_weight or choose a rate constraint")
@@ -252,29 +300,10 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
         names = [f"W1(scores | {labels[a]!r}, scores | {labels[b]!r})" for a, b in pairs]
         return TransportGapConstraints(scores, rows, bound, names,
                                        huber=smoothing * TransportGapConstraints.HUBER_PER_SMOOTHING)
-    cell = groups * 2 + y01
-    counts = np.bincount(cell, weights=sample_weight, minlength=2 * n_groups).astype(np.float64)
     families = {"demographic_parity": [("selection rate", (0, 1))], "roc": [("selection rate", (0, 1))],
                 "equal_opportunity": [("true-positive rate", (1,))],
                 "false_positive_parity": [("false-positive rate", (0,))],
                 "equalized_odds": [("true-positive rate", (1,)), ("false-positive rate", (0,))]}[constraint]
-    rate_rows, pair_rows, names = [], [], []
-    total_rates = n_groups * len(families)
-    for f, (what, ys) in enumerate(families):
-        for k in range(n_groups):
-            row = np.zeros(2 * n_groups)
-            n_rows = sum(counts[2 * k + t] for t in ys)
-            if n_rows == 0:
-                kind = "positive" if ys == (1,) else "negative"
-                raise ValueError(f"sensitive_features: group {labels[k]!r} has no {kind} samples (of positive "
-                                 f"weight), so its "
-                                 f"{what} is undefined; the {constraint!r} constraint needs both labels in every group")
-            for t in ys:
-                row[2 * k + t] = 1.0 / n_rows
-            rate_rows.append(row)
-        rows, index = _ordered_pairs(n_groups, f * n_groups, total_rates)
-        pair_rows += rows
-        names += [f"{what}({labels[a]!r}) - {what}({labels[b]!r})" for a, b in index]
     if constraint == "roc":
         if thresholds is None:
             raise ValueError("thresholds: the 'roc' constraint needs a threshold grid")
@@ -284,8 +313,30 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
         grid = np.sort(grid)            # the kernels' anchor blocks run over an ascending grid
     else:
         grid = np.zeros(1)
-    pairs = np.array(pair_rows).reshape(len(pair_rows), total_rates)
-    return RateGapConstraints(scores, cell, np.array(rate_rows), pairs, bound, grid, smoothing, names,
+    total_rates = n_groups * len(families)
+    check_memory("thresholds" if constraint == "roc" and grid.size > 1 else "groups",
+                 f"the {constraint!r} constraints of {n_groups:,} groups at {grid.size:,} threshold(s) on "
+                 f"{groups.shape[0]:,} rows",
+                 fairness_constraint_bytes(groups.shape[0], n_groups, constraint, grid.size))
+    cell = groups * 2 + y01
+    counts = np.bincount(cell, weights=sample_weight, minlength=2 * n_groups).astype(np.float64)
+    rate_matrix = np.zeros((total_rates, 2 * n_groups))
+    pairs, names = [], []
+    for f, (what, ys) in enumerate(families):
+        for k in range(n_groups):
+            n_rows = sum(counts[2 * k + t] for t in ys)
+            if n_rows == 0:
+                kind = "positive" if ys == (1,) else "negative"
+                raise ValueError(f"sensitive_features: group {labels[k]!r} has no {kind} samples (of positive "
+                                 f"weight), so its "
+                                 f"{what} is undefined; the {constraint!r} constraint needs both labels in every group")
+            for t in ys:
+                rate_matrix[f * n_groups + k, 2 * k + t] = 1.0 / n_rows
+        index = _ordered_pairs(n_groups, f * n_groups)
+        pairs.append(index)
+        names += [f"{what}({labels[a - f * n_groups]!r}) - {what}({labels[b - f * n_groups]!r})" for a, b in index]
+    pairs = np.concatenate(pairs) if pairs else np.empty((0, 2), dtype=np.int64)
+    return RateGapConstraints(scores, cell, rate_matrix, pairs, bound, grid, smoothing, names,
                               weight=sample_weight)
 
 
@@ -305,5 +356,5 @@ def rate_bound_constraint(scores, rows, bound, *, smoothing=1.0, name="rate", sa
         raise ValueError("rows: a rate needs rows of positive total weight")
     cell = np.full(scores.n_samples, -1, dtype=np.int64)
     cell[rows] = 0
-    return RateGapConstraints(scores, cell, np.array([[1.0 / total]]), np.ones((1, 1)), bound, np.zeros(1),
+    return RateGapConstraints(scores, cell, np.array([[1.0 / total]]), np.array([[0, -1]]), bound, np.zeros(1),
                               smoothing, [name], weight=weight)
