@@ -6,8 +6,14 @@ experiments and demos add theirs the same way.
 The command line never throws work away: numeric options are checked by their argparse ``type``
 (exit 2 with "argument --jobs: ..."), the data files and the output folder are checked before
 anything is computed (a missing file exits 1 saying how to get it; an output folder that cannot be
-written exits 2), data is never downloaded except by ``fastcon datasets --download``, and Ctrl-C
-prints one line saying what was saved (exit 130) instead of a traceback.
+written, or that holds files no fastcon run wrote, exits 2), data is never downloaded except by
+``fastcon datasets --download``, and Ctrl-C prints one line saying what was saved (exit 130) instead
+of a traceback.
+
+Output folders (``--out``): a run writes into a new folder beside ``--out`` and moves it into place
+only when complete (`fastcon.experiments._writer.staged_output`). An earlier run's outputs in
+``--out`` are replaced then, as a whole; an interrupted run deletes its new folder and leaves
+``--out`` as it was (with the ``checkpoints`` that ``--resume`` reads).
 """
 from __future__ import annotations
 
@@ -50,12 +56,22 @@ _positive_int = _integer_at_least(1, "positive")
 _seed = _integer_at_least(0, "non-negative")
 
 
+def _folder(text) -> str:
+    """argparse ``type`` of ``--out``: a non-empty path (``--out ""`` would otherwise mean the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must be a folder path, got {text!r}")
+    return text
+
+
 def _check_out(prog, out) -> bool:
-    """Create ``--out`` and write a probe file in it; on failure print the error line, return False."""
-    from .experiments._writer import writable_folder
+    """Check that the run may write to ``--out`` (`check_output_target`); else print the error line, return False."""
+    from .experiments._writer import OutputFolderError, check_output_target
 
     try:
-        writable_folder(out)
+        check_output_target(out)
+    except OutputFolderError as exc:
+        print(f"{prog}: error: argument --out: {out} {exc.strerror}", file=sys.stderr)
+        return False
     except OSError as exc:
         print(f"{prog}: error: argument --out: cannot write to {out}: {exc.strerror or exc}", file=sys.stderr)
         return False
@@ -174,7 +190,7 @@ def _cmd_reproduce(args) -> int:
         check_data(args.name, quick=args.quick, data_home=args.data_home, download=False)
     except (DatasetFileError, ChecksumError) as exc:
         return _data_error(prog, args.name, args.quick, args.data_home, exc)
-    out = Path(args.out or f"fastcon-results/{args.name}{'-quick' if args.quick else ''}")
+    out = Path(args.out if args.out is not None else f"fastcon-results/{args.name}{'-quick' if args.quick else ''}")
     if not _check_out(prog, out):
         return 2
     try:
@@ -187,10 +203,15 @@ def _cmd_reproduce(args) -> int:
 
 def _cmd_demo(args) -> int:
     from .demo import run_demo
+    from .experiments._writer import staged_output
 
-    if not _check_out("fastcon demo", Path(args.out)):
+    out = Path(args.out)
+    if not _check_out("fastcon demo", out):
         return 2
-    run_demo(out_dir=Path(args.out), seed=args.seed, verbose=not args.quiet)
+    with staged_output(out) as stage:   # moved to ``out`` once complete; deleted on Ctrl-C
+        run_demo(out_dir=stage, seed=args.seed, verbose=not args.quiet)
+    if not args.quiet:
+        print(f"moved the outputs to {out}")
     return 0
 
 
@@ -224,7 +245,9 @@ def _build_parser() -> argparse.ArgumentParser:
                f"130 interrupted (Ctrl-C; {_RESUMABLE} keep the finished runs for --resume).")
     p.add_argument("name", help="experiment name, e.g. ssg-roc, ssg-wasserstein")
     p.add_argument("--quick", action="store_true", help="reduced run (fewer iterations, one grid point)")
-    p.add_argument("--out", default=None, help="output folder (default fastcon-results/NAME)")
+    p.add_argument("--out", type=_folder, default=None,
+                   help="output folder (default fastcon-results/NAME); an earlier run's outputs there are replaced "
+                        "when the run completes")
     p.add_argument("--data-home", default=None, help="data folder (default: $FASTCON_DATA, then ~/.cache/fastcon)")
     p.add_argument("--seed", type=_seed, default=0, help="seed of splits and stochastic oracles (integer >= 0)")
     p.add_argument("--jobs", type=_positive_int, default=1, help="parallel processes for the tuning grid (>= 1)")
@@ -234,7 +257,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_reproduce, interrupted="interrupted: nothing saved")
 
     p = sub.add_parser("demo", help="fairness-constrained classifier on synthetic data, end to end")
-    p.add_argument("--out", default="fastcon-results/demo", help="output folder for the plot and table")
+    p.add_argument("--out", type=_folder, default="fastcon-results/demo",
+                   help="output folder for the plot and table; an earlier run's outputs there are replaced when "
+                        "the demo completes")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the synthetic data and the solver (integer >= 0)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=_cmd_demo, interrupted="interrupted: nothing saved")

@@ -32,6 +32,9 @@ the hooks a module defines). This module holds everything that is the same for e
   record; the *code* version does not enter the key, so resume with the fastcon that started the
   run. Records are JSON; Python's ``json`` writes floats with ``repr``, so they load back
   bit-identical, NaN and infinities included.
+* **The output folder** (`._writer.staged_output`). The outputs are written to a new folder beside
+  ``<out>`` and moved into place only when complete, replacing an earlier run's outputs then and
+  not before; an interrupted run leaves ``<out>`` as it was, plus its checkpoints.
 * **Ctrl-C** raises `ExperimentInterrupted`, a `KeyboardInterrupt` whose ``message`` says how many
   runs are saved and how to resume; the command line prints that line instead of a traceback.
 """
@@ -53,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._time_left import TimeLeft
-from ._writer import output_folder
+from ._writer import output_folder, staged_output
 
 __all__ = ["ExperimentInterrupted", "Session", "TaskCheckpoints", "WorkerPool", "apply_overrides", "drive",
            "pinned_threads", "run_tasks", "sigint_ignored", "task_key"]
@@ -373,7 +376,8 @@ class Session:
         Its configuration, overrides applied.
     quick : bool
     out : Path
-        The output folder (created and checked writable).
+        The folder to write the outputs to: a new folder beside the output folder, moved into place
+        (replacing an earlier run's outputs) once ``write`` returns (`._writer.staged_output`).
     data_home : str or None
     seed, jobs : int
         ``jobs`` as requested (results.json records it; the tasks may run in fewer processes).
@@ -461,36 +465,43 @@ def drive(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, ve
     out = output_folder(spec.NAME, quick, out_dir)
     checkpoints = (TaskCheckpoints(out / "checkpoints", resume=resume, fields=getattr(spec, "CHECKPOINT_FIELDS", None))
                    if resumable else None)
-    session = Session(spec=spec, cfg=cfg, quick=bool(quick), out=out,
-                      data_home=None if data_home is None else str(data_home), seed=int(seed), jobs=int(jobs),
-                      verbose=bool(verbose), download=download, checkpoints=checkpoints, t_start=t_start)
     try:
-        with pinned_threads():
-            tasks = spec.tasks(session)
-            on_done, follow_up = getattr(spec, "on_done", None), getattr(spec, "follow_up", None)
-            t_run = time.perf_counter()
-            timer = TimeLeft(getattr(spec, "task_kinds", None), getattr(spec, "record_seconds", None))
+        # The outputs go to a new folder beside ``out``, moved into place once complete (`staged_output`);
+        # the checkpoints go to ``out/checkpoints`` at once, so that an interruption keeps them.
+        with staged_output(out) as stage:
+            session = Session(spec=spec, cfg=cfg, quick=bool(quick), out=stage,
+                              data_home=None if data_home is None else str(data_home), seed=int(seed),
+                              jobs=int(jobs), verbose=bool(verbose), download=download, checkpoints=checkpoints,
+                              t_start=t_start)
+            with pinned_threads():
+                tasks = spec.tasks(session)
+                on_done, follow_up = getattr(spec, "on_done", None), getattr(spec, "follow_up", None)
+                t_run = time.perf_counter()
+                timer = TimeLeft(getattr(spec, "task_kinds", None), getattr(spec, "record_seconds", None))
 
-            def progress(done, total, fresh):
-                seconds = timer.seconds_left() if done < total else None
-                left = "" if seconds is None else f", {_duration(seconds)} left"
-                session.runs_progress = f"{done}/{total}{left}"
+                def progress(done, total, fresh):
+                    seconds = timer.seconds_left() if done < total else None
+                    left = "" if seconds is None else f", {_duration(seconds)} left"
+                    session.runs_progress = f"{done}/{total}{left}"
 
-            all_tasks, records = run_tasks(
-                tasks, spec.execute, min(int(jobs), int(getattr(spec, "MAX_JOBS", jobs))),
-                on_done=None if on_done is None else (lambda task, rec: on_done(session, task, rec)),
-                checkpoints=checkpoints,
-                follow_up=None if follow_up is None else (lambda task, rec: follow_up(session, task, rec)),
-                progress=progress, timer=timer)
-            session.runs_wall_time_s = time.perf_counter() - t_run
-            session.runs_progress = ""
-            doc = spec.write(session, all_tasks, records)
+                all_tasks, records = run_tasks(
+                    tasks, spec.execute, min(int(jobs), int(getattr(spec, "MAX_JOBS", jobs))),
+                    on_done=None if on_done is None else (lambda task, rec: on_done(session, task, rec)),
+                    checkpoints=checkpoints,
+                    follow_up=None if follow_up is None else (lambda task, rec: follow_up(session, task, rec)),
+                    progress=progress, timer=timer)
+                session.runs_wall_time_s = time.perf_counter() - t_run
+                session.runs_progress = ""
+                doc = spec.write(session, all_tasks, records)
     except ExperimentInterrupted:
         raise
     except KeyboardInterrupt:
-        # One line for the user instead of a traceback: what is saved and how to go on.
+        # One line for the user instead of a traceback: what is saved and how to go on. The
+        # half-written outputs are gone (`staged_output`); ``out`` is as it was, checkpoints included.
         message = checkpoints.interrupted_message() if checkpoints is not None else "interrupted: nothing saved"
         raise ExperimentInterrupted(message) from None
     if checkpoints is not None:
-        checkpoints.clear()
+        checkpoints.clear()   # moving the outputs into place removed them; this records it
+    session.out = out
+    session.log(f"outputs in {out}")
     return doc

@@ -16,21 +16,26 @@ This module imports nothing else of `fastcon.experiments`, so every other module
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import datetime
 import errno
 import json
 import math
 import os
+import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
 
 from .._results import _jsonable
 
-__all__ = ["RUN_SCHEMA", "TOP_SCHEMA", "history_csv_name", "output_folder", "pyplot", "read_history_csv",
-           "ruled_table", "save_figure", "validate_results", "writable_folder", "write_csv", "write_history_csv",
-           "write_results_json"]
+__all__ = ["MARKER", "RUN_SCHEMA", "TOP_SCHEMA", "check_output_target", "history_csv_name", "output_folder",
+           "pyplot", "read_history_csv", "ruled_table", "save_figure", "staged_output", "validate_results",
+           "writable_folder", "write_csv", "write_history_csv", "write_results_json"]
 
 _NUM = (int, float)
 #: Required top-level keys of results.json and their types.
@@ -69,16 +74,149 @@ def writable_folder(path) -> Path:
     return folder
 
 
-def output_folder(name, quick, out_dir=None) -> Path:
-    """``out_dir`` or ``fastcon-results/NAME[-quick]``, created and checked writable (`writable_folder`).
+#: File naming what a completed run wrote into its output folder (JSON: fastcon version, time, entries).
+MARKER = ".fastcon-output.json"
+#: Sub-folder of the per-run checkpoints (`._runner.TaskCheckpoints`), kept across interruptions.
+CHECKPOINTS = "checkpoints"
+#: What an output folder written before `MARKER` existed holds: files of these kinds, results.json among them.
+_UNMARKED_OUTPUT = (".json", ".csv", ".png", ".txt")
 
-    Raises ValueError naming ``out_dir`` when the folder cannot be written.
+
+class OutputFolderError(OSError):
+    """``--out`` names a folder that holds files no fastcon run wrote (refused: nothing would be mixed)."""
+
+
+def _foreign_entries(folder) -> list:
+    """The entries of an existing output folder that no earlier fastcon run wrote (sorted)."""
+    names = {p.name for p in folder.iterdir()} - {CHECKPOINTS, MARKER}
+    try:
+        listed = json.loads((folder / MARKER).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = None
+    if isinstance(listed, list):
+        return sorted(names - set(map(str, listed)))
+    if "results.json" in names:   # written before MARKER: files of the kinds the experiments write
+        return sorted(n for n in names if not ((folder / n).is_file() and n.endswith(_UNMARKED_OUTPUT)))
+    return sorted(names)
+
+
+def check_output_target(path) -> Path:
+    """Check that a run may write its outputs to folder ``path``, before anything is computed.
+
+    A run writes into a new folder beside ``path`` (`staged_output`) and moves it into place once
+    complete, so ``path`` may be missing, empty, hold only the ``checkpoints`` of an interrupted
+    run, or hold the outputs of an earlier completed run (replaced as a whole when the new run
+    completes, never mixed with it). Nothing is created except ``path``'s parent folders.
+
+    Raises
+    ------
+    ValueError
+        ``path`` is empty.
+    OutputFolderError
+        ``path`` holds files that no fastcon run wrote (the message names them): replacing the folder
+        would delete them, writing into it would mix them with the outputs.
+    OSError
+        ``path`` is a file, or its parent cannot be created or written.
     """
+    if not str(path).strip():
+        raise ValueError("the output folder is an empty path")
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(folder))
+    if folder.is_dir():
+        foreign = _foreign_entries(folder)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise OutputFolderError(errno.EEXIST, f"holds files no fastcon run wrote ({shown}); choose a new or empty "
+                                    "folder (a folder an earlier fastcon run wrote is replaced when the new run "
+                                    "completes)", str(folder))
+        writable_folder(folder)   # the checkpoints go there
+    writable_folder(Path(os.path.abspath(folder)).parent)
+    return folder
+
+
+def output_folder(name, quick, out_dir=None) -> Path:
+    """``out_dir`` or ``fastcon-results/NAME[-quick]``, checked by `check_output_target` (not created).
+
+    Raises ValueError naming ``out_dir`` when the folder cannot be written or holds other files.
+    """
+    if out_dir is not None and not os.fspath(out_dir).strip():   # Path("") would be the current folder
+        raise ValueError(f"out_dir: must be a folder path, got {os.fspath(out_dir)!r}")
     out = Path(out_dir if out_dir is not None else f"fastcon-results/{name}{'-quick' if quick else ''}")
     try:
-        return writable_folder(out)
+        return check_output_target(out)
+    except ValueError as exc:
+        raise ValueError(f"out_dir: {exc}") from None
     except OSError as exc:
         raise ValueError(f"out_dir: cannot write to {out}: {exc.strerror or exc}") from exc
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _publish(stage, out) -> None:
+    """Move the complete folder ``stage`` to ``out``, replacing what ``out`` held (`staged_output`)."""
+    files = sorted(p.name for p in stage.iterdir())
+    from .._version import __version__
+
+    (stage / MARKER).write_text(json.dumps({
+        "fastcon_version": __version__, "files": files,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
+    with _sigint_ignored():   # a Ctrl-C now must not leave the outputs half moved
+        if not out.exists():
+            os.rename(stage, out)
+            return
+        old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{out.name}.old-"))
+        os.rename(out, old)   # onto the empty folder just made: same file system, atomic
+        try:
+            os.rename(stage, out)
+        except OSError:
+            os.rename(old, out)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_output(out):
+    """Write a run's outputs into a new folder beside ``out``; move it to ``out`` only once complete.
+
+    Yields the folder to write into (``<out>.partial-XXXXXXXX``, in ``out``'s parent so that the
+    final move is a rename on one file system). When the block completes, the folder gets a
+    `MARKER` listing its files and replaces ``out``: an earlier completed run's outputs (and the
+    ``checkpoints`` this run read or wrote) are removed only then, so ``out`` always holds one
+    complete run, never two mixed. When the block raises (Ctrl-C included) the new folder is
+    deleted, ``out`` is left as it was (its ``checkpoints`` kept for ``--resume``), and ``out`` is
+    removed if this call found it missing and it is still empty.
+
+    Check ``out`` with `check_output_target` first.
+    """
+    out = Path(os.path.abspath(out))   # "." and ".." resolved: the parent is where the new folder goes
+    existed = out.exists()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{out.name}.partial-"))
+    try:
+        yield stage
+    except BaseException:
+        with _sigint_ignored():
+            shutil.rmtree(stage, ignore_errors=True)
+            if not existed:
+                with contextlib.suppress(OSError):
+                    out.rmdir()   # only when empty
+        raise
+    try:
+        _publish(stage, out)
+    except OSError as exc:
+        raise OSError(exc.errno, f"the outputs are complete in {stage} but could not replace {out}: "
+                      f"{exc.strerror or exc}") from exc
 
 
 # ------------------------------------------------------------------------------- results.json
