@@ -255,8 +255,9 @@ def _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed
             f"{base['accuracy']:.3f} -> {r['accuracy']:.3f}")
     say("")
     n_constrained = int(np.sum(np_data.y == CONSTRAINED_CLASS))
-    say(f"2. Neyman-Pearson: {np_data.n_samples:,} rows x {np_data.n_features} features (make_neyman_pearson, class_sep "
-        f"{CLASS_SEP:g}), class {CONSTRAINED_CLASS:g} {n_constrained:,} / class +1 {np_data.n_samples - n_constrained:,};")
+    n_other = np_data.n_samples - n_constrained
+    say(f"2. Neyman-Pearson: {np_data.n_samples:,} rows x {np_data.n_features} features (make_neyman_pearson, "
+        f"class_sep {CLASS_SEP:g}), class {CONSTRAINED_CLASS:g} {n_constrained:,} / class +1 {n_other:,};")
     say(f"   {np_train.n_samples:,} training rows, {np_test.n_samples:,} held-out. Type-I error: class "
         f"{CONSTRAINED_CLASS:g} predicted +1 (bounded by alpha);")
     say(f"   type-II error: class +1 predicted {CONSTRAINED_CLASS:g}. delta={delta:g}: the umbrella threshold, "

@@ -31,7 +31,8 @@ def test_demo_bounds_the_gaps_and_the_type_one_error(small):
         "NeymanPearsonClassifier(alpha=0.05)", "NeymanPearsonClassifier(alpha=0.05, delta=0.1)"]
     fair_base = summary["table"][0]
     np_base = summary["table"][3]
-    dp, eo = rows['FairClassifier("demographic_parity", tolerance=0.05)'], rows['FairClassifier("equalized_odds", tolerance=0.05)']
+    dp = rows['FairClassifier("demographic_parity", tolerance=0.05)']
+    eo = rows['FairClassifier("equalized_odds", tolerance=0.05)']
     # The data are unfair by construction: the unconstrained model is far above the tolerance.
     assert fair_base["dp_gap"] > 0.2 and fair_base["eo_gap"] > 0.06 and fair_base["accuracy"] > 0.85
     # The bound holds on the training rows (where it is enforced) and the held-out gap falls.
