@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
 from ..metrics import choose_interval
@@ -14,16 +15,20 @@ from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScore
 from ..problems._partial_dp import partial_dp_constraints
 from ..problems._partial_fairness import PartialFairnessProblem
 from ..problems._roc_fairness import check_n_thresholds, threshold_grid
-from ..problems._score_constraints import FAIRNESS_CONSTRAINTS, group_fairness_constraints
+from .._memory_limit import check_memory
+from ..problems._score_constraints import (
+    FAIRNESS_CONSTRAINTS, fairness_constraint_bytes, group_fairness_constraints,
+)
 from ..problems._weak_partial_dp import weak_partial_dp_constraints
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
 from ..solvers.idca import idca
 from ._input import (
-    check_binary_target, check_fraction, check_sample_weight, encode_fit_groups, fit_dataset, labels_to_index,
-    ridge_for, sensitive_columns, split_sensitive,
+    check_binary_target, check_fraction, check_random_state, check_sample_weight, drop_columns, encode_fit_groups,
+    fit_dataset, labels_to_index, resolve_sensitive, ridge_for, split_sensitive,
 )
-from ._linear import LinearConstrainedClassifier
+from ._linear import LinearConstrainedClassifier, converged, warn_if_unconverged
+from ._report import _RATE_OF as _RATE_OF_REPORT
 from ._report import ConstraintReport, fairness_gap
 from ._solve import PARTIAL_CONSTRAINTS, Calibration, calibrate_bound, choose_solver, solve_linear
 
@@ -36,6 +41,8 @@ IDCA_OUTER_ITER, IDCA_INNER_ITER, IDCA_TOLERANCE = 100, 200, 1e-3
 #: Largest surrogate bound of the partial DP block: its theory-safe level grid
 #: [alpha, beta - kappa (beta - alpha)) is empty at kappa = 1.
 _MAX_PARTIAL_BOUND = 0.99
+#: Constraints whose hard gap is a difference of two rates in [0, 1] (a ``tolerance`` above 1 is a mistake).
+_RATE_GAP_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds", "roc")
 
 
 class FairClassifier(LinearConstrainedClassifier):
@@ -223,6 +230,10 @@ class FairClassifier(LinearConstrainedClassifier):
         if self.constraint in PARTIAL_CONSTRAINTS and not self.tolerance < 1.0:
             raise ValueError(f"tolerance: must be below 1 for constraint={self.constraint!r} (the metric never "
                              f"exceeds 1, so every model meets {self.tolerance!r}), got {self.tolerance!r}")
+        if self.constraint in _RATE_GAP_CONSTRAINTS and self.tolerance > 1.0:
+            raise ValueError(f"tolerance: at most 1 for constraint={self.constraint!r} (a gap between two rates "
+                             f"in [0, 1] is at most 1), got {self.tolerance!r}")
+        check_random_state(self.random_state)
         if self.interval is not None:
             check_interval(self.interval)
         check_count("n_levels", self.n_levels)
@@ -257,8 +268,7 @@ class FairClassifier(LinearConstrainedClassifier):
             gaps compare unweighted distributions (the rank band is defined on them).
         """
         solver = self._check_params()
-        X, sensitive = split_sensitive(X, sensitive_features, self.drop_sensitive)
-        self.sensitive_columns_ = sensitive_columns(sensitive_features) if self.drop_sensitive else []
+        X, sensitive, self.sensitive_columns_ = resolve_sensitive(X, sensitive_features, self.drop_sensitive)
         X, y01, self.classes_ = check_binary_target(self, X, y)
         n = X.shape[0]
         if sensitive is None:
@@ -268,12 +278,20 @@ class FairClassifier(LinearConstrainedClassifier):
         groups = encode_fit_groups(sensitive, n)
         self.group_encoder_ = groups
         self.groups_ = list(groups.labels)
-        weight = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n)
+        if self.constraint in FAIRNESS_CONSTRAINTS:
+            # everything the constraint block and a solve over it allocate, refused before any of it
+            check_memory("n_thresholds" if self.constraint == "roc" else "sensitive_features",
+                         f"the {self.constraint!r} constraints of {len(self.groups_):,} groups"
+                         + (f" at {self.n_thresholds:,} thresholds" if self.constraint == "roc" else "")
+                         + f" on {n:,} rows",
+                         fairness_constraint_bytes(n, len(self.groups_), self.constraint, self.n_thresholds))
+        weight, weight_scale = (np.ones(n), 1.0) if sample_weight is None else check_sample_weight(sample_weight, n)
         if sample_weight is not None and self.constraint in ("roc", "wasserstein", *PARTIAL_CONSTRAINTS):
             raise ValueError(f"sample_weight: not supported with constraint={self.constraint!r} (its hard gap "
                              "compares unweighted score distributions); use a rate constraint or no weights")
 
-        fit_rows, check_rows = _validation_split(groups.codes, y01, self.validation_fraction, self.random_state)
+        fit_rows, check_rows = _validation_split(groups.codes, y01, self.validation_fraction,
+                                                 check_random_state(self.random_state))
         if check_rows is not None and len(self.groups_) >= 2:
             _check_validation_part(groups.codes, y01, check_rows, len(self.groups_), self.constraint)
         if fit_rows is None:
@@ -282,10 +300,11 @@ class FairClassifier(LinearConstrainedClassifier):
             X_fit, y_fit, g_fit, w_fit = X[fit_rows], y01[fit_rows], groups.codes[fit_rows], weight[fit_rows]
         self.interval_ = self.interval_choice_ = None
         if self.constraint in PARTIAL_CONSTRAINTS:
-            return self._fit_partial(X, y01, groups.codes, X_fit, y_fit, g_fit, w_fit, check_rows)
+            return self._fit_partial(X, y01, groups.codes, X_fit, y_fit, g_fit, w_fit, check_rows, solver)
         dataset = fit_dataset(X_fit, y_fit)
         scores = LinearScores(dataset, self.fit_intercept)
-        objective = LinearLoss(scores, dataset.y, w_fit, self.loss, ridge_for(self.ridge, w_fit.sum()))
+        ridge = ridge_for(self.ridge, float(w_fit.sum()) * weight_scale)
+        objective = LinearLoss(scores, dataset.y, w_fit, self.loss, ridge)
 
         n_groups = len(self.groups_)
         free = None
@@ -336,11 +355,14 @@ class FairClassifier(LinearConstrainedClassifier):
         else:
             x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
                                                 max_rounds=self._calibration_rounds(),
-                                                adapt_smoothing=self.constraint != "roc")
-        return self._set_fitted(x, X.shape[1], result, record, check_rows)
+                                                adapt_smoothing=self.constraint != "roc",
+                                                converged=lambda r: converged(r, solver))
+        return self._set_fitted(x, X, result, record, check_rows, solver, ridge)
 
-    def _set_fitted(self, x, n_features, result, record, check_rows):
-        """Fitted attributes from the chosen solution ``x = (w, b, ...)``; warns when the tolerance was missed."""
+    def _set_fitted(self, x, X, result, record, check_rows, solver, ridge):
+        """Fitted attributes from the chosen solution ``x = (w, b, ...)``; warns when the tolerance was missed
+        or the kept solve did not converge (`fastcon.estimators._linear.warn_if_unconverged`)."""
+        n_features = X.shape[1]
         self.coef_ = x[:n_features].reshape(1, -1).copy()
         self.intercept_ = np.array([x[n_features] if self.fit_intercept else 0.0])
         self.solve_result_ = result
@@ -353,9 +375,10 @@ class FairClassifier(LinearConstrainedClassifier):
             warnings.warn(f"tolerance: the hard {self.constraint} gap reached {self.fit_gap_:.4g} > "
                           f"{self.tolerance} after {len(record.bounds)} solves (calibration_ has the trace); {hint}",
                           ConvergenceWarning, stacklevel=3)
+        warn_if_unconverged(self, result, solver, X, ridge, stacklevel=4)
         return self
 
-    def _fit_partial(self, X, y01, codes, X_fit, y_fit, g_fit, w_fit, check_rows):
+    def _fit_partial(self, X, y01, codes, X_fit, y_fit, g_fit, w_fit, check_rows, solver):
         r"""Fit with ``"partial_dp"`` or ``"weak_partial_dp"``: IDCA on [HHYL25] model (13) or (17), calibrated.
 
         The variable is :math:`x = (w, b, \theta)` (:math:`b` only with ``fit_intercept``,
@@ -367,8 +390,8 @@ class FairClassifier(LinearConstrainedClassifier):
         design = _with_ones(X_fit) if self.fit_intercept else X_fit
         dataset = fit_dataset(design, y_fit)
         scores = LinearScores(dataset, fit_intercept=False)
-        objective = _ScaledLoss(scores, dataset.y, w_fit, self.loss, ridge_for(self.ridge, w_fit.sum()),
-                                n_penalised=n_features)
+        ridge = ridge_for(self.ridge, w_fit.sum())   # no sample_weight here: w_fit is ones
+        objective = _ScaledLoss(scores, dataset.y, w_fit, self.loss, ridge, n_penalised=n_features)
         n_w = scores.n_features
         free = None
         if self.interval is None or n_groups < 2:
@@ -379,7 +402,8 @@ class FairClassifier(LinearConstrainedClassifier):
                                 np.zeros(n_w), None, None, self.verbose, self.tol)
         if n_groups < 2:
             self.interval_ = None if self.interval is None else check_interval(self.interval)
-            return self._set_fitted(free.x, n_features, free, Calibration(met=True), check_rows)
+            return self._set_fitted(free.x, X, free, Calibration(met=True), check_rows,
+                                    choose_solver("auto", self.loss, "unconstrained"), ridge)
         g_fit = _check_all_groups_present(g_fit, n_groups)
         if self.interval is None:
             choice = choose_interval(scores.scores(free.x).copy(), g_fit, threshold=0.0)
@@ -441,27 +465,34 @@ class FairClassifier(LinearConstrainedClassifier):
 
         x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
                                             max_rounds=self._calibration_rounds(),
-                                            max_bound=_MAX_PARTIAL_BOUND if self.constraint == "partial_dp" else None)
+                                            max_bound=_MAX_PARTIAL_BOUND if self.constraint == "partial_dp" else None,
+                                            converged=lambda r: converged(r, solver))
         # the model is tau times the solver's variable (both metrics are invariant to that scale)
-        return self._set_fitted(record.smoothings[record.chosen] * x, n_features, result, record, check_rows)
+        return self._set_fitted(record.smoothings[record.chosen] * x, X, result, record, check_rows, solver, ridge)
 
     def _features_for_predict(self, X):
         if getattr(self, "sensitive_columns_", None):
-            X, _ = split_sensitive(X, self.sensitive_columns_, True)
+            X = drop_columns(X, self.sensitive_columns_)
         return super()._features_for_predict(X)
 
-    def constraint_report(self, X, y, sensitive_features):
+    def constraint_report(self, X, y, sensitive_features, sample_weight=None):
         """The requested bound against the achieved gap on (X, y, groups): per-group rates and the solver's status.
 
         Parameters
         ----------
         X, y, sensitive_features
             As in `fit` (the groups must be among those seen in `fit`).
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights of the rates and the gap, as in `fit` (a weighted fit that met its tolerance
+            reports it met on its own rows with its own weights). Rate constraints only: ``"roc"``,
+            ``"wasserstein"`` and the partial constraints compare unweighted distributions.
 
         Returns
         -------
         ConstraintReport
+            ``per_group`` holds the (weighted) rates; its ``n`` is the row count.
         """
+        check_is_fitted(self, "coef_")
         # decision_function drops the sensitive columns itself (drop_sensitive): pass it the full X
         _, sensitive = split_sensitive(X, sensitive_features, False)
         codes = self.group_encoder_.transform(sensitive)
@@ -471,7 +502,13 @@ class FairClassifier(LinearConstrainedClassifier):
             if length != scores.shape[0]:
                 raise ValueError(f"{name}: has {length} entries but X has {scores.shape[0]} rows")
         y01 = labels_to_index(y, self.classes_)
-        return ConstraintReport.for_fairness(self, scores, y01, codes)
+        weight = None
+        if sample_weight is not None:
+            if self.constraint not in _RATE_OF_REPORT:
+                raise ValueError(f"sample_weight: not supported with constraint={self.constraint!r} (its hard gap "
+                                 "compares unweighted score distributions)")
+            weight, _ = check_sample_weight(sample_weight, scores.shape[0])
+        return ConstraintReport.for_fairness(self, scores, y01, codes, sample_weight=weight)
 
 
 def _partial_dp(scores, codes, interval):

@@ -10,18 +10,9 @@ from ..datasets import Dataset, encode_groups
 from ..datasets._storage import fast_storage
 from ..solvers._validation import check_real
 
-__all__ = ["ridge_for", "check_fraction", "check_sample_weight", "labels_to_index", "split_sensitive",
-           "check_features", "check_binary_target", "fit_dataset"]
-
-
-def ridge_for(ridge, total_weight):
-    """The L2 weight on the (weighted) mean loss: ``ridge``, or ``1/total_weight`` for None.
-
-    None is scikit-learn's ``LogisticRegression(C=1.0)``: its penalty :math:`\\|w\\|^2/2` sits on the
-    summed loss, so on the mean it is one over the number of rows, or over the total sample weight
-    (a weight of 2 then means the same as a repeated row).
-    """
-    return 1.0 / float(total_weight) if ridge is None else check_real("ridge", ridge)
+__all__ = ["ridge_for", "check_fraction", "check_random_state", "check_sample_weight", "drop_columns",
+           "labels_to_index", "resolve_sensitive", "split_sensitive", "check_features", "check_binary_target",
+           "fit_dataset"]
 
 
 def check_fraction(name, value):
@@ -36,55 +27,124 @@ def _is_dataframe(X):
     return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
-def _column_keys(sensitive_features):
-    """Column names/positions if ``sensitive_features`` names columns of X, else None."""
-    if isinstance(sensitive_features, (str, int, np.integer)) and not isinstance(sensitive_features, bool):
+def _is_position(key):
+    return isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_))
+
+
+def _n_rows(X):
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        return None
+
+
+def _column_keys(sensitive_features, X=None):
+    """Column names/positions if ``sensitive_features`` names columns of X, else None (it holds the values).
+
+    The rule (`split_sensitive`): a single string or int names a column; a non-empty list or
+    tuple of strings names columns only when every item is a column of a DataFrame ``X``. Any
+    other list of strings (a plain list of one label per row, or any list with X not a DataFrame)
+    holds the group labels. Without ``X`` (callers that only ask which columns were named) a
+    list of strings counts as names, as before.
+    """
+    if isinstance(sensitive_features, (str, np.str_)) or _is_position(sensitive_features):
         return [sensitive_features]
     if isinstance(sensitive_features, (list, tuple)) and sensitive_features and all(
             isinstance(k, (str, np.str_)) for k in sensitive_features):
-        return list(sensitive_features)
+        keys = list(sensitive_features)
+        if X is None:
+            return keys
+        if not _is_dataframe(X):
+            return None                               # labels: X has no column names
+        if all(k in X.columns for k in keys):
+            return keys
+        if len(keys) == _n_rows(X):
+            return None                               # one label per row
+        missing = [k for k in keys if k not in X.columns]
+        raise ValueError(f"sensitive_features: column(s) {missing[:5]} not in X's columns (a list of strings "
+                         f"names columns of a DataFrame X, or holds one group label per row: {_n_rows(X)} of them)")
     return None
 
 
-def sensitive_columns(sensitive_features):
-    """The column names/positions ``sensitive_features`` refers to, or [] when it holds the values."""
-    return _column_keys(sensitive_features) or []
+def sensitive_columns(sensitive_features, X=None):
+    """The column names/positions ``sensitive_features`` refers to, or [] when it holds the values (`_column_keys`)."""
+    return _column_keys(sensitive_features, X) or []
 
 
-def split_sensitive(X, sensitive_features, drop_sensitive):
-    """``(X, sensitive values)``: read named columns out of a DataFrame ``X`` when ``sensitive_features`` names them.
+def resolve_sensitive(X, sensitive_features, drop_sensitive):
+    """``(X, sensitive values, dropped columns)``: `split_sensitive` and the columns it dropped.
 
-    A column name (or list of names) selects columns of a DataFrame ``X``; an int selects a
-    column of ``X`` by position. The columns stay among the features unless ``drop_sensitive``.
-    Any other ``sensitive_features`` (array, Series, DataFrame, list of columns) is returned as is.
+    The dropped columns are what `drop_columns` removes from the X given to ``predict``: names for
+    a DataFrame column given by name, non-negative positions for a column given by position.
     """
-    keys = _column_keys(sensitive_features)
+    keys = _column_keys(sensitive_features, X)
     if keys is None:
-        return X, sensitive_features
+        return X, sensitive_features, []
     if _is_dataframe(X):
-        if all(isinstance(k, (int, np.integer)) for k in keys):
+        if all(_is_position(k) for k in keys):
+            n_cols = X.shape[1]
+            _check_positions(keys, n_cols)
             values = X.iloc[:, keys]
             names = [X.columns[k] for k in keys]
+            dropped = [int(k) % n_cols for k in keys]
         else:
             missing = [k for k in keys if k not in X.columns]
             if missing:
                 raise ValueError(f"sensitive_features: column(s) {missing} not in X's columns")
             values, names = X[keys], keys
-        return (X.drop(columns=names) if drop_sensitive else X), values
-    if all(isinstance(k, (int, np.integer)) for k in keys):
+            dropped = list(keys)
+        return (X.drop(columns=names) if drop_sensitive else X), values, (dropped if drop_sensitive else [])
+    if all(_is_position(k) for k in keys):
         n_cols = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
         if n_cols is None:
             raise ValueError("sensitive_features: a column position needs a 2-D X")
-        for k in keys:
-            if not -n_cols <= k < n_cols:
-                raise ValueError(f"sensitive_features: column {k} out of range for X with {n_cols} columns")
+        _check_positions(keys, n_cols)
         cols = X[:, keys]
         values = cols.toarray() if sp.issparse(cols) else np.asarray(cols)
+        dropped = sorted({int(k) % n_cols for k in keys})
         if drop_sensitive:
-            keep = np.setdiff1d(np.arange(n_cols), np.asarray(keys) % n_cols)
-            X = X[:, keep]
-        return X, values
+            X = drop_columns(X, dropped)
+        return X, values, (dropped if drop_sensitive else [])
     raise ValueError(f"sensitive_features: column names {keys} need X to be a pandas DataFrame")
+
+
+def _check_positions(keys, n_cols):
+    for k in keys:
+        if not -n_cols <= k < n_cols:
+            raise ValueError(f"sensitive_features: column {k} out of range for X with {n_cols} columns")
+
+
+def drop_columns(X, columns):
+    """X without the ``columns`` `resolve_sensitive` dropped in fit (names, or non-negative positions)."""
+    if not columns:
+        return X
+    if all(_is_position(k) for k in columns):
+        if _is_dataframe(X):
+            return X.drop(columns=[X.columns[k] for k in columns])
+        n_cols = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
+        if n_cols is None or max(columns) >= n_cols:
+            raise ValueError(f"X: the sensitive column(s) {list(columns)} dropped in fit are not in an X of "
+                             f"{n_cols} columns (pass the X of fit's layout, sensitive columns included)")
+        keep = np.setdiff1d(np.arange(n_cols), np.asarray(columns))
+        return X[:, keep]
+    if not _is_dataframe(X):
+        raise ValueError(f"X: the sensitive column(s) {list(columns)} dropped in fit need X to be a DataFrame")
+    return X.drop(columns=list(columns))
+
+
+def split_sensitive(X, sensitive_features, drop_sensitive):
+    """``(X, sensitive values)``: read named columns out of a DataFrame ``X`` when ``sensitive_features`` names them.
+
+    A column name (or a list of names that are all columns of a DataFrame ``X``) selects columns
+    of a DataFrame ``X``; an int selects a column of ``X`` by position. The columns stay among
+    the features unless ``drop_sensitive``. Anything else (array, Series, DataFrame, a plain list
+    of one label per row) is returned as is (`_column_keys` has the rule).
+    """
+    X, values, _ = resolve_sensitive(X, sensitive_features, drop_sensitive)
+    return X, values
 
 
 def check_features(estimator, X, reset):
@@ -130,10 +190,58 @@ def labels_to_index(y, classes):
 
 
 def check_sample_weight(sample_weight, n):
-    """Row weights: shape (n,), finite, non-negative, not all zero."""
+    """Row weights scaled to mean 1, and the scale: ``(w / mean, mean)``.
+
+    ``sample_weight`` must have shape (n,), be finite and non-negative, and not be all zero. Every
+    use of the weights (the loss, the group rates, the hard metrics, the Neyman-Pearson quantile) is
+    invariant to their scale, so they are divided by their mean: weights of 1e-320 (subnormal,
+    three significant digits) or 1e300 (whose sum overflows) then give the model of unit weights.
+    The mean is taken on ``w / max(w)``, so that neither an overflowing sum nor a subnormal weight
+    spoils it. The scale is kept for the default ridge (`ridge_for`), which counts the total
+    weight as scikit-learn does (a weight of 2 is a repeated row).
+    """
     w = np.asarray(sample_weight, dtype=np.float64)
     if w.shape != (n,):
         raise ValueError(f"sample_weight: expected shape ({n},), got {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
         raise ValueError("sample_weight: must be finite, non-negative and not all zero")
-    return w
+    top = float(w.max())
+    relative = w / top
+    mean = float(relative.mean())
+    return relative / mean, top * mean
+
+
+def ridge_for(ridge, total_weight):
+    """The L2 weight on the (weighted) mean loss: ``ridge``, or ``1/total_weight`` for None.
+
+    None is scikit-learn's ``LogisticRegression(C=1.0)``: its penalty :math:`\\|w\\|^2/2` sits on the
+    summed loss, so on the mean it is one over the number of rows, or over the total sample weight
+    (a weight of 2 then means the same as a repeated row). A total weight whose reciprocal is not a
+    finite float64 (below ``1 / np.finfo(np.float64).max``, about 5.6e-309) has no such ridge: a
+    ValueError naming ``sample_weight`` and that limit.
+    """
+    if ridge is not None:
+        return check_real("ridge", ridge)
+    total = float(total_weight)
+    limit = 1.0 / np.finfo(np.float64).max
+    if not total >= limit:
+        raise ValueError(f"sample_weight: the total weight {total:.3g} is below {limit:.3g} (one over float64's "
+                         "largest number), so the default ridge 1/total weight overflows; scale the weights up "
+                         "(a weight counts as that many rows) or pass ridge")
+    return 1.0 / total
+
+
+def check_random_state(random_state):
+    """``random_state`` as a `numpy.random.Generator`: None, an int in [0, 2**32), or a Generator/RandomState.
+
+    `numpy.random.default_rng` and `sklearn.utils.check_random_state` reject a bad seed with a
+    message that does not name the parameter; this one does.
+    """
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2 ** 32, dtype=np.uint64))
+    if _is_position(random_state) and 0 <= random_state < 2 ** 32:
+        return np.random.default_rng(int(random_state))
+    raise ValueError(f"random_state: expected None, an integer in [0, 2**32) or a numpy Generator/RandomState, "
+                     f"got {random_state!r}")

@@ -1,16 +1,59 @@
 """What the constrained estimators share: tags, feature checks at prediction, saving; the binary linear classifier."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._input import check_features
 
-__all__ = ["ConstrainedClassifier", "LinearConstrainedClassifier"]
+__all__ = ["ConstrainedClassifier", "LinearConstrainedClassifier", "converged", "warn_if_unconverged"]
+
+#: Solvers that run a fixed budget and have no stopping rule: "max_iter" is their normal end.
+FIXED_BUDGET_SOLVERS = ("switching_subgradient", "idca")
+
+
+def converged(result, solver):
+    """Whether a `SolveResult` ended as its solver ends when all went well.
+
+    The augmented Lagrangian stops on its KKT certificate (status ``"converged"``); the switching
+    subgradient method and IDCA run their budget (``"max_iter"`` is their normal end, with a
+    feasible output). Every other status (``"no_feasible_iterate"``, ``"stalled_infeasible"``, the
+    augmented Lagrangian's ``"max_iter"``, ...) did not converge.
+    """
+    ok = ("converged", "max_iter") if solver in FIXED_BUDGET_SOLVERS else ("converged",)
+    return result.status in ok
+
+
+def _largest_entry(X):
+    data = X.data if sp.issparse(X) else np.asarray(X)
+    return float(np.max(np.abs(data))) if data.size else 0.0
+
+
+def warn_if_unconverged(estimator, result, solver, X, ridge, *, stacklevel=3):
+    """A `ConvergenceWarning` when the kept solve did not converge (`converged`), naming what to change.
+
+    The model may then be degenerate (all weights 0 from an overflowing feature or ridge, or a
+    start that never moved), which predicts without any other sign of trouble. The message gives
+    the status, the largest feature magnitude and the ridge, and the parameters to change.
+    """
+    if converged(result, solver):
+        return False
+    coef = np.asarray(getattr(estimator, "coef_", np.zeros(1)))
+    zero = " (every weight is 0)" if coef.size and not np.any(coef) else ""
+    largest = _largest_entry(X)
+    warnings.warn(f"{type(estimator).__name__}: the kept {solver} solve did not converge (status {result.status!r}: "
+                  f"{result.message}){zero}; the model may be degenerate. Raise max_iter, or scale the features "
+                  f"(largest |X| entry {largest:.3g}) or lower ridge ({ridge:.3g}) so that the problem is "
+                  f"well-conditioned", ConvergenceWarning, stacklevel=stacklevel)
+    return True
 
 
 class ConstrainedClassifier(ClassifierMixin, BaseEstimator):

@@ -22,7 +22,7 @@ from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_optional_count, check_real
 from ..solvers.augmented_lagrangian import augmented_lagrangian
 from ._input import check_sample_weight, ridge_for
-from ._linear import ConstrainedClassifier
+from ._linear import ConstrainedClassifier, warn_if_unconverged
 from ._report import ConstraintReport, _solve_summary, class_error_report
 
 __all__ = ["MultiClassNeymanPearsonClassifier"]
@@ -268,7 +268,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         C = classes.size
         n, d = X.shape
         p, bounds = self._resolve_classes(classes)
-        weight = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n)
+        weight, weight_scale = (np.ones(n), 1.0) if sample_weight is None else check_sample_weight(sample_weight, n)
         class_weight = np.bincount(y_index, weights=weight, minlength=C)
         if np.any(class_weight <= 0):
             raise ValueError(f"sample_weight: class(es) {classes[class_weight <= 0].tolist()} have zero total weight")
@@ -297,7 +297,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         penalised = np.ones(C * d_full, dtype=bool)
         if self.fit_intercept:
             penalised[slots[:, -1]] = False
-        objective = _PooledRidge(terms, term_weights, ridge_for(self.ridge, weight.sum()), penalised)
+        ridge = ridge_for(self.ridge, float(weight.sum()) * weight_scale)
+        objective = _PooledRidge(terms, term_weights, ridge, penalised)
         problem = ConstrainedProblem(objective, constraints, Whole(), x0=np.zeros(C * d_full),
                                      name="MultiClassNeymanPearsonClassifier")
         constraint_of = {k: i for i, k in enumerate(k for k in range(C) if k != p)} if bounded else {}
@@ -320,7 +321,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             # which puts each level in the loss's own units (a logistic L_k is never near alpha_k).
             free = ConstrainedProblem(_PooledRidge([ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout)
                                                     for k in range(C)], class_weight / class_weight.sum(),
-                                                   ridge_for(self.ridge, weight.sum()), penalised), [], Whole(),
+                                                   ridge, penalised), [], Whole(),
                                       x0=np.zeros(C * d_full))
             x = augmented_lagrangian(free, x, verbose=self.verbose, **kwargs).x
             h_free = hard_errors(x)[bounded]
@@ -379,6 +380,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
                           f"{len(record['errors'])} solves (calibration_ has the trace); the bounds may be "
                           "unreachable by a linear model, or raise max_calibration / max_iter", ConvergenceWarning,
                           stacklevel=2)
+        warn_if_unconverged(self, result, "augmented_lagrangian", X, ridge)
         return self
 
     # ------------------------------------------------------------------ prediction
@@ -424,8 +426,11 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             return log_softmax(np.column_stack([np.zeros_like(s), s]), axis=1)
         return log_softmax(s, axis=1)
 
-    def constraint_report(self, X, y):
+    def constraint_report(self, X, y, sample_weight=None):
         """Each bounded class's error on (X, y) against its bound, every class's error, the solver's status.
+
+        ``sample_weight`` (optional, shape (n_samples,)) weighs the error rates as in `fit`, so a
+        weighted fit that met its bounds reports them met on its own rows with its own weights.
 
         Returns
         -------
@@ -443,7 +448,11 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         if unknown.size:
             raise ValueError(f"y: labels {unknown[:5].tolist()} were not seen in fit "
                              f"(classes_ = {self.classes_.tolist()})")
-        return class_error_report(self, y, self.predict(X))
+        y_pred = self.predict(X)
+        weight = None
+        if sample_weight is not None:
+            weight, _ = check_sample_weight(sample_weight, y_pred.shape[0])
+        return class_error_report(self, y, y_pred, weight)
 
 
 def _python(label):

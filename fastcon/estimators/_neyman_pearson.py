@@ -2,6 +2,7 @@ r"""`NeymanPearsonClassifier`: bound the error on one class, minimise it on the 
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from ..metrics import np_umbrella_threshold, type_one_error
 from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
@@ -9,9 +10,10 @@ from ..problems._score_constraints import rate_bound_constraint
 from ..solvers._common import check_choice
 from ..solvers._validation import check_real
 from ._input import (
-    check_binary_target, check_fraction, check_sample_weight, fit_dataset, labels_to_index, ridge_for,
+    check_binary_target, check_fraction, check_random_state, check_sample_weight, fit_dataset, labels_to_index,
+    ridge_for,
 )
-from ._linear import LinearConstrainedClassifier
+from ._linear import LinearConstrainedClassifier, warn_if_unconverged
 from ._report import ConstraintReport
 from ._solve import choose_solver, solve_linear
 
@@ -112,6 +114,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         check_real("tol", self.tol, positive=True)
         if self.ridge is not None:
             check_real("ridge", self.ridge)
+        check_random_state(self.random_state)
         return choose_solver(self.solver, self.loss, "neyman_pearson")
 
     def fit(self, X, y, sample_weight=None):
@@ -130,7 +133,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         solver = self._check_params()
         X, y_index, self.classes_ = check_binary_target(self, X, y)
         n = X.shape[0]
-        weight = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n)
+        weight, weight_scale = (np.ones(n), 1.0) if sample_weight is None else check_sample_weight(sample_weight, n)
         if self.constrained_class is None:
             constrained = 0
         else:
@@ -150,7 +153,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         rows0 = np.flatnonzero(y01 == 0)
         calibration_rows = None
         if self.delta is not None:
-            rng = np.random.default_rng(self.random_state)
+            rng = check_random_state(self.random_state)
             shuffled = rng.permutation(rows0)
             k = int(round(self.calibration_fraction * rows0.size))
             calibration_rows = np.sort(shuffled[:k])
@@ -165,8 +168,8 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             raise ValueError("y: both classes need training rows (after the calibration hold-out)")
         dataset = fit_dataset(X_fit, y_fit)
         scores = LinearScores(dataset, self.fit_intercept)
-        objective = LinearLoss(scores, dataset.y, weight[fit_rows] * (y_fit == 1), self.loss,
-                               ridge_for(self.ridge, weight[fit_rows].sum()))
+        ridge = ridge_for(self.ridge, float(weight[fit_rows].sum()) * weight_scale)
+        objective = LinearLoss(scores, dataset.y, weight[fit_rows] * (y_fit == 1), self.loss, ridge)
         block = rate_bound_constraint(scores, np.flatnonzero(y_fit == 0), float(self.alpha),
                                       smoothing=float(self.smoothing), name="smoothed type-I error",
                                       sample_weight=None if sample_weight is None else weight[fit_rows])
@@ -200,28 +203,52 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         self.solve_result_ = result
         self.n_iter_ = result.n_iter
         self.fit_type_one_error_ = float(w0[s0 > threshold].sum() / w0.sum())
+        warn_if_unconverged(self, result, solver, X, ridge)
         return self
 
-    def constraint_report(self, X, y):
+    def constraint_report(self, X, y, sample_weight=None):
         """Type-I error on (X, y) against ``alpha``, both class errors, and the solver's status.
+
+        Parameters
+        ----------
+        X, y
+            As in `fit`.
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights of the error rates, as in `fit` (with ``delta=None`` a weighted fit meets
+            ``alpha`` on its own rows with its own weights).
 
         Returns
         -------
         ConstraintReport
-            ``per_group`` holds each class's error rate.
+            ``per_group`` holds each class's (weighted) error rate; its ``n`` is the row count.
         """
+        check_is_fitted(self, "coef_")
         y = np.asarray(y)
         labels_to_index(y, self.classes_)
         y_pred = self.predict(X)
+        if y.shape[0] != y_pred.shape[0]:
+            raise ValueError(f"y: has {y.shape[0]} labels but X has {y_pred.shape[0]} rows")
         constrained = self.classes_[0] if self.constrained_class is None else self.constrained_class
-        value = type_one_error(y_pred == constrained, y == constrained, True)
-        per_class = {c: {"n": int(np.sum(y == c)), "error": float(np.mean(y_pred[y == c] != c))
-                         if np.any(y == c) else float("nan")} for c in self.classes_.tolist()}
+        if sample_weight is None:
+            weight = np.ones(y.shape[0])
+            value = type_one_error(y_pred == constrained, y == constrained, True)
+        else:
+            weight, _ = check_sample_weight(sample_weight, y.shape[0])
+            value = _weighted_error(y_pred, y, constrained, weight)
+        per_class = {c: {"n": int(np.sum(y == c)), "error": _weighted_error(y_pred, y, c, weight)}
+                     for c in self.classes_.tolist()}
         result = self.solve_result_
         certificate = {k: result.info[k] for k in ("kkt_stationarity", "complementarity") if k in result.info}
         return ConstraintReport("type_one_error", float(self.alpha), float(value), bool(value <= self.alpha),
                                 per_class, result.status, result.message, certificate,
                                 fit_value=self.fit_type_one_error_)
+
+
+def _weighted_error(y_pred, y, label, weight):
+    """The weighted share of the rows of class ``label`` predicted otherwise (NaN without weight there)."""
+    rows = y == label
+    total = float(weight[rows].sum())
+    return float(weight[rows] @ (y_pred[rows] != label)) / total if total > 0 else float("nan")
 
 
 def _weighted_upper_quantile(scores, weight, alpha):

@@ -83,10 +83,11 @@ class ConstraintReport:
     interval: tuple = None
 
     @classmethod
-    def for_fairness(cls, estimator, scores, y01, codes):
+    def for_fairness(cls, estimator, scores, y01, codes, sample_weight=None):
+        """The report of a `FairClassifier` from its scores on some rows (``sample_weight`` weighs the rates)."""
         interval = getattr(estimator, "interval_", None)
-        value = fairness_gap(estimator.constraint, scores, y01, codes, interval=interval)
-        rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01)
+        value = fairness_gap(estimator.constraint, scores, y01, codes, sample_weight, interval=interval)
+        rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01, sample_weight)
         present = {int(k) for k in np.unique(codes)}
         per_group = {}
         for k, label in enumerate(estimator.groups_):
@@ -120,22 +121,25 @@ def _solve_summary(estimator):
     return result.status, result.message, certificate
 
 
-def class_error_report(estimator, y, y_pred) -> ConstraintReport:
+def class_error_report(estimator, y, y_pred, sample_weight=None) -> ConstraintReport:
     """Every class's error rate on ``(y, y_pred)`` against ``estimator.class_bounds_`` (the largest excess).
 
     The report of the Neyman–Pearson estimators: ``per_group`` maps each class label to its row
     count, error rate and bound (None when unbounded); ``value`` is the largest error minus bound
     over the bounded classes present, ``fit_value`` the same on the training rows
-    (``estimator.fit_errors_``).
+    (``estimator.fit_errors_``). ``sample_weight`` weighs the error rates (a class whose rows all
+    have weight 0 counts as absent).
     """
     if y_pred.shape[0] != y.shape[0]:
         raise ValueError(f"y: has {y.shape[0]} labels but X has {y_pred.shape[0]} rows")
+    weight = np.ones(y.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     per_class, excess = {}, []
     for label in estimator.classes_.tolist():
-        rows = y == label
-        error = float(np.mean(y_pred[rows] != label)) if np.any(rows) else float("nan")
+        rows = (y == label) & (weight > 0)
+        error = float(weight[rows] @ (y_pred[rows] != label)) / float(weight[rows].sum()) if np.any(rows) \
+            else float("nan")
         bound = estimator.class_bounds_.get(label)
-        per_class[label] = {"n": int(np.sum(rows)), "error": error, "bound": bound}
+        per_class[label] = {"n": int(np.sum(y == label)), "error": error, "bound": bound}
         if bound is not None and np.any(rows):
             excess.append(error - bound)
     value = max(excess) if excess else float("nan")

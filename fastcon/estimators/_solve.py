@@ -13,7 +13,8 @@ import numpy as np
 from ..solvers import switching_subgradient
 from ..solvers.augmented_lagrangian import augmented_lagrangian
 
-__all__ = ["PARTIAL_CONSTRAINTS", "SOLVERS", "Calibration", "calibrate_bound", "choose_solver", "solve_linear"]
+__all__ = ["PARTIAL_CONSTRAINTS", "SOLVERS", "Calibration", "best_solve", "calibrate_bound", "choose_solver",
+           "solve_linear"]
 
 #: Solvers an estimator accepts by name.
 SOLVERS = ("auto", "augmented_lagrangian", "switching_subgradient", "idca")
@@ -78,11 +79,27 @@ class Calibration:
     statuses: list = field(default_factory=list)
     chosen: int = -1
     met: bool = False
+    converged: bool = True
 
     def as_dict(self, measured_on):
         return {"bounds": self.bounds, "smoothings": self.smoothings, "hard_values": self.hard_values,
                 "objectives": self.objectives, "statuses": self.statuses, "chosen": self.chosen, "met": self.met,
-                "measured_on": measured_on}
+                "converged": self.converged, "measured_on": measured_on}
+
+
+def best_solve(hard_values, objectives, tolerance, converged):
+    """Index of the solve to keep among all those seen: ``(index, met)``.
+
+    Every solve is a candidate, whatever its bound or smoothing. Among those whose hard value
+    meets ``tolerance``, the lowest objective, counting the solves that did not converge
+    (``converged[k]`` False) only when no converged solve meets it; if none meets it, the
+    smallest hard value (converged first among equal values). So the kept solve is never worse
+    than one already seen.
+    """
+    met = [k for k, h in enumerate(hard_values) if h <= tolerance]
+    if met:
+        return min(met, key=lambda k: (not converged[k], objectives[k], k)), True
+    return min(range(len(hard_values)), key=lambda k: (hard_values[k], not converged[k], k)), False
 
 
 def _next_bound(points, tolerance, target):
@@ -107,7 +124,7 @@ def _next_bound(points, tolerance, target):
 
 
 def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8, adapt_smoothing=True,
-                    max_bound=None):
+                    max_bound=None, converged=None):
     r"""Find a surrogate bound whose solution meets ``hard_metric <= tolerance``, as loose as the rounds allow.
 
     The hard gap :math:`h(\kappa)` of the solution at surrogate bound :math:`\kappa` is a step
@@ -127,10 +144,14 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
     constraint whose hard gap exceeds :math:`\kappa` by more than 3/4 of the tolerance although a
     tighter :math:`\kappa` lowered it by less than a fifth, a violated tolerance although
     :math:`\kappa` fell below tolerance/16, or two shrinking steps that did not lower :math:`h`),
-    the smoothing :math:`\tau` is halved (at most four times) and the search restarts at
-    :math:`\kappa = \text{tolerance}` from the current point. Among the solves that met
-    the tolerance the one with the smallest objective is kept; if none did, the one with the
-    smallest hard value.
+    the smoothing :math:`\tau` is halved (at most four times) and the search goes on from the
+    current point at :math:`\kappa = \min(\text{tolerance}, \kappa_{\text{last}})`, the last
+    bound tried: restarting at the tolerance spent the rounds re-solving bounds that had already
+    failed, so that a tolerance of 0.05 could end with no solve meeting it where the search for
+    0.03, which shrank the bound faster, met both (`best_solve` would then have kept that solve).
+    Every solve, at any bound and smoothing, is a candidate (`best_solve`): among those that met
+    the tolerance the one with the smallest objective (converged solves first), else the one
+    with the smallest hard value; ``Calibration.chosen`` is its round.
 
     Parameters
     ----------
@@ -149,6 +170,9 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         Largest bound tried (the partial DP block of [HHYL25] model (13) needs :math:`\kappa < 1`):
         a larger next bound is clipped to it, and the loop stops when the clipped bound was already
         tried.
+    converged : callable, optional
+        ``SolveResult -> bool``, whether a solve ended as its solver ends when all went well
+        (default: status ``"converged"``); `best_solve` prefers those.
 
     Returns
     -------
@@ -181,7 +205,7 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         stuck = len(violated) == len(points) and (
             bound < tolerance / 16 or (len(points) >= 3 and points[-1][1] >= 0.95 * points[-3][1]))
         if adapt_smoothing and (loose or stuck) and halvings < 4:
-            tau, bound, halvings, points = tau / 2, tolerance, halvings + 1, []
+            tau, bound, halvings, points = tau / 2, min(tolerance, bound), halvings + 1, []
             continue
         bound = _next_bound(points, tolerance, target)
         if bound is not None and max_bound is not None:
@@ -190,11 +214,11 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
                 break
         if bound is None:
             break
-    met = [k for k, h in enumerate(record.hard_values) if h <= tolerance]
-    if met:
-        k = min(met, key=lambda j: record.objectives[j])
-    else:
-        k = int(np.argmin(record.hard_values))
-    record.chosen, record.met = k, bool(met)
+    if converged is None:
+        def converged(result):
+            return result.status == "converged"
+    ok = [bool(converged(result)) for _, result in solutions]
+    k, met = best_solve(record.hard_values, record.objectives, tolerance, ok)
+    record.chosen, record.met, record.converged = k, met, ok[k]
     x, result = solutions[k]
     return x, result, record
