@@ -216,7 +216,8 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
         say(f"(no figure: {exc})")
     summary["wall_time_s"] = time.perf_counter() - t0
     (out / "results.json").write_text(json.dumps(summary, indent=1, default=float))
-    say("wrote " + ", ".join(str(p) for p in written))
+    # names only: `fastcon demo` writes into a staging folder and then says where it moved it
+    say("wrote " + ", ".join(p.name for p in written))
     if verbose:
         sys.stdout.flush()
         print(f"fastcon demo: done in {summary['wall_time_s']:.1f} s", file=sys.stderr)
