@@ -114,8 +114,9 @@ class FairClassifier(LinearConstrainedClassifier):
         ``"partial_dp"`` and ``"weak_partial_dp"`` (partial demographic parity on a rank band, see
         above; no ``sample_weight``).
     tolerance : float
-        Bound on the hard gap (a rate difference in [0, 1], or a distance for ``"wasserstein"``;
-        below 1 for the partial constraints, whose metrics never exceed 1).
+        Bound on the hard gap (a rate difference in [0, 1], so at most 1 for the rate constraints
+        and ``"roc"``; a distance for ``"wasserstein"``; below 1 for the partial constraints,
+        whose metrics never exceed 1).
     loss : {"logistic", "hinge"}
     ridge : float, optional
         :math:`\ge 0`, the L2 penalty on :math:`w` (not on the intercept). None (default):
@@ -165,8 +166,9 @@ class FairClassifier(LinearConstrainedClassifier):
         about 30 s per solve on one core).
     drop_sensitive : bool
         With ``sensitive_features`` naming columns of X, drop them from the features.
-    random_state : int, optional
-        Seed of the validation split (the solvers are deterministic).
+    random_state : int, numpy Generator or RandomState, optional
+        Seed of the validation split (the solvers are deterministic): None, an int in
+        [0, 2**32) or a generator; anything else is a ValueError naming ``random_state``.
     verbose : bool
         Progress of each solve on stderr.
 
@@ -184,8 +186,10 @@ class FairClassifier(LinearConstrainedClassifier):
         :math:`\tau x`), then the level thresholds :math:`\theta` of model (13).
     calibration_ : dict
         One entry per solve: ``bounds`` and ``smoothings`` tried, ``hard_values`` reached,
-        ``objectives``, ``statuses``; the ``chosen`` index, ``met`` (tolerance met) and where the
-        hard gap was measured (``measured_on``).
+        ``objectives``, ``statuses``; the ``chosen`` index (the round kept: the lowest objective
+        among the solves at any smoothing that met the tolerance, converged ones first, else the
+        smallest hard value), ``met`` (tolerance met), ``converged`` (the kept solve ended as its
+        solver should; if not, ``fit`` warns) and where the hard gap was measured (``measured_on``).
     fit_gap_ : float
         The hard gap where calibration measured it.
     interval_ : tuple of float or None
@@ -259,11 +263,19 @@ class FairClassifier(LinearConstrainedClassifier):
         sensitive_features : array-like, Series, DataFrame, column name(s) or position(s), optional
             The group of every row: labels of any hashable type; several columns form
             intersectional groups; a column name of a DataFrame ``X`` (or a list of names, or an
-            int position) reads it from ``X``. Without it all rows form one group, the constraint
-            is void, and a warning says so.
+            int position) reads it from ``X``. A list of strings names columns only when ``X`` is
+            a DataFrame and every string is one of its columns; otherwise it holds the labels (one
+            per row; a list that is neither is a ValueError naming the missing columns). With
+            ``drop_sensitive`` the columns read from ``X`` (by name or position) are dropped in
+            ``fit`` and again from the X given to ``predict``, ``decision_function`` and
+            ``constraint_report``, which take X with those columns. Without it all rows form one
+            group, the constraint is void, and a warning says so.
         sample_weight : array-like of shape (n_samples,), optional
             Row weights of the loss and of the group rates (a weight of 2 counts as a repeated
-            row, in the constraint and in the hard gap the calibration measures). Not with
+            row, in the constraint and in the hard gap the calibration measures). They are
+            divided by their mean (every use is invariant to their scale, so weights of 1e-320
+            act as ones), except that the default ``ridge=None`` is one over their total, which
+            must be at least ``1 / np.finfo(np.float64).max``. Not with
             ``"roc"``, ``"wasserstein"``, ``"partial_dp"`` or ``"weak_partial_dp"``, whose hard
             gaps compare unweighted distributions (the rank band is defined on them).
         """

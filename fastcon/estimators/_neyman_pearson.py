@@ -71,8 +71,10 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         :math:`\tau` of the smoothed type-I error.
     calibration_fraction : float
         With ``delta``: the fraction of the constrained class held out for the threshold.
-    random_state : int, optional
-        Seed of the calibration split.
+    random_state : int, numpy Generator or RandomState, optional
+        Seed of the calibration split: None, an int in [0, 2**32) or a generator; anything else
+        is a ValueError naming ``random_state``. A fit whose kept solve did not converge warns
+        (``ConvergenceWarning``), the model may be degenerate.
     verbose : bool
 
     Attributes
@@ -127,7 +129,9 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             Two classes of any type.
         sample_weight : array-like of shape (n_samples,), optional
             Row weights of the type-II loss, the smoothed type-I error and, with ``delta=None``,
-            the threshold (a weight of 2 counts as a repeated row). With ``delta`` the held-out
+            the threshold (a weight of 2 counts as a repeated row). They are divided by their
+            mean (weights of 1e-320 act as ones), except that the default ``ridge=None`` is one
+            over their total, which must be at least ``1 / np.finfo(np.float64).max``. With ``delta`` the held-out
             rows are counted unweighted: the umbrella guarantee is over draws of rows.
         """
         solver = self._check_params()
