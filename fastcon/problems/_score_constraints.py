@@ -155,11 +155,13 @@ def rate_block_bytes(n_samples, n_cells, n_rates, n_pairs, n_thresholds) -> int:
     Per row: cell id, weight, the scores' cache and gradient buffers (five 8-byte numbers). Per grid
     point: the cell sums and cell coefficients (:math:`2 n_{cells}`), the rates and their
     coefficients (:math:`2R`), and for the :math:`K` pairs the constraint values, the multipliers
-    and two solver work vectors (:math:`4K`); the pairs and names themselves.
+    and two solver work vectors (:math:`4K`); per pair, its indices, bound and name (256 bytes:
+    a name is a Python string of about 100 characters, the rest is index arrays and their
+    temporaries while the block is built).
     """
     m = int(n_thresholds)
     per_point = 2 * int(n_cells) + 2 * int(n_rates) + 4 * int(n_pairs)
-    return 8 * (5 * int(n_samples) + per_point * m + int(n_rates) * int(n_cells)) + 150 * int(n_pairs)
+    return 8 * (5 * int(n_samples) + per_point * m + int(n_rates) * int(n_cells)) + 256 * int(n_pairs)
 
 
 class TransportGapConstraints(_PairBound):
@@ -238,7 +240,7 @@ def fairness_constraint_bytes(n_samples, n_groups, constraint, n_thresholds=1) -
         raise ValueError(f"constraint: expected one of {FAIRNESS_CONSTRAINTS}, got {constraint!r}")
     n_samples, n_groups = int(n_samples), int(n_groups)
     if constraint == "wasserstein":
-        return 8 * 5 * n_samples + (4 * 8 + 150) * (n_groups * (n_groups - 1) // 2)
+        return 8 * 5 * n_samples + (4 * 8 + 256) * (n_groups * (n_groups - 1) // 2)
     n_families = 2 if constraint == "equalized_odds" else 1
     n_rates = n_families * n_groups
     return rate_block_bytes(n_samples, 2 * n_groups, n_rates, n_families * n_groups * (n_groups - 1),
