@@ -317,7 +317,7 @@ def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
                 label=f"FairClassifier(\"{label}\")")
         ax.axhline(fair_base[key], color=colour, ls=":", lw=1.2)
         ax.annotate("LogisticRegression (unconstrained)", (0.01 * right, fair_base[key]),
-                    textcoords="offset points", xytext=(0, 3), fontsize=8, color=colour)
+                    textcoords="offset points", xytext=(0, 3), fontsize=8, color=colour, bbox=_LABEL_BOX)
     ax.set_xlabel("tolerance")
     ax.set_ylabel("gap of the bounded metric, held-out rows")
     ax.set_title("held-out gap against the tolerance")
