@@ -233,4 +233,5 @@ def test_good_random_states_are_accepted():
     by_gen = FairClassifier(validation_fraction=0.3, random_state=np.random.default_rng(3)).fit(
         X, y, sensitive_features=g)
     np.testing.assert_array_equal(by_int.coef_, by_gen.coef_)
-    FairClassifier(tolerance=0.05, validation_fraction=0.3, random_state=np.random.RandomState(0)).fit(X, y, sensitive_features=g)
+    FairClassifier(tolerance=0.05, validation_fraction=0.3, random_state=np.random.RandomState(0)).fit(
+        X, y, sensitive_features=g)
