@@ -15,8 +15,12 @@ raises an ImportError that names it when it is missing.
 from __future__ import annotations
 
 import importlib
+import re
+import warnings
 
 import numpy as np
+
+from ._validate import check_lightgbm_text, check_threads, check_xgboost_text
 
 __all__ = ["BACKENDS", "backend"]
 
@@ -44,6 +48,13 @@ def _check_params(params, fixed, name="params"):
     return dict(params)
 
 
+def _warn_unknown(unknown, library, how, stacklevel, name="params"):
+    """A UserWarning naming the parameters the library does not know (it would ignore them silently)."""
+    if unknown:
+        warnings.warn(f"{name}: unknown {library} parameter(s) {sorted(unknown)} ({how}); {library} ignores "
+                      "them", UserWarning, stacklevel=stacklevel + 1)
+
+
 class XGBoostBackend:
     """XGBoost: one ``xgboost.Booster`` per score model, grown by ``Booster.update(dtrain, i, fobj)``; ``base_score = 0``."""
 
@@ -59,13 +70,33 @@ class XGBoostBackend:
     def __init__(self):
         self.lib = _import("xgboost")
 
-    def params(self, user, n_outputs, seed, n_threads):
-        params = {"base_score": 0.0, "nthread": int(n_threads), "seed": int(seed),
+    def params(self, user, n_outputs, seed, n_threads, n_rows=None):
+        params = {"base_score": 0.0, "nthread": check_threads(n_threads), "seed": int(seed),
                   "disable_default_eval_metric": 1, "verbosity": 0}
         if n_outputs > 1:
             params["num_class"] = int(n_outputs)
-        params.update(_check_params(user, self.FIXED))
+        user = _check_params(user, self.FIXED)
+        params.update(user)
+        if user:
+            self._warn_unused(params, user)
         return params
+
+    def _warn_unused(self, params, user):
+        # XGBoost's own judgement: a booster on two rows configured with the parameters (its learner
+        # lists the parameters no component read), its warning caught and re-issued naming them
+        data = self.lib.DMatrix(np.zeros((2, 1)), nthread=1)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                self.lib.Booster(dict(params, verbosity=1, nthread=1), [data]).save_config()
+            except self.lib.core.XGBoostError:
+                return   # a bad value: the real booster raises it
+        unused = set()
+        for w in caught:
+            match = re.search(r"Parameters: \{(.*?)\} are not used", str(w.message), re.S)
+            if match:
+                unused |= set(re.findall(r'"([^"]+)"', match.group(1)))
+        _warn_unknown(unused & set(user), "XGBoost", f"XGBoost {self.lib.__version__} reports them unused", 4)
 
     def dataset(self, X, params):
         # One DMatrix per score model: its quantile sketch is computed once. XGBoost reads the
@@ -101,10 +132,11 @@ class XGBoostBackend:
             booster = booster[int(start):int(stop)]
         return bytes(booster.save_raw("json")).decode("utf-8")
 
-    def from_text(self, text, n_threads):
+    def from_text(self, text, n_threads, n_outputs=None):
+        check_xgboost_text(text)     # XGBoost's reader aborts on an empty buffer
         booster = self.lib.Booster()
-        booster.load_model(bytearray(text.encode("utf-8")))
-        booster.set_param({"nthread": int(n_threads)})
+        booster.load_model(bytearray(text.encode("utf-8")))   # XGBoostError is a ValueError
+        booster.set_param({"nthread": check_threads(n_threads)})
         return booster
 
 
@@ -121,12 +153,47 @@ class LightGBMBackend:
     def __init__(self):
         self.lib = _import("lightgbm")
 
-    def params(self, user, n_outputs, seed, n_threads):
-        params = {"num_threads": int(n_threads), "seed": int(seed), "deterministic": True,
+    #: LightGBM's default ``min_data_in_leaf``
+    MIN_DATA_IN_LEAF = 20
+
+    def _aliases(self):
+        """LightGBM's parameter name -> its aliases (its own table), or None when it is not readable."""
+        try:
+            table = self.lib.basic._ConfigAliases._get_all_param_aliases()
+            return {k: set(v) | {k} for k, v in table.items()}
+        except Exception:   # a private helper of lightgbm.basic: absent in some version
+            return None
+
+    def params(self, user, n_outputs, seed, n_threads, n_rows=None):
+        params = {"num_threads": check_threads(n_threads), "seed": int(seed), "deterministic": True,
                   "force_row_wise": True, "verbose": -1, "metric": "None"}
         if n_outputs > 1:
             params["num_class"] = int(n_outputs)
-        params.update(_check_params(user, self.FIXED))
+        aliases = self._aliases()
+        fixed = dict(self.FIXED)
+        if aliases is not None:
+            for key, why in self.FIXED.items():
+                for alias in aliases.get(key, ()):
+                    fixed.setdefault(alias, why)
+        user = _check_params(user, fixed)
+        if aliases is not None:
+            known = set().union(*aliases.values())
+            _warn_unknown(set(user) - known, "LightGBM",
+                          f"not in LightGBM {self.lib.__version__}'s list of parameters and aliases", 3)
+        leaf_names = (aliases or {}).get("min_data_in_leaf", {"min_data_in_leaf", "min_data_per_leaf", "min_data",
+                                                               "min_child_samples", "min_samples_leaf"})
+        given = [k for k in user if k in leaf_names]
+        if given:
+            m = user[given[0]]
+            if n_rows is not None and isinstance(m, (int, np.integer)) and 2 * m > n_rows:
+                raise ValueError(f"params: {given[0]}={m} needs at least {2 * m} rows (2 x {given[0]}: a split "
+                                 f"leaves {m} rows on each side), X has {n_rows}; lower {given[0]}")
+            self.min_data_in_leaf = m
+        elif n_rows is not None:
+            # LightGBM's default 20 cannot split fewer than 40 rows (it stops with an internal check):
+            # at most a quarter of the rows, so that small data get trees; 80 rows and more keep 20
+            self.min_data_in_leaf = params["min_data_in_leaf"] = min(self.MIN_DATA_IN_LEAF, max(1, n_rows // 4))
+        params.update(user)
         return params
 
     def dataset(self, X, params):
@@ -142,7 +209,17 @@ class LightGBMBackend:
 
     def boost(self, booster, data, objective, rounds):
         for _ in range(int(rounds)):
-            if booster.update(fobj=objective):
+            try:
+                finished = booster.update(fobj=objective)
+            except self.lib.basic.LightGBMError as exc:
+                if "num_features()" not in str(exc):
+                    raise
+                m = getattr(self, "min_data_in_leaf", self.MIN_DATA_IN_LEAF)
+                raise ValueError(f"X: LightGBM kept no feature it can split on ({data.num_data()} rows, "
+                                 f"min_data_in_leaf={m}): every column is constant, or no threshold leaves "
+                                 f"min_data_in_leaf rows on each side (at least {2 * m} rows, and enough "
+                                 "distinct values); lower params['min_data_in_leaf']") from None
+            if finished:
                 # no tree could split (LightGBM drops the empty trees and keeps the round count):
                 # the same gradients would give the same empty trees
                 break
@@ -167,8 +244,12 @@ class LightGBMBackend:
     def to_text(self, booster, start, stop):
         return booster.model_to_string(num_iteration=int(stop) - int(start), start_iteration=int(start))
 
-    def from_text(self, text, n_threads):
-        return self.lib.Booster(model_str=text)
+    def from_text(self, text, n_threads, n_outputs=None):
+        check_lightgbm_text(text, n_outputs)   # LightGBM's parser can abort the process on damaged text
+        try:
+            return self.lib.Booster(model_str=text)
+        except self.lib.basic.LightGBMError as exc:
+            raise ValueError(f"LightGBM model text: {exc}") from None
 
 
 def backend(name):

@@ -25,6 +25,7 @@ from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
 from ._backends import BACKENDS
 from ._models import DEFAULT_ROUNDS, LightGBMScoreModel, XGBoostScoreModel
+from ._validate import check_threads
 
 __all__ = ["NeymanPearsonGBMClassifier", "FairGBMClassifier"]
 
@@ -67,7 +68,7 @@ class _GBMClassifier(ConstrainedClassifier):
             check_choice("dual_step", self.dual_step, ("auto",))
         else:
             check_real("dual_step", self.dual_step, positive=True)
-        check_count("n_threads", self.n_threads)
+        check_threads(self.n_threads)
         _check_seed(self.random_state)
         if self.params is not None and not isinstance(self.params, dict):
             raise TypeError(f"params: expected a dict of {self.backend} parameters, got {type(self.params).__name__}")
@@ -132,6 +133,17 @@ class _GBMClassifier(ConstrainedClassifier):
         if result.status not in ("converged", "max_iter"):
             warnings.warn(f"{type(self).__name__}: the solver ended with status {result.status!r}: {result.message}",
                           ConvergenceWarning, stacklevel=3)
+        # degenerate models: ABPP / CBPR end with "max_iter" by design (no stopping test by default;
+        # whether the bounds are met is warned by fit), but a model without trees or with non-finite
+        # training scores is no fit at all
+        if not np.all(np.isfinite(result.x)):
+            warnings.warn(f"{type(self).__name__}: the kept solve's training scores are not finite (the solve "
+                          "diverged); lower primal_step or dual_step", ConvergenceWarning, stacklevel=3)
+        elif self.n_rounds_ == 0 or np.all(np.ptp(result.x, axis=0) == 0.0):
+            warnings.warn(f"{type(self).__name__}: the model is constant (no tree split the training rows: "
+                          f"{self.n_rounds_} rounds, every row has the same score), so predict returns one class; "
+                          "check the features and params that forbid splits (min_gain_to_split / gamma, "
+                          "min_data_in_leaf / min_child_weight)", ConvergenceWarning, stacklevel=3)
 
 
 class NeymanPearsonGBMClassifier(_GBMClassifier):

@@ -35,6 +35,7 @@ from ..solvers._bregman_models import loss_curvature
 from ..solvers._validation import check_count
 from ._backends import backend as _backend
 from ._objective import ProxObjective
+from ._validate import check_threads
 
 __all__ = ["BoostingState", "BoostedEnsemble", "XGBoostScoreModel", "LightGBMScoreModel"]
 
@@ -99,7 +100,8 @@ class BoostedEnsemble:
     n_outputs : int
         1 (scores of shape (n,)) or J (shape (n, J)).
     n_threads : int
-        Threads of prediction.
+        Threads of prediction, at most the CPUs this process may use
+        (`fastcon.boosting._validate.thread_limit`; more is a ValueError naming the limit).
     """
 
     def __init__(self, backend_name, boosters, terms, n_outputs, n_threads=1):
@@ -117,7 +119,7 @@ class BoostedEnsemble:
                 merged.append((index, start, stop, weight))
         self.terms = tuple(merged)
         self.n_outputs = int(n_outputs)
-        self.n_threads = check_count("n_threads", n_threads)
+        self.n_threads = check_threads(n_threads)
 
     @property
     def backend_name(self):
@@ -173,7 +175,8 @@ class BoostedEnsemble:
     def from_texts(cls, backend_name, texts, terms, n_outputs, n_threads=1):
         """The inverse of `export` (``terms`` as in the constructor)."""
         lib = _backend(backend_name)
-        return cls(backend_name, [lib.from_text(t, n_threads) for t in texts], terms, n_outputs, n_threads)
+        return cls(backend_name, [lib.from_text(t, n_threads, int(n_outputs)) for t in texts], terms, n_outputs,
+                   n_threads)
 
 
 def _check_features(X):
@@ -209,8 +212,8 @@ class _BoostingScoreModel:
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)) or seed < 0:
             raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
         self.seed = int(seed)
-        self.n_threads = check_count("n_threads", n_threads)
-        self.params = self._backend.params(params, self.n_outputs, self.seed, self.n_threads)
+        self.n_threads = check_threads(n_threads)
+        self.params = self._backend.params(params, self.n_outputs, self.seed, self.n_threads, self.n_samples)
         self._data = None             # the library's training data and booster, built on the first step
         self._booster = None
         self._library_scores = None   # the booster's training scores after the last step
@@ -413,7 +416,9 @@ class XGBoostScoreModel(_BoostingScoreModel):
     seed : int
         XGBoost's ``seed``: same seed, same bits.
     n_threads : int
-        XGBoost's ``nthread`` (default 1: reproducible and polite on shared machines).
+        XGBoost's ``nthread`` (default 1: reproducible and polite on shared machines), at most the
+        CPUs this process may use (``os.sched_getaffinity``): more is a ValueError naming the limit
+        (LightGBM segfaulted on ``n_threads=10**6``).
 
     Attributes
     ----------
@@ -430,7 +435,12 @@ class LightGBMScoreModel(_BoostingScoreModel):
 
     Parameters as in `XGBoostScoreModel`; ``params`` go to LightGBM (``num_leaves``,
     ``learning_rate``, ``min_data_in_leaf``, ``lambda_l2``, ...), and the model sets the
-    objective, ``num_class``, ``num_threads``, ``seed`` and ``deterministic=True``.
+    objective, ``num_class``, ``num_threads``, ``seed`` and ``deterministic=True`` (under any of
+    LightGBM's aliases). A name that is not in LightGBM's own list of parameters and aliases is a
+    UserWarning naming it. Without ``min_data_in_leaf`` (or an alias) in ``params``, it is
+    ``min(20, max(1, n // 4))`` for n training rows: LightGBM's default 20 cannot split fewer than
+    40 rows and stopped with an internal check; from 80 rows on it is LightGBM's 20. A
+    ``min_data_in_leaf`` of more than n/2 is a ValueError naming the rows it needs.
     """
 
     backend_name = "lightgbm"

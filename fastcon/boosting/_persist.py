@@ -21,6 +21,7 @@ attributes and hands the booster files to the libraries' own parsers: nothing in
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -30,6 +31,8 @@ import numpy as np
 
 from .._version import __version__
 from ..estimators._persist import _ATTRIBUTE, _decode, _Encoder, read_header
+from ..solvers._validation import check_count
+from ._validate import thread_limit
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "save", "load"]
 
@@ -73,7 +76,8 @@ def save(estimator, path):
               "params": params, "attributes": attributes,
               "ensemble": {"backend": ensemble.backend_name,
                            "terms": [[int(k), int(a), int(b), float(w)] for k, a, b, w in terms],
-                           "n_outputs": ensemble.n_outputs, "n_threads": ensemble.n_threads, "files": files}}
+                           "n_outputs": ensemble.n_outputs, "n_threads": ensemble.n_threads, "files": files,
+                           "sha256": [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]}}
     text = json.dumps(header, allow_nan=False, ensure_ascii=False, indent=1)
     with zipfile.ZipFile(os.fspath(path), "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("header.json", text)
@@ -135,7 +139,19 @@ def load(path):
             missing = [f for f in files if f not in names]
             if missing:
                 raise ValueError(f"booster file(s) {missing[:3]} missing")
-            texts = [archive.read(f).decode("utf-8") for f in files]
+            raw = [archive.read(f) for f in files]
+            digests = spec.get("sha256")   # written since fastcon 0.x (format 2 without it still loads)
+            if digests is not None:
+                if not isinstance(digests, list) or len(digests) != len(files):
+                    raise ValueError(f"sha256: {len(digests) if isinstance(digests, list) else digests!r} "
+                                     f"digests for {len(files)} booster files")
+                for f, data, digest in zip(files, raw, digests):
+                    if hashlib.sha256(data).hexdigest() != digest:
+                        raise ValueError(f"booster file {f} does not match its sha256 in header.json (damaged, "
+                                         "truncated or edited since it was saved)")
+            texts = [data.decode("utf-8") for data in raw]
+            # the saved thread count is the training machine's: at most this machine's CPUs
+            n_threads = min(check_count("n_threads", spec["n_threads"]), thread_limit())
             cls = known[name]
             params, attributes = header["params"], header["attributes"]
             unknown = sorted(set(params) - set(cls().get_params(deep=False)))
@@ -147,13 +163,13 @@ def load(path):
                     raise ValueError(f"attribute {key!r} is not a fitted attribute name")
                 setattr(estimator, key, _decode(value, arrays, key))
             if header["format_version"] == 1:
-                ensemble = _version1_ensemble(spec, texts)
+                ensemble = _version1_ensemble(spec, texts, n_threads)
             else:
                 ensemble = BoostedEnsemble.from_texts(spec["backend"], texts, [tuple(t) for t in spec["terms"]],
-                                                      spec["n_outputs"], spec["n_threads"])
+                                                      spec["n_outputs"], n_threads)
         except ImportError:
             raise
-        except (ValueError, TypeError, KeyError, OSError) as exc:
+        except (ValueError, TypeError, KeyError, OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
     estimator.ensemble_ = ensemble
     if not hasattr(estimator, "n_rounds_"):   # format 1 kept n_boosters_
@@ -161,15 +177,15 @@ def load(path):
     return estimator
 
 
-def _version1_ensemble(spec, texts):
+def _version1_ensemble(spec, texts, n_threads):
     """A format-1 ensemble (one booster per step, each whole with its coefficient) as terms."""
     from ._backends import backend
     from ._models import BoostedEnsemble
 
     lib = backend(spec["backend"])
-    boosters = [lib.from_text(t, spec["n_threads"]) for t in texts]
+    boosters = [lib.from_text(t, n_threads, int(spec["n_outputs"])) for t in texts]
     coefficients = spec["coefficients"]
     if len(coefficients) != len(boosters):
         raise ValueError(f"{len(coefficients)} coefficients for {len(boosters)} boosters")
     terms = [(k, 0, lib.n_rounds(b), w) for k, (b, w) in enumerate(zip(boosters, coefficients))]
-    return BoostedEnsemble(spec["backend"], boosters, terms, spec["n_outputs"], spec["n_threads"])
+    return BoostedEnsemble(spec["backend"], boosters, terms, spec["n_outputs"], n_threads)
