@@ -201,9 +201,12 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     max_calibration : int
         Largest number of ABPP runs of the bound calibration (1: the paper's bounds, no calibration).
     params : dict, optional
-        Tree parameters passed to the library (``max_depth``, ``learning_rate``, ``num_leaves``, ...).
+        Tree parameters passed to the library (``max_depth``, ``learning_rate``, ``num_leaves``, ...);
+        names the library does not know are a UserWarning. LightGBM's ``min_data_in_leaf`` defaults
+        to ``min(20, max(1, n // 4))`` for n rows (`LightGBMScoreModel`).
     n_threads : int
-        Library threads (default 1: same bits at every run).
+        Library threads (default 1: same bits at every run), at most the CPUs this process may use
+        (a ValueError names the limit).
     random_state : int
         The library's seed (default 0).
     verbose : bool

@@ -6,8 +6,8 @@ r"""Saving and loading the boosted estimators without pickle: a zip of the libra
   ``get_params()``, the fitted attributes that are not the ensemble (encoded as
   `fastcon.estimators._persist` encodes them: tuples, non-string keys, non-finite numbers and the
   solve's `fastcon.SolveResult` as marked JSON objects), and the ensemble's backend, terms
-  (booster file, first and last round + 1, weight; `fastcon.boosting.BoostedEnsemble`) and number of
-  outputs;
+  (booster file, first and last round + 1, weight; `fastcon.boosting.BoostedEnsemble`), number of
+  outputs and the sha256 of each booster file (``sha256``, optional: files written before it load);
 - ``arrays/aN.npy``: the NumPy arrays the header refers to (read with ``allow_pickle=False``);
 - ``boosters/NNNN.json`` (XGBoost's JSON model) or ``boosters/NNNN.txt`` (LightGBM's model text):
   one file per booster (a fit has one), loadable by the library itself
@@ -18,6 +18,10 @@ booster whole, with its coefficient) is still read.
 
 `load` rebuilds only the two estimator classes of this package, sets only ``name_``-style
 attributes and hands the booster files to the libraries' own parsers: nothing in the file runs.
+Before a parser sees a booster file, the file must match its sha256 (damage, truncation, edits),
+and its text must pass `fastcon.boosting._validate` (LightGBM's parser aborted the interpreter on a
+truncated file; XGBoost's on an empty one); the saved ``n_threads`` is clipped to this machine's
+CPUs. Every failure is a ValueError ``"path: ..."``.
 """
 from __future__ import annotations
 
@@ -105,7 +109,8 @@ def load(path):
     ------
     ValueError
         ``"path: ..."`` when the file is not such an archive, was written by a newer format
-        version, or is inconsistent.
+        version, or is inconsistent (a booster file that does not match its sha256 or is not a
+        well-formed model of its library included).
     ImportError
         The backend library the model was trained with is not installed.
     """
