@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import binom
+from scipy.special import betainc
 
 __all__ = ["np_umbrella_rank", "np_umbrella_threshold", "np_umbrella_min_samples", "type_one_error",
            "type_two_error"]
@@ -44,6 +44,24 @@ def _level(value, field):
     return value
 
 
+def _binom_sf(k, n, p) -> float:
+    r""":math:`P(\mathrm{Bin}(n, p) > k)`, the survival function ``scipy.stats.binom.sf(k, n, p)``.
+
+    Computed as the regularized incomplete beta function :math:`I_p(k+1, n-k)` (``scipy.special.betainc``,
+    Boost's ``ibeta``, the function ``binom.sf`` evaluates): the same value to the last bit for
+    every integer ``0 <= k < n`` (checked on 627,823 points, ``n`` up to 5,000), without importing
+    ``scipy.stats`` (half a second) at ``import fastcon``. ``scipy.special.bdtrc`` would be the same
+    function through Cephes, but it differs in the last digits (up to 1.6e-12 relative, against
+    1e-14 for ``betainc``, on exact rational sums). Outside ``0 <= k < n`` the answer is exact:
+    1 for ``k < 0``, 0 for ``k >= n`` (where ``bdtrc`` returns nan for ``k > n``).
+    """
+    if k < 0:
+        return 1.0
+    if k >= n:
+        return 0.0
+    return float(betainc(k + 1.0, n - k, p))
+
+
 def np_umbrella_min_samples(alpha, delta) -> int:
     r"""Smallest held-out size :math:`n` for which the umbrella rule exists.
 
@@ -53,11 +71,11 @@ def np_umbrella_min_samples(alpha, delta) -> int:
     """
     alpha, delta = _level(alpha, "alpha"), _level(delta, "delta")
     n = max(1, math.ceil(math.log(delta) / math.log1p(-alpha)))
-    # The ratio may round across an integer: settle on (1-alpha)^n <= delta with binom.sf itself,
+    # The ratio may round across an integer: settle on (1-alpha)^n <= delta with `_binom_sf` itself,
     # the quantity np_umbrella_rank compares.
-    while n > 1 and binom.sf(n - 2, n - 1, 1.0 - alpha) <= delta:
+    while n > 1 and _binom_sf(n - 2, n - 1, 1.0 - alpha) <= delta:
         n -= 1
-    while binom.sf(n - 1, n, 1.0 - alpha) > delta:
+    while _binom_sf(n - 1, n, 1.0 - alpha) > delta:
         n += 1
     return n
 
@@ -67,7 +85,8 @@ def np_umbrella_rank(n, alpha, delta) -> int:
 
     The smallest :math:`k` with :math:`v(k) = P(\mathrm{Bin}(n, 1-\alpha) \ge k) \le \delta`
     (module docstring), found by bisection on :math:`k` (:math:`v` decreases in :math:`k`), each
-    :math:`v(k)` computed by ``scipy.stats.binom.sf(k - 1, n, 1 - alpha)``, which is accurate
+    :math:`v(k)` computed as ``scipy.stats.binom.sf(k - 1, n, 1 - alpha)`` (through `scipy.special.betainc`,
+    bit for bit), which is accurate
     in relative terms even where :math:`v(k)` underflows a direct sum of terms.
 
     Parameters
@@ -93,7 +112,7 @@ def np_umbrella_rank(n, alpha, delta) -> int:
     n = int(n)
     alpha, delta = _level(alpha, "alpha"), _level(delta, "delta")
     p = 1.0 - alpha
-    if n < 1 or binom.sf(n - 1, n, p) > delta:
+    if n < 1 or _binom_sf(n - 1, n, p) > delta:
         raise ValueError(f"n: {n} held-out samples of the constrained class are too few for alpha={alpha:g}, "
                          f"delta={delta:g}: even the largest score leaves P(type-I error > alpha) = "
                          f"(1 - alpha)^n > delta; the umbrella rule needs n >= "
@@ -101,7 +120,7 @@ def np_umbrella_rank(n, alpha, delta) -> int:
     lo, hi = 1, n  # invariant: v(hi) <= delta; v(k) > delta for every k < lo
     while lo < hi:
         mid = (lo + hi) // 2
-        if binom.sf(mid - 1, n, p) <= delta:
+        if _binom_sf(mid - 1, n, p) <= delta:
             hi = mid
         else:
             lo = mid + 1

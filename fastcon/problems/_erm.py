@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from ._compose import less_equal
 from ._domains import Ball
@@ -103,6 +102,8 @@ def _lp_primal(BA, c):
     cost = np.concatenate([np.zeros(d), c])
     bounds = np.zeros((d + n, 2))
     bounds[:d, 0], bounds[:, 1], bounds[:d, 1] = -np.inf, np.inf, np.inf
+    from scipy.optimize import linprog  # here, not at import: scipy.optimize costs ~60 ms at `import fastcon`
+
     res = linprog(cost, A_ub=A_ub, b_ub=-np.ones(n), bounds=bounds, method="highs")
     w = None if res.x is None else np.array(res.x[:d])
     return res, w, None if res.fun is None else float(res.fun)
@@ -118,6 +119,8 @@ def _lp_dual(BA, c):
     """
     n, d = BA.shape
     bounds = np.column_stack([np.zeros(n), c])
+    from scipy.optimize import linprog  # as in _lp_primal
+
     res = linprog(-np.ones(n), A_eq=sp.csr_matrix(BA.T), b_eq=np.zeros(d), bounds=bounds, method="highs")
     ok = res.x is not None and getattr(res, "eqlin", None) is not None
     w = -np.array(res.eqlin.marginals) if ok else None

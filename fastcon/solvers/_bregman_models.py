@@ -49,10 +49,7 @@ import math
 import numbers
 
 import numpy as np
-import scipy.optimize
 import scipy.sparse as sp
-import scipy.sparse.linalg
-from threadpoolctl import threadpool_limits
 
 from ..datasets._storage import fast_storage
 from .._kernels._boosting import logistic_grad_hess, logistic_losses, softmax_grad_hess, softmax_losses
@@ -368,6 +365,8 @@ class LinearScoreModel:
                 out[-1] = z.sum()
             return out
 
+        import scipy.sparse.linalg  # imported on first use, not at `import fastcon`
+
         op = scipy.sparse.linalg.LinearOperator((p, p), matvec=gram, dtype=np.float64)
         return float(scipy.sparse.linalg.eigsh(op, k=1, which="LA", tol=1e-8, v0=np.ones(p),
                                                return_eigenvectors=False)[0]) * (1 + 1e-6)
@@ -522,6 +521,9 @@ class LinearScoreModel:
             # the solvers' vector work has p·J entries and the dot products over n rows are short:
             # OpenBLAS threads spinning on a shared machine made an Adult prox step 15x slower
             # (14.1 s vs 0.90 s for three steps) - as in augmented_lagrangian
+            import scipy.optimize  # both imported on first use, not at `import fastcon`
+            from threadpoolctl import threadpool_limits
+
             with threadpool_limits(1, user_api="blas"):
                 if self.solver == "newton-cg":
                     res = scipy.optimize.minimize(evaluate, x_start, jac=True, hessp=hessp, method="Newton-CG",

@@ -28,8 +28,6 @@ one :math:`Xw`, one :math:`X^\top v`, whatever the number of constraints).
 from __future__ import annotations
 
 import numpy as np
-import scipy.optimize
-from threadpoolctl import threadpool_limits
 
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
@@ -47,7 +45,9 @@ def _bounds(problem):
     if isinstance(domain, Box):
         lo = np.broadcast_to(np.asarray(domain.lo, dtype=np.float64), (problem.dim,))
         hi = np.broadcast_to(np.asarray(domain.hi, dtype=np.float64), (problem.dim,))
-        return scipy.optimize.Bounds(lo, hi)
+        from scipy.optimize import Bounds  # scipy.optimize is imported when a solve needs it
+
+        return Bounds(lo, hi)
     raise TypeError(f"problem: augmented_lagrangian handles the whole space or a Box domain, not {domain!r}; "
                     "use a projected method (switching_subgradient, conex) for other domains")
 
@@ -131,6 +131,10 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, t
         f, g = problem.lagrangian(x_flat, lambda values: np.maximum(0.0, lam + rho * values), grad)
         shifted = np.maximum(0.0, lam + rho * g)
         return f + (shifted @ shifted - lam @ lam) / (2.0 * rho), grad.copy()
+
+    # imported here, not at `import fastcon` (scipy.optimize ~60 ms, threadpoolctl ~50 ms)
+    import scipy.optimize
+    from threadpoolctl import threadpool_limits
 
     progress = Progress(max_iter, verbose, desc="augmented_lagrangian")
     status, message = "max_iter", ""

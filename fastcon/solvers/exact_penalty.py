@@ -93,7 +93,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import linprog
 
 from .._progress import Progress
 from .._results import History, SolveResult
@@ -109,6 +108,13 @@ _PENALTY_UPDATES = ("steering", "classic")
 _BALL_FORMS = ("squared", "norm")
 #: HiGHS's default primal feasibility tolerance: LP values closer than this are not told apart.
 _LP_TOLERANCE = 1e-7
+
+
+def linprog(*args, **kwargs):
+    """`scipy.optimize.linprog`, imported on the first LP: scipy.optimize is not loaded by ``import fastcon``."""
+    from scipy.optimize import linprog as scipy_linprog
+
+    return scipy_linprog(*args, **kwargs)
 
 
 # ---------------------------------------------------------------------------- domain and model
