@@ -3,23 +3,20 @@
 The layers (docs/design.md) are sub-packages: `fastcon.datasets` → `fastcon.problems` →
 `fastcon.solvers` → `fastcon.metrics`; the names most users need are re-exported here.
 """
-import os as _os
-
-# fastcon's parallel kernels are short (ms) and Python runs between them. Spinning OpenMP workers
-# (the default wait policy) then keep the second core busy and slow the interpreter's NumPy work
-# between kernels: an IPP-ConEx run on german took 4.1 s instead of 0.2 s. Read by libgomp when
-# numba first starts its thread pool; a value the user set is kept.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from . import datasets, metrics, problems, solvers  # noqa: E402
-from ._results import SolveResult  # noqa: E402
-from ._version import __version__  # noqa: E402
-from .datasets import Dataset, load, load_libsvm  # noqa: E402
-from .metrics import near_stationarity  # noqa: E402
-from .problems import (  # noqa: E402
+# Importing fastcon changes no environment variable. It asks numba for a fork-safe threading layer
+# (numba.config, this process only; a layer the user chose is kept) so that multiprocessing with
+# 'fork' works after a fit: see fastcon/_kernels/_threading.py. It used to set OMP_WAIT_POLICY=PASSIVE
+# in os.environ, which every OpenMP runtime loaded later in the process saw; the workqueue and tbb
+# layers do not spin, and a user who picks the omp layer can set that variable themselves.
+from . import datasets, metrics, problems, solvers
+from ._results import SolveResult
+from ._version import __version__
+from .datasets import Dataset, load, load_libsvm
+from .metrics import near_stationarity
+from .problems import (
     ConstrainedProblem, custom_term, erm_optimum, hinge_risk, less_equal, roc_fairness, wasserstein_fairness,
 )
-from .solvers import conex, proximal_point, switching_subgradient  # noqa: E402
+from .solvers import conex, proximal_point, switching_subgradient
 
 #: Estimators live in `fastcon.estimators`, which needs scikit-learn (the ``sklearn`` extra); they are
 #: imported on first access so that ``import fastcon`` works without it.

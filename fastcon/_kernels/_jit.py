@@ -24,6 +24,12 @@ What
 
     Filling an empty cache takes minutes (every kernel specialisation is compiled once); the first
     compilation of a fastcon kernel into an empty cache prints one line to stderr saying so.
+
+Threads
+    Importing this module asks numba for a fork-safe threading layer unless the user chose one,
+    and `njit` wraps every ``parallel=True`` kernel, and every kernel whose code calls one, in
+    `fastcon._kernels._threading.SerializedKernel`, which serializes parallel launches from
+    several Python threads where the layer needs it (workqueue). See `fastcon._kernels._threading`.
 """
 import glob
 import os
@@ -33,6 +39,8 @@ import warnings
 
 import numba
 from numba.core import caching, config, event
+
+from ._threading import calls_serialized, choose_threading_layer, serialized
 
 __all__ = ["njit", "cache_root", "kernel_cache_dir", "cache_is_cold"]
 
@@ -90,24 +98,29 @@ def njit(*args, **options):
     """`numba.njit`, with ``cache=True`` kernels cached under `cache_root` (see the module notes).
 
     Used exactly like `numba.njit` (``@njit``, ``@njit(**options)``, ``@njit(signature, ...)``).
-    Without ``cache=True`` it is `numba.njit` itself.
+    A ``parallel=True`` kernel, or one whose code calls such a kernel, comes back wrapped in a
+    `SerializedKernel` (module notes, Threads); any other is a numba dispatcher.
     """
-    if not options.get("cache"):
-        return numba.njit(*args, **options)
-    root = _writable_root()
-    if root is None:
-        return numba.njit(*args, **dict(options, cache=False))
     func = args[0] if len(args) == 1 and callable(args[0]) and not isinstance(args[0], str) else None
+    cache = bool(options.get("cache"))
+    root = _writable_root() if cache else None
+    if cache and root is None:
+        options = dict(options, cache=False)
     decorator = numba.njit(**options) if func is not None else numba.njit(*args, **options)
 
     def decorate(py_func):
-        saved = config.CACHE_DIR
-        config.CACHE_DIR = root  # read by numba's locator while the dispatcher is built
-        try:
+        if root is None:
             dispatcher = decorator(py_func)
-        finally:
-            config.CACHE_DIR = saved
-        _cached_kernels.add(id(dispatcher))
+        else:
+            saved = config.CACHE_DIR
+            config.CACHE_DIR = root  # read by numba's locator while the dispatcher is built
+            try:
+                dispatcher = decorator(py_func)
+            finally:
+                config.CACHE_DIR = saved
+            _cached_kernels.add(id(dispatcher))
+        if options.get("parallel") or calls_serialized(py_func):
+            return serialized(dispatcher)
         return dispatcher
 
     return decorate(func) if func is not None else decorate
@@ -130,3 +143,4 @@ class _ColdCacheNotice(event.Listener):
 
 
 event.register("numba:compile", _ColdCacheNotice())
+choose_threading_layer()
