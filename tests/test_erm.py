@@ -1,5 +1,4 @@
 """Hinge ERM ([HL23] eq. 10) and the hinge-constrained problem of [HL23] §6.1."""
-import time
 
 import numpy as np
 import pytest
@@ -100,14 +99,12 @@ def test_real_data_two_thirds_split(data_home, name):
     train, _ = load(name, data_home=data_home, download=False).split((2 / 3, 1 / 3), seed=0)
     res = _report(name, train)
     assert res["dual"].value == pytest.approx(res["primal"].value, abs=1e-9)
-    assert res["dual"].time_s < 10
 
 
-def test_a9a_value_and_time(data_home):
+def test_a9a_value(data_home):
+    # the solve time is printed, not asserted: speed lives in bench/
     ds = load("a9a", data_home=data_home, download=False)
-    t0 = time.perf_counter()
     r = _report("a9a", ds, ("dual",))["dual"]
-    assert time.perf_counter() - t0 < 30
     assert r.value == pytest.approx(0.35080604312, abs=1e-9)   # primal LP, dual LP and IPM agree
 
 
