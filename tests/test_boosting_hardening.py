@@ -259,3 +259,23 @@ def test_a_constant_model_is_warned(name, params):
         warnings.simplefilter("error", ConvergenceWarning)
         FairGBMClassifier("lightgbm", rounds=2, max_iter=1, inner_iter=2, tolerance=1.0).fit(
             X, y, sensitive_features=np.arange(200) % 2)
+
+
+@pytest.mark.filterwarnings("ignore:categorical_feature keyword has been found:UserWarning")
+@pytest.mark.parametrize("params", [{"linear_tree": True, "num_leaves": 3},
+                                    {"categorical_feature": [3], "num_leaves": 5},
+                                    {"min_gain_to_split": 1e9}], ids=["linear", "categorical", "one-leaf"])
+def test_lightgbm_models_of_every_tree_kind_pass_the_check(params, tmp_path):
+    """The structure check accepts what LightGBM writes: linear trees, categorical splits, one-leaf trees."""
+    X, y = _data(400)
+    X[:, 3] = np.arange(400) % 5
+    y = np.where(X[:, 3] % 2 == 1, 1 - (X[:, 0] > 1.5), X[:, 0] > 1.0).astype(np.int64)   # odd categories
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = NeymanPearsonGBMClassifier("lightgbm", rounds=2, max_iter=3, max_calibration=1, params=params).fit(X, y)
+    text = clf.ensemble_.backend.to_text(clf.ensemble_.boosters[0], 0, clf.n_rounds_)
+    if "categorical_feature" in params:
+        assert re.search(r"num_cat=[1-9]", text)
+    check_lightgbm_text(text, 1)
+    clf.save(tmp_path / "m.zip")
+    np.testing.assert_array_equal(load(tmp_path / "m.zip").decision_function(X), clf.decision_function(X))

@@ -132,8 +132,9 @@ class XGBoostBackend:
             booster = booster[int(start):int(stop)]
         return bytes(booster.save_raw("json")).decode("utf-8")
 
-    def from_text(self, text, n_threads, n_outputs=None):
-        check_xgboost_text(text)     # XGBoost's reader aborts on an empty buffer
+    def from_text(self, text, n_threads, n_outputs=None, check=True):
+        if check:
+            check_xgboost_text(text)     # XGBoost's reader aborts on an empty buffer
         booster = self.lib.Booster()
         booster.load_model(bytearray(text.encode("utf-8")))   # XGBoostError is a ValueError
         booster.set_param({"nthread": check_threads(n_threads)})
@@ -244,8 +245,9 @@ class LightGBMBackend:
     def to_text(self, booster, start, stop):
         return booster.model_to_string(num_iteration=int(stop) - int(start), start_iteration=int(start))
 
-    def from_text(self, text, n_threads, n_outputs=None):
-        check_lightgbm_text(text, n_outputs)   # LightGBM's parser can abort the process on damaged text
+    def from_text(self, text, n_threads, n_outputs=None, check=True):
+        if check:
+            check_lightgbm_text(text, n_outputs)   # LightGBM's parser can abort the process on damaged text
         try:
             return self.lib.Booster(model_str=text)
         except self.lib.basic.LightGBMError as exc:

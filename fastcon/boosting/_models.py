@@ -169,14 +169,18 @@ class BoostedEnsemble:
     def standalone(self):
         """The same ensemble on boosters rebuilt from `export`: no reference to the training data, no unused trees."""
         texts, terms = self.export()
-        return type(self).from_texts(self.backend_name, texts, terms, self.n_outputs, self.n_threads)
+        return type(self).from_texts(self.backend_name, texts, terms, self.n_outputs, self.n_threads, check=False)
 
     @classmethod
-    def from_texts(cls, backend_name, texts, terms, n_outputs, n_threads=1):
-        """The inverse of `export` (``terms`` as in the constructor)."""
+    def from_texts(cls, backend_name, texts, terms, n_outputs, n_threads=1, check=True):
+        """The inverse of `export` (``terms`` as in the constructor).
+
+        ``check``: validate each text before the library parses it (`fastcon.boosting._validate`; a
+        ValueError says what is wrong). Off only for text the library itself just wrote (`standalone`).
+        """
         lib = _backend(backend_name)
-        return cls(backend_name, [lib.from_text(t, n_threads, int(n_outputs)) for t in texts], terms, n_outputs,
-                   n_threads)
+        return cls(backend_name, [lib.from_text(t, n_threads, int(n_outputs), check=check) for t in texts], terms,
+                   n_outputs, n_threads)
 
 
 def _check_features(X):

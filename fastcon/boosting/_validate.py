@@ -59,8 +59,14 @@ _MAX_TREE_LINES = 22
 _PARAMETER = re.compile(r"\[[A-Za-z0-9_]+: [^\n]*\]\Z")
 
 
-def _ints(where, key, value, n, lo=-(2 ** 31), hi=2 ** 31 - 1):
-    tokens = value.split(" ") if value else []
+def _tokens(value, loose):
+    # LightGBM writes single spaces; a linear tree's leaf_features / leaf_coeff group the leaves'
+    # values with two spaces and end with spaces (its reader skips them)
+    return value.split() if loose else (value.split(" ") if value else [])
+
+
+def _ints(where, key, value, n, lo=-(2 ** 31), hi=2 ** 31 - 1, loose=False):
+    tokens = _tokens(value, loose)
     if len(tokens) != n:
         raise ValueError(f"{where}: {key} has {len(tokens)} values, expected {n}")
     out = []
@@ -71,8 +77,8 @@ def _ints(where, key, value, n, lo=-(2 ** 31), hi=2 ** 31 - 1):
     return out
 
 
-def _floats(where, key, value, n, finite=False):
-    tokens = value.split(" ") if value else []
+def _floats(where, key, value, n, finite=False, loose=False):
+    tokens = _tokens(value, loose)
     if len(tokens) != n:
         raise ValueError(f"{where}: {key} has {len(tokens)} values, expected {n}")
     out = []
@@ -97,6 +103,8 @@ def _check_tree(where, fields, n_features):
     if "shrinkage" in fields:
         _floats(where, "shrinkage", fields["shrinkage"], 1)
     linear = _one(where, "is_linear", fields["is_linear"], 0, 1) if "is_linear" in fields else 0
+    if L == 1 and not linear:
+        return   # LightGBM reads nothing else of a one-leaf tree (its other arrays are written empty)
     for key, count, kind in (("leaf_weight", L, float), ("leaf_count", L, int)):
         if key in fields:
             (_floats if kind is float else _ints)(where, key, fields[key], count)
@@ -151,8 +159,8 @@ def _check_tree(where, fields, n_features):
         counts = _ints(where, "num_features", fields.get("num_features", ""), L, 0, n_features)
         total = sum(counts)
         if total:
-            _ints(where, "leaf_features", fields.get("leaf_features", ""), total, 0, n_features - 1)
-            _floats(where, "leaf_coeff", fields.get("leaf_coeff", ""), total)
+            _ints(where, "leaf_features", fields.get("leaf_features", ""), total, 0, n_features - 1, loose=True)
+            _floats(where, "leaf_coeff", fields.get("leaf_coeff", ""), total, loose=True)
 
 
 def check_lightgbm_text(text, n_outputs=None):
@@ -238,6 +246,8 @@ def check_lightgbm_text(text, n_outputs=None):
         written = _ints(where, "tree_sizes", header["tree_sizes"], t, 0) if header["tree_sizes"] else []
         if len(written) != t or written != sizes:
             raise ValueError(f"{where}: tree_sizes {written[:5]}... do not match the {t} trees' sizes {sizes[:5]}...")
+    while k < len(lines) - 1 and lines[k] == "":   # a linear tree ends with one more empty line
+        k += 1
     if lines[k:k + 2] != ["end of trees", ""]:
         raise ValueError(f"{where}: {lines[k][:40]!r} after {t} trees, expected 'end of trees'" if k < len(lines)
                          else f"{where}: truncated after {t} trees (no 'end of trees')")
