@@ -256,11 +256,12 @@ def _build_parser() -> argparse.ArgumentParser:
                    help=f"reuse the runs an interrupted invocation saved in OUT/checkpoints ({_RESUMABLE})")
     p.set_defaults(func=_cmd_reproduce, interrupted="interrupted: nothing saved")
 
-    p = sub.add_parser("demo", help="fairness-constrained classifier on synthetic data, end to end")
+    p = sub.add_parser("demo", help="FairClassifier and NeymanPearsonClassifier against scikit-learn's "
+                                    "LogisticRegression on held-out synthetic rows")
     p.add_argument("--out", type=_folder, default="fastcon-results/demo",
                    help="output folder for the plot and table; an earlier run's outputs there are replaced when "
                         "the demo completes")
-    p.add_argument("--seed", type=_seed, default=0, help="seed of the synthetic data and the solver (integer >= 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the synthetic data and of the splits (integer >= 0)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=_cmd_demo, interrupted="interrupted: nothing saved")
     return parser
