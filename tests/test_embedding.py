@@ -268,6 +268,36 @@ def test_jitted_callers_of_parallel_kernels_are_serialized():
     assert {"csr_matvec", "sigmoid_sweep", "datafit_value_grad"} <= set(wrapped)
 
 
+def test_parallel_options_reach_every_kernel():
+    """numba empties a ``parallel=dict(...)`` at the first compilation; the kernels share one such
+    dict (``JIT_PARALLEL``), so later kernels used to compile with every option on (array
+    statements such as ``out[:] = 0.0`` became parallel regions). `njit` hands numba a copy."""
+    import numpy as np
+    from numba import prange
+    from numba.core.cpu_options import ParallelOptions
+
+    from fastcon._kernels import _linalg
+    from fastcon._kernels._jit import njit
+
+    def body(x, out):
+        out[:] = 0.0
+        for i in prange(2):
+            out[i] += x[i]
+        return out
+
+    shared = dict(_linalg.JIT_PARALLEL, cache=False)
+    shared["parallel"] = dict(shared["parallel"])
+    first, second = njit(**shared)(body), njit(**shared)(body)
+    first(np.ones(3), np.zeros(3))
+    assert second(np.ones(3), np.zeros(3)).tolist() == [1.0, 1.0, 0.0]
+    assert len(shared["parallel"]) == 8 and len(_linalg.JIT_PARALLEL["parallel"]) == 8
+    for kernel in (first, second, _linalg.csr_matvec, _linalg.dense_rmatvec):
+        options = kernel.targetoptions["parallel"]
+        assert isinstance(options, ParallelOptions)
+        assert options.prange and options.reduction
+        assert not (options.setitem or options.numpy or options.fusion or options.comprehension)
+
+
 def test_launch_lock_is_fresh_in_a_forked_child():
     from fastcon._kernels import _threading
 

@@ -25,6 +25,18 @@ What
     Filling an empty cache takes minutes (every kernel specialisation is compiled once); the first
     compilation of a fastcon kernel into an empty cache prints one line to stderr saying so.
 
+Compile options
+    numba's ``ParallelOptions`` *pops* the keys of a ``parallel=dict(...)`` it is given, so with a
+    shared options dict (``JIT_PARALLEL`` in `fastcon._kernels._linalg`) only the first
+    specialisation compiled in a process got ``setitem=False, numpy=False, ...``; every later one
+    (other kernels, other argument types) had all of them on, and array statements such as
+    ``out[:] = 0.0`` became parallel regions: even the serial branch of a kernel paid a thread-pool
+    round trip (181 rows of a9a: 13 µs with OpenMP, 50 µs with workqueue, against 4 µs). `njit`
+    hands numba a ``ParallelOptions`` built from a copy instead (numba copies those). numba's
+    cache index does not record compile options, so `njit` also adds them to each kernel's index
+    key: entries compiled with other options (by an older fastcon, or before a change of ``JIT``
+    in `_linalg` that other files import) are compiled afresh instead of loaded.
+
 Threads
     Importing this module asks numba for a fork-safe threading layer unless the user chose one,
     and `njit` wraps every ``parallel=True`` kernel, and every kernel whose code calls one, in
@@ -32,6 +44,7 @@ Threads
     several Python threads where the layer needs it (workqueue). See `fastcon._kernels._threading`.
 """
 import glob
+import hashlib
 import os
 import sys
 import tempfile
@@ -39,6 +52,7 @@ import warnings
 
 import numba
 from numba.core import caching, config, event
+from numba.core.cpu_options import ParallelOptions
 
 from ._threading import calls_serialized, choose_threading_layer, serialized
 
@@ -94,6 +108,23 @@ def _writable_root():
     return _state["root"]
 
 
+def _options_tag(options) -> str:
+    """A short, stable name of the compile options, for the cache index key."""
+    text = repr(sorted((k, sorted(v.items()) if isinstance(v, dict) else v) for k, v in options.items()))
+    return "fastcon-options-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class _OptionsKeyedCache(caching.FunctionCache):
+    """numba's function cache, with the compile options in the index key (module notes)."""
+
+    def __init__(self, py_func, tag):
+        super().__init__(py_func)
+        self._fastcon_options_tag = tag
+
+    def _index_key(self, sig, codegen):
+        return super()._index_key(sig, codegen) + (self._fastcon_options_tag,)
+
+
 def njit(*args, **options):
     """`numba.njit`, with ``cache=True`` kernels cached under `cache_root` (see the module notes).
 
@@ -106,6 +137,10 @@ def njit(*args, **options):
     root = _writable_root() if cache else None
     if cache and root is None:
         options = dict(options, cache=False)
+    tag = _options_tag(options)
+    parallel = options.get("parallel")
+    if isinstance(parallel, dict):  # numba would empty the dict at the first compilation (module notes)
+        options = dict(options, parallel=ParallelOptions(dict(parallel)))
     decorator = numba.njit(**options) if func is not None else numba.njit(*args, **options)
 
     def decorate(py_func):
@@ -116,6 +151,7 @@ def njit(*args, **options):
             config.CACHE_DIR = root  # read by numba's locator while the dispatcher is built
             try:
                 dispatcher = decorator(py_func)
+                dispatcher._cache = _OptionsKeyedCache(py_func, tag)  # built here: same folder
             finally:
                 config.CACHE_DIR = saved
             _cached_kernels.add(id(dispatcher))
