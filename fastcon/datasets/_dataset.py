@@ -363,13 +363,18 @@ class Dataset:
     def csr_arrays(self):
         """(indptr uint64, indices uint32, data float64): the unsigned-index layout the kernels use.
 
-        Unsigned indices spare numba the negative-index wraparound test on every access;
-        the conversion is paid once per dataset, not per call.
+        Unsigned indices spare numba the negative-index wraparound test on every access. The
+        indices (checked non-negative at construction) are reinterpreted, not copied, when they are
+        32-bit, as scipy stores them up to 2**31 entries; only 64-bit ones are converted (one
+        array of ``nnz`` entries). ``indptr`` (``n_samples + 1`` entries) is converted unless it is
+        already 64-bit.
         """
         if not self.is_sparse:
             raise ValueError("csr_arrays: X is dense")
         X = self.X
-        return (X.indptr.astype(np.uint64), X.indices.astype(np.uint32), X.data)
+        indices = X.indices.view(np.uint32) if X.indices.dtype == np.int32 else X.indices.astype(np.uint32)
+        indptr = X.indptr.view(np.uint64) if X.indptr.dtype == np.int64 else X.indptr.astype(np.uint64)
+        return (indptr, indices, X.data)
 
     def __len__(self):
         return self.n_samples

@@ -307,16 +307,19 @@ class FairClassifier(LinearConstrainedClassifier):
         if check_rows is not None and len(self.groups_) >= 2:
             _check_validation_part(groups.codes, y01, check_rows, len(self.groups_), self.constraint)
         if fit_rows is None:
-            X_fit, y_fit, g_fit, w_fit = X, y01, groups.codes, weight
+            y_fit, g_fit, w_fit = y01, groups.codes, weight
         else:
-            X_fit, y_fit, g_fit, w_fit = X[fit_rows], y01[fit_rows], groups.codes[fit_rows], weight[fit_rows]
+            y_fit, g_fit, w_fit = y01[fit_rows], groups.codes[fit_rows], weight[fit_rows]
         self.interval_ = self.interval_choice_ = None
         if self.constraint in PARTIAL_CONSTRAINTS:
+            X_fit = X if fit_rows is None else X[fit_rows]
             return self._fit_partial(X, y01, groups.codes, X_fit, y_fit, g_fit, w_fit, check_rows, solver)
-        dataset = fit_dataset(X_fit, y_fit)
-        scores = LinearScores(dataset, self.fit_intercept)
+        # the training and validation parts are row indices into X (the products read through
+        # them): X is never copied
+        dataset = fit_dataset(X, y01)
+        scores = LinearScores(dataset, self.fit_intercept, rows=fit_rows)
         ridge = ridge_for(self.ridge, float(w_fit.sum()) * weight_scale)
-        objective = LinearLoss(scores, dataset.y, w_fit, self.loss, ridge)
+        objective = LinearLoss(scores, 2.0 * y_fit - 1.0, w_fit, self.loss, ridge)
 
         n_groups = len(self.groups_)
         free = None
@@ -355,11 +358,12 @@ class FairClassifier(LinearConstrainedClassifier):
             def hard(x):   # the training scores at x are LinearScores' cache: no second product
                 return fairness_gap(self.constraint, scores.scores(x), y_fit, g_fit, w_check)
         else:
-            X_check, y_check, g_check = X[check_rows], y01[check_rows], groups.codes[check_rows]
+            y_check, g_check = y01[check_rows], groups.codes[check_rows]
             w_check = weight[check_rows] if weighted else None
+            s_check = np.empty(check_rows.size)
 
             def hard(x):
-                s = np.asarray(X_check @ x[:X.shape[1]]).ravel() + (x[-1] if self.fit_intercept else 0.0)
+                s = scores.design.matvec(x[:X.shape[1]], s_check, check_rows) + (x[-1] if self.fit_intercept else 0.0)
                 return fairness_gap(self.constraint, s, y_check, g_check, w_check)
 
         if n_groups < 2:   # no pair of groups: no constraint, the unconstrained model is the answer

@@ -34,7 +34,8 @@ def converged(result, solver):
 
 def _largest_entry(X):
     data = X.data if sp.issparse(X) else np.asarray(X)
-    return float(np.max(np.abs(data))) if data.size else 0.0
+    # max(|max|, |min|): np.abs(data) would be a copy of X's entries
+    return max(abs(float(data.max())), abs(float(data.min()))) if data.size else 0.0
 
 
 def warn_if_unconverged(estimator, result, solver, X, ridge, *, stacklevel=3):

@@ -166,17 +166,19 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             keep[calibration_rows] = False
             fit_rows = np.flatnonzero(keep)
         else:
-            fit_rows = np.arange(n)
-        X_fit, y_fit = X[fit_rows], y01[fit_rows]
+            fit_rows = None
+        # the training part is a row index into X (LinearScores reads through it): X is never copied
+        y_fit = y01 if fit_rows is None else y01[fit_rows]
+        w_fit = weight if fit_rows is None else weight[fit_rows]
         if not np.any(y_fit == 0) or not np.any(y_fit == 1):
             raise ValueError("y: both classes need training rows (after the calibration hold-out)")
-        dataset = fit_dataset(X_fit, y_fit)
-        scores = LinearScores(dataset, self.fit_intercept)
-        ridge = ridge_for(self.ridge, float(weight[fit_rows].sum()) * weight_scale)
-        objective = LinearLoss(scores, dataset.y, weight[fit_rows] * (y_fit == 1), self.loss, ridge)
+        dataset = fit_dataset(X, y01)
+        scores = LinearScores(dataset, self.fit_intercept, rows=fit_rows)
+        ridge = ridge_for(self.ridge, float(w_fit.sum()) * weight_scale)
+        objective = LinearLoss(scores, 2.0 * y_fit - 1.0, w_fit * (y_fit == 1), self.loss, ridge)
         block = rate_bound_constraint(scores, np.flatnonzero(y_fit == 0), float(self.alpha),
                                       smoothing=float(self.smoothing), name="smoothed type-I error",
-                                      sample_weight=None if sample_weight is None else weight[fit_rows])
+                                      sample_weight=None if sample_weight is None else w_fit)
         problem = LinearModelProblem(objective, [block], name="NeymanPearsonClassifier")
         result = solve_linear(problem, solver, np.zeros(scores.n_features), None, self.max_iter, self.verbose,
                               self.tol)
@@ -185,12 +187,12 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         w, b = x[:d], (x[d] if self.fit_intercept else 0.0)
 
         if calibration_rows is None:
-            s0 = np.asarray(X_fit[y_fit == 0] @ w).ravel() + b
-            w0 = weight[fit_rows][y_fit == 0]
+            s0 = scores.scores(x)[y_fit == 0]       # the training scores (cached at the solution)
+            w0 = w_fit[y_fit == 0]
             s0, w0 = s0[w0 > 0], w0[w0 > 0]     # a row of weight 0 is a row left out
             threshold = _weighted_upper_quantile(s0, w0, float(self.alpha))
         else:
-            s0 = np.asarray(X[calibration_rows] @ w).ravel() + b
+            s0 = scores.design.matvec(w, np.empty(calibration_rows.size), calibration_rows) + b
             w0 = np.ones(s0.size)
             threshold = float(np_umbrella_threshold(s0, float(self.alpha), float(self.delta)))
         # The rule is "other class iff s > threshold", and the threshold is one of the scores s0: that

@@ -14,7 +14,7 @@ from ..solvers import switching_subgradient
 from ..solvers.augmented_lagrangian import augmented_lagrangian
 
 __all__ = ["PARTIAL_CONSTRAINTS", "SOLVERS", "Calibration", "best_solve", "calibrate_bound", "choose_solver",
-           "solve_linear"]
+           "lbfgs_memory", "solve_linear"]
 
 #: Solvers an estimator accepts by name.
 SOLVERS = ("auto", "augmented_lagrangian", "switching_subgradient", "idca")
@@ -57,7 +57,7 @@ def solve_linear(problem, solver, x0, multipliers, max_iter, verbose, tol=1e-4):
     if solver == "augmented_lagrangian":
         kwargs = {} if max_iter is None else {"max_iter": max_iter}
         return augmented_lagrangian(problem, x0, multipliers=multipliers, verbose=verbose,
-                                    stationarity_tolerance=tol, **kwargs)
+                                    stationarity_tolerance=tol, lbfgs_memory=lbfgs_memory(problem), **kwargs)
     # switching subgradient ([HL23] Algorithm 1): a step of 1/sqrt(t+1) scaled to the start's
     # subgradient, the best nearly-feasible iterate (an estimator needs one model, not a random draw)
     n_iter = 2000 if max_iter is None else max_iter
@@ -67,6 +67,19 @@ def solve_linear(problem, solver, x0, multipliers, max_iter, verbose, tol=1e-4):
     return switching_subgradient(problem, x0, max_iter=n_iter, step_size=lambda t: scale / np.sqrt(t + 1.0),
                                  tolerance=1e-4, output="best", record_every=max(n_iter // 50, 1),
                                  verbose=verbose)
+
+
+def lbfgs_memory(problem, most=20, least=5, budget=64 << 20) -> int:
+    r"""L-BFGS's memory for an estimator's solve: ``most`` pairs, fewer where they would exceed ``budget`` bytes.
+
+    The history holds :math:`2h` vectors of the problem's dimension :math:`d`. On a narrow problem
+    (a9a: :math:`d = 124`) that is nothing and :math:`h = 20` saves iterations; on a wide one
+    (:math:`d = 10^6`) 20 pairs are 320 MB, thirty times a :math:`10^5 \times 10^6` CSR of 12 MB.
+    So :math:`h` is the largest count whose :math:`16 h d` bytes fit in ``budget`` (64 MiB: every
+    :math:`d \le 200{,}000` keeps 20 pairs), clipped to ``[least, most]``. It depends on
+    :math:`d` only, not on the rows, so that a weight of 2 and a repeated row give the same solve.
+    """
+    return int(min(most, max(least, budget // (16 * max(int(problem.dim), 1)))))
 
 
 @dataclass

@@ -24,7 +24,7 @@ from .._kernels._group_rates import weighted_margin_loss
 from .._kernels._losses import LOSS_CODES
 from ._design import DesignMatrix
 from ._problem import ConstrainedProblem
-from ._validation import check_out, check_x
+from ._validation import check_out, check_rows, check_x
 
 __all__ = ["LinearScores", "LinearLoss", "LinearModelProblem"]
 
@@ -38,18 +38,24 @@ class LinearScores:
         Its X (dense or CSR, kept as stored).
     fit_intercept : bool
         With an intercept :math:`x = (w, b)` has ``n_features + 1`` entries, else :math:`x = w`.
+    rows : int array, optional
+        Score only these rows of X, in this order (a training part next to a held-out one): the
+        products read them through the row index, so no part of X is copied. Default: all rows.
 
     Attributes
     ----------
     n_samples, n_features : int
-        Rows of X and entries of :math:`x`.
+        Rows scored (``len(rows)``, or all rows of X) and entries of :math:`x`.
     rows_read : int
         Rows read by :math:`Xw` and :math:`X^\top v` products.
     """
 
-    def __init__(self, dataset, fit_intercept=True):
+    def __init__(self, dataset, fit_intercept=True, rows=None):
         self.design = DesignMatrix(dataset)
-        self.n_samples = int(self.design.n_rows)
+        if rows is not None:
+            rows = check_rows(rows, int(self.design.n_rows))
+        self.rows = rows
+        self.n_samples = int(self.design.n_rows if rows is None else rows.shape[0])
         self.n_weights = int(self.design.n_features)
         self.fit_intercept = bool(fit_intercept)
         self.n_features = self.n_weights + int(self.fit_intercept)
@@ -60,7 +66,7 @@ class LinearScores:
     def scores(self, x) -> np.ndarray:
         """:math:`z` at ``x`` (read-only view of the cache; recomputed only when ``x`` changed)."""
         if not np.array_equal(x, self._x):
-            self.design.matvec(x[:self.n_weights], self._z)
+            self.design.matvec(x[:self.n_weights], self._z, self.rows)
             if self.fit_intercept:
                 self._z += x[self.n_weights]
             self._x[:] = x
@@ -70,7 +76,7 @@ class LinearScores:
     def backprop(self, v, out):
         r"""``out = (X^T v, sum v)`` (``X^T v`` without intercept): the gradient in x of a function of z."""
         out[:self.n_weights] = 0.0
-        self.design.rmatvec(v, out[:self.n_weights])
+        self.design.rmatvec(v, out[:self.n_weights], self.rows)
         if self.fit_intercept:
             out[self.n_weights] = v.sum()
         self.rows_read += self.n_samples

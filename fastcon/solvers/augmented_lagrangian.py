@@ -52,7 +52,7 @@ def _bounds(problem):
                     "use a projected method (switching_subgradient, conex) for other domains")
 
 
-def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, tolerance=1e-4,
+def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, lbfgs_memory=20, tolerance=1e-4,
                          stationarity_tolerance=1e-5, penalty=10.0, penalty_growth=10.0, max_penalty=1e8,
                          multipliers=None,
                          record_every=None, callback=None, verbose=False) -> SolveResult:
@@ -70,6 +70,11 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, t
         Outer iterations (multiplier updates), at least 1.
     inner_max_iter : int
         L-BFGS iterations per outer iteration.
+    lbfgs_memory : int
+        L-BFGS's memory (``maxcor``): the pairs of steps and gradient differences it keeps, each
+        two vectors of the problem's dimension. Its workspace is about ``2 * lbfgs_memory + 5`` such
+        vectors: on a wide problem (a million features) the default 20 is 360 MB, so a caller
+        that must stay within a memory budget lowers it (`fastcon.estimators` size it from the data).
     tolerance : float
         Feasibility and complementarity tolerance: :math:`\max_j g_j \le` ``tolerance`` and
         :math:`\max_j \lambda_j|g_j| \le` ``tolerance``.
@@ -101,6 +106,7 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, t
     """
     max_iter = check_count("max_iter", max_iter)
     inner_max_iter = check_count("inner_max_iter", inner_max_iter)
+    lbfgs_memory = check_count("lbfgs_memory", lbfgs_memory)
     tolerance = check_real("tolerance", tolerance, positive=True)
     stationarity_tolerance = check_real("stationarity_tolerance", stationarity_tolerance, positive=True)
     rho = check_real("penalty", penalty, positive=True)
@@ -148,8 +154,11 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, t
         with threadpool_limits(1, user_api="blas"):
             res = scipy.optimize.minimize(phi, x, jac=True, method="L-BFGS-B", bounds=bounds,
                                           options={"maxiter": inner_max_iter, "gtol": stationarity_tolerance,
-                                                   "ftol": 1e-15, "maxcor": 20})
+                                                   "ftol": 1e-15, "maxcor": lbfgs_memory})
         x = res.x
+        # the result holds a copy of L-BFGS's history (hess_inv): let it go before the next minimize
+        # allocates its own workspace, or two histories are alive at once
+        del res
         # the last evaluation may not be at res.x (line-search trials): evaluate there once
         f_value, g = problem.lagrangian(x, lambda values: np.maximum(0.0, lam + rho * values), grad)
         state["evaluations"] += 1
