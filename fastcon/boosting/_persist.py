@@ -22,19 +22,31 @@ Before a parser sees a booster file, the file must match its sha256 (damage, tru
 and its text must pass `fastcon.boosting._validate` (LightGBM's parser aborted the interpreter on a
 truncated file; XGBoost's on an empty one); the saved ``n_threads`` is clipped to this machine's
 CPUs. Every failure is a ValueError ``"path: ..."``.
+
+`load` reads ``header.json`` first and then only the entries it refers to (the arrays its
+``{"__array__": key}`` values name, the booster files of ``ensemble.files``); an entry nothing refers
+to is never decompressed. Before any entry's data is decompressed its declared sizes are checked
+(`_Entries`): at most `MAX_RATIO` times its compressed size, all read entries together at most
+`MAX_RATIO` times the size of the whole file and their compressed bytes within the file, and an
+array's size that of the shape and dtype of its ``.npy`` header (no object dtypes). `save` stores an
+entry uncompressed when deflate would shrink it more than ``MAX_RATIO // 2`` times (a model of
+thousands of identical trees), so every file it writes passes these checks; a file of 3 MB can thus
+not make `load` decompress 3 GB.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import math
 import os
 import zipfile
+import zlib
 
 import numpy as np
 
 from .._version import __version__
-from ..estimators._persist import _ATTRIBUTE, _decode, _Encoder, read_header
+from ..estimators._persist import _ATTRIBUTE, _array_refs, _decode, _Encoder, read_header
 from ..solvers._validation import check_count
 from ._validate import thread_limit
 
@@ -44,6 +56,11 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "save", "load"]
 FORMAT = "fastcon.boosting.estimator"
 #: Version of the layout `save` writes; `load` reads this and every earlier version.
 FORMAT_VERSION = 2
+#: Largest ratio of an entry's declared (uncompressed) size to its compressed size, and of the bytes
+#: all entries `load` reads declare to the size of the file, that `load` accepts. Booster texts
+#: deflate 2.5-4 times, a constant XGBoost model of 2,000 trees 64 times; deflate's own limit is
+#: about 1,032 (a 3 MB file of 3 GB of zeros).
+MAX_RATIO = 100
 
 
 def _estimators():
@@ -84,13 +101,113 @@ def save(estimator, path):
                            "sha256": [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]}}
     text = json.dumps(header, allow_nan=False, ensure_ascii=False, indent=1)
     with zipfile.ZipFile(os.fspath(path), "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("header.json", text)
+        _write(archive, "header.json", text.encode("utf-8"))
         for key, value in encode.arrays.items():
             buffer = io.BytesIO()
             np.save(buffer, value, allow_pickle=False)
-            archive.writestr(f"arrays/{key}.npy", buffer.getvalue())
+            _write(archive, f"arrays/{key}.npy", buffer.getvalue())
         for file, booster_text in zip(files, texts):
-            archive.writestr(file, booster_text)
+            _write(archive, file, booster_text.encode("utf-8"))
+
+
+def _write(archive, name, data):
+    """Write entry ``name``: deflated, or stored when deflate would shrink it more than ``MAX_RATIO // 2`` times
+    (so that `load`'s ratio check, `_Entries`, passes on every file `save` writes, with a margin)."""
+    squeeze = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)   # what zipfile writes
+    size = len(squeeze.compress(data)) + len(squeeze.flush())
+    method = zipfile.ZIP_STORED if len(data) > (MAX_RATIO // 2) * size else zipfile.ZIP_DEFLATED
+    archive.writestr(name, data, compress_type=method)
+
+
+class _Entries:
+    """The entries of one archive, read only after their declared sizes are checked (module docstring).
+
+    Every check uses only the zip directory and, for ``.npy`` entries, the array header at the
+    start of the entry: an entry whose declared size is too large for its compressed size
+    (``MAX_RATIO``), for the whole file (all entries read together at most ``MAX_RATIO`` times
+    the file's size, their compressed bytes at most the file's size: overlapping entries count
+    twice), or, for an array, different from what its ``.npy`` header declares, is rejected before
+    any of its data is decompressed. The messages start with ``path: '<file>'`` and name the entry.
+    """
+
+    def __init__(self, archive, where, file_size):
+        self.archive, self.where, self.file_size = archive, where, file_size
+        self.budget = MAX_RATIO * file_size   # uncompressed bytes the entries may still declare, in all
+        self.packed = file_size               # compressed bytes they may still occupy, in all
+        self.checked = {}                     # entry name -> ZipInfo
+
+    def _fail(self, message):
+        raise ValueError(f"path: {self.where!r} is inconsistent: {message}")
+
+    def check(self, name, what):
+        """The ZipInfo of entry ``name`` (``what`` names its use) after its size checks; nothing is decompressed."""
+        if name in self.checked:
+            return self.checked[name]
+        try:
+            info = self.archive.getinfo(name)
+        except KeyError:
+            self._fail(f"{what} refers to entry {name!r}, which the file does not hold")
+        declared, packed = info.file_size, info.compress_size
+        if declared > self.budget:
+            self._fail(f"entry {name!r} ({what}) declares {declared:,} bytes uncompressed, more than {MAX_RATIO} "
+                       f"times the {self.file_size:,} bytes of the whole file (less the entries read before it)")
+        if packed > self.packed:
+            self._fail(f"entry {name!r} ({what}) declares {packed:,} compressed bytes, more than the "
+                       f"{self.file_size:,} bytes of the whole file hold (less the entries read before it)")
+        if info.compress_type == zipfile.ZIP_STORED and declared != packed:
+            self._fail(f"entry {name!r} ({what}) is stored uncompressed but declares {declared:,} bytes "
+                       f"uncompressed and {packed:,} stored")
+        if declared > MAX_RATIO * max(packed, 1):
+            self._fail(f"entry {name!r} ({what}) declares {declared:,} bytes uncompressed from {packed:,} "
+                       f"compressed bytes, a ratio above {MAX_RATIO} (save stores such entries uncompressed)")
+        self.budget -= declared
+        self.packed -= packed
+        self.checked[name] = info
+        return info
+
+    def declare_array(self, name, what):
+        """Check ``.npy`` entry ``name`` (`check`, then its array header against its size): ``(shape, dtype)``."""
+        info = self.check(name, what)
+        try:
+            with self.archive.open(info) as fh:   # decompresses the first few kB at most
+                version = np.lib.format.read_magic(fh)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read(fh)
+                offset = fh.tell()
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError,
+                zlib.error) as exc:
+            self._fail(f"entry {name!r} ({what}) is not a .npy array ({exc})")
+        if dtype.hasobject:
+            self._fail(f"entry {name!r} ({what}) holds Python objects, which only pickle could read")
+        expected = offset + math.prod(shape) * dtype.itemsize
+        if info.file_size != expected:
+            self._fail(f"entry {name!r} ({what}) declares {info.file_size:,} bytes, but its .npy header declares "
+                       f"shape {shape} of {dtype} ({expected:,} bytes with the header)")
+        return tuple(shape), dtype
+
+    def read_array(self, name, what):
+        """The array of entry ``name``, already checked by `declare_array`."""
+        try:
+            with self.archive.open(self.checked[name]) as fh:
+                array = np.lib.format.read_array(fh, allow_pickle=False)
+                if fh.read(1):   # nothing after the data; reading to the end checks the CRC-32
+                    raise ValueError("data beyond the declared array")
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            self._fail(f"entry {name!r} ({what}) cannot be read ({exc})")
+        return array
+
+    def read(self, name, what):
+        """The bytes of entry ``name`` (`check` first), exactly as many as it declares."""
+        info = self.check(name, what)
+        try:
+            with self.archive.open(info) as fh:
+                data = fh.read(info.file_size + 1)   # never more than declared (zipfile stops there), then the CRC
+        except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            self._fail(f"entry {name!r} ({what}) cannot be read ({exc})")
+        if len(data) != info.file_size:
+            self._fail(f"entry {name!r} ({what}) holds {len(data):,} bytes, not the {info.file_size:,} it declares")
+        return data
 
 
 def load(path):
@@ -110,76 +227,96 @@ def load(path):
     ValueError
         ``"path: ..."`` when the file is not such an archive, was written by a newer format
         version, or is inconsistent (a booster file that does not match its sha256 or is not a
-        well-formed model of its library included).
+        well-formed model of its library included; an entry it refers to that is missing, declares
+        more bytes than `_Entries` allows or than its ``.npy`` header declares, or holds Python
+        objects: the message names the entry, before any of its data is decompressed).
     ImportError
         The backend library the model was trained with is not installed.
     """
-    from ._models import BoostedEnsemble
-
     where = os.fspath(path)
     try:
-        archive = zipfile.ZipFile(where)
+        fh = open(where, "rb")
     except FileNotFoundError:
         raise
-    except (zipfile.BadZipFile, OSError) as exc:
+    except OSError as exc:
         raise ValueError(f"path: {where!r} is not a fastcon.boosting model file ({exc})") from None
-    with archive:
-        names = set(archive.namelist())
-        if "header.json" not in names:
-            raise ValueError(f"path: {where!r} has no header.json (not a fastcon.boosting model file)")
-        header = read_header(archive.read("header.json"), where, FORMAT, FORMAT_VERSION,
-                             "fastcon.boosting model file")
-        known = _estimators()
-        name = header.get("class")
-        if name not in known:
-            raise ValueError(f"path: {where!r} holds an estimator of class {name!r}, not one of {sorted(known)}")
+    with fh:
+        file_size = os.fstat(fh.fileno()).st_size
         try:
-            arrays = {}
-            for entry in names:
-                if entry.startswith("arrays/") and entry.endswith(".npy"):
-                    arrays[entry[len("arrays/"):-len(".npy")]] = np.load(io.BytesIO(archive.read(entry)),
-                                                                         allow_pickle=False)
-            spec = header["ensemble"]
-            files = spec["files"]
-            missing = [f for f in files if f not in names]
-            if missing:
-                raise ValueError(f"booster file(s) {missing[:3]} missing")
-            raw = [archive.read(f) for f in files]
-            digests = spec.get("sha256")   # written since fastcon 0.x (format 2 without it still loads)
-            if digests is not None:
-                if not isinstance(digests, list) or len(digests) != len(files):
-                    raise ValueError(f"sha256: {len(digests) if isinstance(digests, list) else digests!r} "
-                                     f"digests for {len(files)} booster files")
-                for f, data, digest in zip(files, raw, digests):
-                    if hashlib.sha256(data).hexdigest() != digest:
-                        raise ValueError(f"booster file {f} does not match its sha256 in header.json (damaged, "
-                                         "truncated or edited since it was saved)")
-            texts = [data.decode("utf-8") for data in raw]
-            # the saved thread count is the training machine's: at most this machine's CPUs
-            n_threads = min(check_count("n_threads", spec["n_threads"]), thread_limit())
-            cls = known[name]
-            params, attributes = header["params"], header["attributes"]
-            unknown = sorted(set(params) - set(cls().get_params(deep=False)))
-            if unknown:
-                raise ValueError(f"parameter(s) {unknown} that {name} does not have")
-            estimator = cls(**{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
-            for key, value in attributes.items():
-                if not isinstance(key, str) or not _ATTRIBUTE.match(key):
-                    raise ValueError(f"attribute {key!r} is not a fitted attribute name")
-                setattr(estimator, key, _decode(value, arrays, key))
-            if header["format_version"] == 1:
-                ensemble = _version1_ensemble(spec, texts, n_threads)
-            else:
-                ensemble = BoostedEnsemble.from_texts(spec["backend"], texts, [tuple(t) for t in spec["terms"]],
-                                                      spec["n_outputs"], n_threads)
-        except ImportError:
-            raise
-        except (ValueError, TypeError, KeyError, OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
+            archive = zipfile.ZipFile(fh)
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise ValueError(f"path: {where!r} is not a fastcon.boosting model file ({exc})") from None
+        with archive:
+            estimator, ensemble = _read(archive, where, file_size)
     estimator.ensemble_ = ensemble
     if not hasattr(estimator, "n_rounds_"):   # format 1 kept n_boosters_
         estimator.n_rounds_ = ensemble.n_rounds
     return estimator
+
+
+def _read(archive, where, file_size):
+    """`load` on an open archive: the header, then only the entries it refers to, each checked first (`_Entries`)."""
+    from ._models import BoostedEnsemble
+
+    entries = _Entries(archive, where, file_size)
+    if "header.json" not in archive.namelist():
+        raise ValueError(f"path: {where!r} has no header.json (not a fastcon.boosting model file)")
+    header = read_header(entries.read("header.json", "the header"), where, FORMAT, FORMAT_VERSION,
+                         "fastcon.boosting model file")
+    known = _estimators()
+    name = header.get("class")
+    if name not in known:
+        raise ValueError(f"path: {where!r} holds an estimator of class {name!r}, not one of {sorted(known)}")
+    try:
+        cls = known[name]
+        params, attributes, spec = header["params"], header["attributes"], header["ensemble"]
+        if not isinstance(params, dict) or not isinstance(attributes, dict) or not isinstance(spec, dict):
+            raise ValueError("params, attributes and ensemble must be JSON objects")
+        unknown = sorted(set(params) - set(cls().get_params(deep=False)))
+        if unknown:
+            raise ValueError(f"parameter(s) {unknown} that {name} does not have")
+        files = spec["files"]
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            raise ValueError(f"ensemble files: expected a list of entry names, got {files!r:.80}")
+        # every entry read is checked before any is decompressed: arrays, then booster files
+        refs = _array_refs(attributes, "", _array_refs(params, "params", {}))
+        for key, used in refs.items():
+            entries.declare_array(f"arrays/{key}.npy", used)
+        for k, f in enumerate(files):
+            entries.check(f, f"ensemble files[{k}]")
+        arrays = {key: entries.read_array(f"arrays/{key}.npy", used) for key, used in refs.items()}
+        raw = [entries.read(f, f"ensemble files[{k}]") for k, f in enumerate(files)]
+        digests = spec.get("sha256")   # written since fastcon 0.x (format 2 without it still loads)
+        if digests is not None:
+            if not isinstance(digests, list) or len(digests) != len(files):
+                raise ValueError(f"sha256: {len(digests) if isinstance(digests, list) else digests!r} "
+                                 f"digests for {len(files)} booster files")
+            for f, data, digest in zip(files, raw, digests):
+                if hashlib.sha256(data).hexdigest() != digest:
+                    raise ValueError(f"booster file {f} does not match its sha256 in header.json (damaged, "
+                                     "truncated or edited since it was saved)")
+        texts = [data.decode("utf-8") for data in raw]
+        # the saved thread count is the training machine's: at most this machine's CPUs
+        n_threads = min(check_count("n_threads", spec["n_threads"]), thread_limit())
+        estimator = cls(**{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
+        for key, value in attributes.items():
+            if not isinstance(key, str) or not _ATTRIBUTE.match(key):
+                raise ValueError(f"attribute {key!r} is not a fitted attribute name")
+            setattr(estimator, key, _decode(value, arrays, key))
+        if header["format_version"] == 1:
+            ensemble = _version1_ensemble(spec, texts, n_threads)
+        else:
+            ensemble = BoostedEnsemble.from_texts(spec["backend"], texts, [tuple(t) for t in spec["terms"]],
+                                                  spec["n_outputs"], n_threads)
+    except ImportError:
+        raise
+    except ValueError as exc:
+        if str(exc).startswith(f"path: {where!r}"):
+            raise
+        raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
+    except (TypeError, KeyError, OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
+    return estimator, ensemble
 
 
 def _version1_ensemble(spec, texts, n_threads):
