@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._kernels._boosting import logistic_losses, softmax_losses
 from .._results import SolveResult
 from ..estimators._input import (
-    check_fraction, encode_fit_groups, labels_to_index, sensitive_columns, split_sensitive,
+    check_fraction, drop_columns, encode_fit_groups, labels_to_index, resolve_sensitive, split_sensitive,
 )
 from ..estimators._linear import ConstrainedClassifier
 from ..estimators._report import ConstraintReport, _solve_summary, class_error_report
@@ -445,7 +445,11 @@ class FairGBMClassifier(_GBMClassifier):
             Labels of any type, two or more classes.
         sensitive_features : array-like, column name(s) or position(s)
             The group of every row (any hashable labels; several columns form intersectional
-            groups), at least two groups.
+            groups), at least two groups. A list of strings names columns only when X is a
+            DataFrame holding every one of them; otherwise it is one group label per row. With
+            ``drop_sensitive`` the columns read from X (by name or position) are dropped from the
+            features, and again from the X given to ``predict``, ``decision_function`` and
+            `constraint_report` (pass X in fit's layout).
         """
         from ..solvers.cbpr import cbpr
 
@@ -458,8 +462,10 @@ class FairGBMClassifier(_GBMClassifier):
             check_real("scale", self.scale, positive=True)
         if sensitive_features is None:
             raise ValueError("sensitive_features: required (the group of every row)")
-        X, sensitive = split_sensitive(X, sensitive_features, self.drop_sensitive)
-        self.sensitive_columns_ = sensitive_columns(sensitive_features) if self.drop_sensitive else []
+        # the rule of the linear estimators (`fastcon.estimators._input`): a list of strings names
+        # columns only of a DataFrame X holding them all, else it is one label per row; the columns
+        # dropped (names, or non-negative positions) are dropped again from the X of predict
+        X, sensitive, self.sensitive_columns_ = resolve_sensitive(X, sensitive_features, self.drop_sensitive)
         X, labels, self.classes_ = self._check_target(X, y)
         groups = encode_fit_groups(sensitive, X.shape[0])
         if groups.n_groups < 2:
@@ -483,8 +489,12 @@ class FairGBMClassifier(_GBMClassifier):
         return self
 
     def _features_for_predict(self, X):
-        if self.sensitive_columns_:
-            X, _ = split_sensitive(X, self.sensitive_columns_, True)
+        columns = list(getattr(self, "sensitive_columns_", None) or [])
+        if columns:
+            if any(isinstance(k, (int, np.integer)) and k < 0 for k in columns) and len(getattr(X, "shape", ())) == 2:
+                # files saved before the dropped positions were stored non-negative kept them as given
+                columns = sorted({int(k) % X.shape[1] for k in columns})
+            X = drop_columns(X, columns)
         return super()._features_for_predict(X)
 
     def constraint_report(self, X, y, sensitive_features):

@@ -1,0 +1,325 @@
+"""Issue 33 ("Hardening II") on the boosted estimators: each test fails on the behaviour the issue reports.
+
+Loading (as tests/test_persist_hardening.py for the linear estimators): `fastcon.boosting.load`
+reads ``header.json`` first, then only the entries it refers to, and checks every declared size
+before decompressing anything. The hostile archives are written byte by byte (``_zip``), so that a
+3 MB file can declare an entry of 3 GB without this test ever holding 3 GB. Memory is measured
+with `tracemalloc` (NumPy reports its buffers to it, and the bytes zipfile returns are Python
+objects); no wall-clock time is asserted.
+
+Sensitive features (as tests/test_estimator_hardening.py): a plain list of string labels is one
+label per row unless X is a DataFrame holding them all as columns, and ``drop_sensitive=True`` with
+a column position drops that column again from the X given to predict.
+"""
+import hashlib
+import io
+import json
+import struct
+import tracemalloc
+import warnings
+import zipfile
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("lightgbm")
+
+from fastcon.boosting import FairGBMClassifier, NeymanPearsonGBMClassifier, load  # noqa: E402
+from fastcon.boosting._persist import MAX_RATIO, _write  # noqa: E402
+
+#: Uncompressed size of the bomb entries: 3000 MiB of zeros after a short prefix.
+BOMB_ZEROS = 3000 << 20
+#: Peak traced memory allowed while loading (the legitimate entries are a few tens of kB).
+PEAK_LIMIT = 64 << 20
+PARAMS = {"num_leaves": 4}
+
+
+def _bomb(prefix, zeros=BOMB_ZEROS):
+    """(raw deflate stream, CRC-32, uncompressed size) of ``prefix`` followed by ``zeros`` zero bytes (MiB multiple).
+
+    One compressed MiB of zeros ended by a full flush (byte-aligned, independent of what precedes
+    it), repeated: about 1 kB per MiB, so 3 MB for 3000 MiB.
+    """
+    mib = bytes(1 << 20)
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = squeeze.compress(prefix) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    segment = squeeze.compress(mib) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    end = squeeze.flush()
+    crc = zlib.crc32(prefix)
+    for _ in range(zeros >> 20):
+        crc = zlib.crc32(mib, crc)
+    return first + segment * (zeros >> 20) + end, crc, len(prefix) + zeros
+
+
+def _npy_bomb():
+    """A uint8 .npy array of `BOMB_ZEROS` zeros, its header and size consistent (only its size is hostile)."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": (BOMB_ZEROS,)})
+    return _bomb(header.getvalue())
+
+
+def _zip(path, entries):
+    """Write a zip archive by hand. ``entries``: (name, data) stored as is, or (name, (deflated, crc, size))."""
+    central, offset = [], 0
+    with open(path, "wb") as fh:
+        for name, data in entries:
+            raw_name = name.encode()
+            if isinstance(data, bytes):
+                method, payload, crc, size = 0, data, zlib.crc32(data), len(data)
+            else:
+                method, (payload, crc, size) = 8, data
+            fields = (20, 0, method, 0, 0x21, crc, len(payload), size, len(raw_name), 0)
+            fh.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, *fields) + raw_name)
+            fh.write(payload)
+            central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, *fields, 0, 0, 0, 0, offset) + raw_name)
+            offset += 30 + len(raw_name) + len(payload)
+        directory = b"".join(central)
+        fh.write(directory)
+        fh.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central), len(directory), offset, 0))
+
+
+def _entries(path):
+    """The entries of a saved model (name -> bytes) and its decoded header."""
+    with zipfile.ZipFile(path) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    return entries, json.loads(entries["header.json"])
+
+
+def _with_header(entries, header):
+    return {**entries, "header.json": json.dumps(header).encode()}
+
+
+def _npy(array, allow_pickle=False):
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=allow_pickle)
+    return buffer.getvalue()
+
+
+def _data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] + 0.7 * rng.normal(size=n) > 0).astype(np.int64)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A saved NeymanPearsonGBMClassifier (LightGBM), its data, and the two bomb streams."""
+    folder = tmp_path_factory.mktemp("gbm")
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NeymanPearsonGBMClassifier("lightgbm", alpha=0.2, rounds=2, max_iter=3, max_calibration=1,
+                                         params=PARAMS).fit(X, np.where(y == 1, "yes", "no"))
+    clf.save(folder / "model.zip")
+    return {"path": folder / "model.zip", "clf": clf, "X": X, "npy_bomb": _npy_bomb(),
+            "text_bomb": _bomb(b"tree\nversion=v4\n")}
+
+
+def _load_traced(path):
+    """``load(path)`` and the error it raised (or None), asserting the peak memory traced while it ran."""
+    tracemalloc.start()
+    try:
+        return load(path), None
+    except ValueError as exc:
+        return None, exc
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < PEAK_LIMIT, f"loading traced {peak:,} bytes"
+
+
+def _booster(header):
+    return header["ensemble"]["files"][0]
+
+
+def _array_entry(header, attribute):
+    return f"arrays/{header['attributes'][attribute]['__array__']}.npy"
+
+
+# ----------------------------------------------------------------------------- hostile model files
+def test_the_bombs_are_small_on_disk_and_large_inside(saved, tmp_path):
+    entries, _ = _entries(saved["path"])
+    _zip(tmp_path / "bomb.zip", [*entries.items(), ("arrays/junk.npy", saved["npy_bomb"]),
+                                 ("boosters/9999.txt", saved["text_bomb"])])
+    assert (tmp_path / "bomb.zip").stat().st_size < 8 << 20
+    with zipfile.ZipFile(tmp_path / "bomb.zip") as archive:
+        assert archive.getinfo("arrays/junk.npy").file_size > 3 * 10 ** 9
+        assert archive.getinfo("boosters/9999.txt").file_size > 3 * 10 ** 9
+
+
+def test_unreferenced_entries_are_never_read(saved, tmp_path):
+    entries, _ = _entries(saved["path"])
+    _zip(tmp_path / "m.zip", [*entries.items(), ("arrays/junk.npy", saved["npy_bomb"]),
+                              ("boosters/9999.txt", saved["text_bomb"])])
+    back, error = _load_traced(tmp_path / "m.zip")
+    assert error is None, error
+    np.testing.assert_array_equal(back.decision_function(saved["X"]), saved["clf"].decision_function(saved["X"]))
+
+
+def test_a_referenced_array_bomb_is_rejected_before_decompressing(saved, tmp_path):
+    entries, header = _entries(saved["path"])
+    header["attributes"]["classes_"] = {"__array__": "junk"}
+    _zip(tmp_path / "m.zip", [*_with_header(entries, header).items(), ("arrays/junk.npy", saved["npy_bomb"])])
+    back, error = _load_traced(tmp_path / "m.zip")
+    assert back is None
+    message = str(error)
+    assert message.startswith(f"path: {str(tmp_path / 'm.zip')!r}") and "arrays/junk.npy" in message
+    assert "bytes" in message and "file" in message and "classes_" in message
+
+
+def test_a_booster_text_declared_huge_is_rejected_before_decompressing(saved, tmp_path):
+    entries, header = _entries(saved["path"])
+    member = _booster(header)
+    del entries[member]   # the sha256 in header.json is kept: only the size check stands before reading
+    _zip(tmp_path / "m.zip", [*entries.items(), (member, saved["text_bomb"])])
+    back, error = _load_traced(tmp_path / "m.zip")
+    assert back is None
+    message = str(error)
+    assert message.startswith(f"path: {str(tmp_path / 'm.zip')!r}") and member in message
+    assert f"{MAX_RATIO} times" in message and "whole file" in message
+
+
+def test_a_header_bomb_is_rejected_before_decompressing(saved, tmp_path):
+    entries, _ = _entries(saved["path"])
+    del entries["header.json"]
+    _zip(tmp_path / "m.zip", [*entries.items(), ("header.json", _bomb(b'{"format": "'))])
+    back, error = _load_traced(tmp_path / "m.zip")
+    assert back is None and str(error).startswith("path: ") and "header.json" in str(error)
+
+
+def test_a_booster_text_compressed_too_well_is_rejected_within_the_file_budget(saved, tmp_path):
+    """50 MiB of zeros from 50 kB: within 100 times the file's size, but not of the entry's own compressed bytes."""
+    entries, header = _entries(saved["path"])
+    member = _booster(header)
+    del entries[member]
+    bomb = _bomb(b"tree\n", zeros=50 << 20)
+    _zip(tmp_path / "m.zip", [*entries.items(), (member, bomb), ("padding", bytes(1 << 20))])
+    assert bomb[2] < MAX_RATIO * (tmp_path / "m.zip").stat().st_size
+    with pytest.raises(ValueError, match=rf"^path: .*{member}.* a ratio above {MAX_RATIO}"):
+        load(tmp_path / "m.zip")
+
+
+def test_a_referenced_array_whose_declared_size_disagrees(saved, tmp_path):
+    entries, header = _entries(saved["path"])
+    name = _array_entry(header, "classes_")
+    # the .npy header declares two strings, but the entry holds 8 bytes more
+    longer = {**entries, name: entries[name] + bytes(8)}
+    _zip(tmp_path / "longer.zip", list(longer.items()))
+    with pytest.raises(ValueError, match=rf"^path: .*{name}.*declares"):
+        load(tmp_path / "longer.zip")
+    # ... or declares a million entries while holding two
+    classes = np.load(io.BytesIO(entries[name]), allow_pickle=False)
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": classes.dtype.str, "fortran_order": False,
+                                                "shape": (10 ** 6,)})
+    shorter = {**entries, name: head.getvalue() + classes.tobytes()}
+    _zip(tmp_path / "shorter.zip", list(shorter.items()))
+    with pytest.raises(ValueError, match=rf"^path: .*{name}.*declares"):
+        load(tmp_path / "shorter.zip")
+
+
+def test_an_object_array_is_refused_by_name(saved, tmp_path):
+    entries, header = _entries(saved["path"])
+    name = _array_entry(header, "classes_")
+    hostile = {**entries, name: _npy(np.array(["no", "yes"], dtype=object), allow_pickle=True)}
+    _zip(tmp_path / "m.zip", list(hostile.items()))
+    with pytest.raises(ValueError, match=rf"^path: .*{name}.*Python objects"):
+        load(tmp_path / "m.zip")
+
+
+def test_a_missing_referenced_array_is_named(saved, tmp_path):
+    entries, header = _entries(saved["path"])
+    name = _array_entry(header, "classes_")
+    del entries[name]
+    _zip(tmp_path / "m.zip", list(entries.items()))
+    with pytest.raises(ValueError, match=rf"^path: .*classes_ refers to entry '{name}'"):
+        load(tmp_path / "m.zip")
+
+
+def test_untampered_files_rewritten_by_hand_still_load(saved, tmp_path):
+    entries, header = _entries(saved["path"])
+    # stored (not deflated), and the sha256 still matches
+    assert hashlib.sha256(entries[_booster(header)]).hexdigest() == header["ensemble"]["sha256"][0]
+    _zip(tmp_path / "m.zip", list(entries.items()))
+    back = load(tmp_path / "m.zip")
+    np.testing.assert_array_equal(back.predict(saved["X"]), saved["clf"].predict(saved["X"]))
+
+
+def test_save_stores_what_deflate_would_shrink_past_the_ratio(tmp_path):
+    text = b"Tree=0\nnum_leaves=1\nleaf_value=0\n\n" * 100_000   # a constant model of many trees
+    varied = np.random.default_rng(0).normal(size=10_000).tobytes()
+    with zipfile.ZipFile(tmp_path / "m.zip", "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        _write(archive, "boosters/0000.txt", text)
+        _write(archive, "arrays/a0.npy", varied)
+    with zipfile.ZipFile(tmp_path / "m.zip") as archive:
+        constant, other = archive.getinfo("boosters/0000.txt"), archive.getinfo("arrays/a0.npy")
+        assert constant.compress_type == zipfile.ZIP_STORED and constant.file_size == len(text)
+        assert other.compress_type == zipfile.ZIP_DEFLATED
+        assert archive.read("boosters/0000.txt") == text and archive.read("arrays/a0.npy") == varied
+
+
+# ----------------------------------------------------------------------------- sensitive features
+def _groups_data(n=240, seed=5):
+    rng = np.random.default_rng(seed)
+    g = (rng.random(n) < 0.4).astype(np.int64)
+    X = np.column_stack([rng.normal(size=n) + 0.8 * g, rng.normal(size=n), g.astype(np.float64)])
+    y = (1.5 * X[:, 0] - X[:, 1] + rng.normal(size=n) * np.where(g == 1, 2.0, 0.5) > 0).astype(np.int64)
+    return X, y, g
+
+
+def _fair(**kw):
+    return FairGBMClassifier("lightgbm", tolerance=0.05, rounds=2, max_iter=2, inner_iter=2, params=PARAMS, **kw)
+
+
+def _fit(est, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return est.fit(*args, **kw)
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_a_plain_list_of_string_labels_is_read_as_labels(drop):
+    X, y, g = _groups_data()
+    labels = ["female" if k else "male" for k in g]
+    reference = _fit(_fair(), X, y, sensitive_features=np.array(labels, dtype=object))
+    est = _fit(_fair(drop_sensitive=drop), X, y, sensitive_features=labels)
+    assert est.groups_ == ["female", "male"] and est.n_features_in_ == 3
+    assert est.sensitive_columns_ == []   # labels, not columns: nothing to drop in predict
+    np.testing.assert_array_equal(est.decision_function(X), reference.decision_function(X))
+    assert est.constraint_report(X, y, labels).per_group.keys() == {"female", "male"}
+    # a DataFrame X: the labels are not its columns, and there is one per row; predict on fewer rows
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    framed = _fit(_fair(drop_sensitive=drop), frame, y, sensitive_features=labels)
+    assert framed.sensitive_columns_ == []
+    np.testing.assert_array_equal(framed.decision_function(frame.iloc[:50]), reference.decision_function(X[:50]))
+    # a list of the frame's column names still names columns
+    by_name = _fit(_fair(drop_sensitive=True), frame, y, sensitive_features=["c"])
+    assert by_name.feature_names_in_.tolist() == ["a", "b"] and by_name.sensitive_columns_ == ["c"]
+    np.testing.assert_array_equal(by_name.predict(frame.iloc[:50]), by_name.predict(frame)[:50])
+    with pytest.raises(ValueError, match=r"^sensitive_features: column\(s\) \['nope'\] not in X's columns"):
+        _fit(_fair(), frame, y, sensitive_features=["c", "nope"])
+
+
+@pytest.mark.parametrize("position", [2, -1])
+def test_drop_sensitive_with_a_column_position_predicts_on_the_same_X(position, tmp_path):
+    X, y, g = _groups_data()
+    est = _fit(_fair(drop_sensitive=True), X, y, sensitive_features=position)
+    assert est.n_features_in_ == 2 and est.sensitive_columns_ == [2]
+    reference = _fit(_fair(), X[:, :2], y, sensitive_features=g)
+    np.testing.assert_array_equal(est.predict(X), reference.predict(X[:, :2]))
+    np.testing.assert_array_equal(est.decision_function(X), reference.decision_function(X[:, :2]))
+    np.testing.assert_array_equal(est.predict_proba(X), reference.predict_proba(X[:, :2]))
+    report = est.constraint_report(X, y, position)
+    assert report.value == pytest.approx(reference.constraint_report(X[:, :2], y, g).value)
+    # a DataFrame by position, and a saved model, drop the same column
+    frame = pd.DataFrame(X, columns=["a", "b", "group"])
+    framed = _fit(_fair(drop_sensitive=True), frame, y, sensitive_features=position)
+    np.testing.assert_array_equal(framed.predict(frame), reference.predict(X[:, :2]))
+    est.save(tmp_path / "m.zip")
+    np.testing.assert_array_equal(load(tmp_path / "m.zip").predict(X), reference.predict(X[:, :2]))
+    with pytest.raises(ValueError, match=r"^X: the sensitive column"):
+        est.predict(X[:, :2])   # the X of predict has fit's layout, sensitive column included
