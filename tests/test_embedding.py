@@ -2,8 +2,9 @@
 
 * ``import fastcon`` changes no environment variable and imports neither ``scipy.stats``,
   ``scipy.optimize`` nor ``threadpoolctl``;
-* numba's threading layer is fork-safe unless the user chose one: a ``fork`` pool after a fit
-  completes (it hung with GNU OpenMP, numba's default on Linux without tbb);
+* numba's threading layer is fork-safe unless the user chose one (tbb, whose wheel fastcon depends
+  on for x86-64 Linux, else workqueue): a ``fork`` pool after a fit completes under both (it hung
+  with GNU OpenMP, numba's default on Linux without tbb);
 * two Python threads fitting at once do not abort the process (numba's workqueue layer is not
   thread-safe; fastcon serializes its parallel launches while that layer is in use);
 * the umbrella rank's binomial tail is ``scipy.stats.binom.sf`` to the bit without importing it;
@@ -144,12 +145,36 @@ _FORK_AFTER_FIT = """
 """
 
 
+# fastcon's default (tbb where the wheel is installed, as on x86-64 Linux) and numba's fallback
+LAYERS = [pytest.param({}, id="default"), pytest.param({"NUMBA_THREADING_LAYER": "workqueue"}, id="workqueue")]
+
+
 @pytest.mark.datasets("a9a")
-def test_fork_pool_after_a_fit_on_a9a(data_home):
+@pytest.mark.parametrize("layer", LAYERS)
+def test_fork_pool_after_a_fit_on_a9a(data_home, layer):
     """With GNU OpenMP (``NUMBA_THREADING_LAYER=omp``, the old layer) the children print
     "fork() called from a process already using GNU OpenMP" and this test times out."""
-    out = _ok(_run(_FORK_AFTER_FIT, data_home))
+    out = _ok(_run(_FORK_AFTER_FIT, data_home, **layer))
     assert "forked 4" in out, out
+    assert out.split()[1] == layer.get("NUMBA_THREADING_LAYER", out.split()[1]), out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or sys.maxsize < 2**32,
+                    reason="the tbb wheel fastcon depends on is for x86-64 Linux")
+def test_default_layer_is_tbb_where_its_wheel_is_installed():
+    """pip's tbb puts libtbb.so.12 in <venv>/lib, outside the loader's path: fastcon loads it so
+    that numba's fork-safe choice is tbb (thread-safe, OpenMP's speed), not workqueue."""
+    import platform
+    if platform.machine() != "x86_64":
+        pytest.skip("tbb is a dependency on x86-64 Linux only")
+    out = _ok(_run("""
+        import numba, numpy as np, fastcon
+        from fastcon._kernels import _linalg
+        X = np.ones((4000, 80)); out = np.empty(4000)
+        _linalg.dense_matvec(X, None, np.ones(80), out)
+        print(numba.threading_layer())
+    """))
+    assert out.split()[-1] == "tbb", out
 
 
 @pytest.mark.datasets("a9a")
@@ -217,28 +242,16 @@ _THREADS = """
 """
 
 
-def _threads(mode):
-    return _run(_THREADS, mode)
-
-
-def test_two_threads_fitting_at_once():
-    out = _ok(_threads("locked"))
+@pytest.mark.parametrize("layer", LAYERS)
+def test_two_threads_fitting_at_once(layer):
+    out = _ok(_run(_THREADS, "locked", **layer))
     assert out.strip().endswith("ok"), out
 
 
 def test_two_threads_abort_without_the_lock_on_workqueue():
     """Why the lock exists: without it, the same run aborts the process under workqueue.
     (If numba's workqueue ever becomes thread-safe, this fails and the lock can go.)"""
-    probe = _ok(_run("""
-        import numba, numpy as np, fastcon
-        from fastcon._kernels import _linalg
-        X = np.ones((4000, 80)); out = np.empty(4000)
-        _linalg.dense_matvec(X, None, np.ones(80), out)
-        print(numba.threading_layer())
-    """)).split()[-1]
-    if probe != "workqueue":
-        pytest.skip(f"threading layer {probe} is thread-safe: nothing to serialize")
-    proc = _threads("unlocked")
+    proc = _run(_THREADS, "unlocked", NUMBA_THREADING_LAYER="workqueue")
     assert proc.returncode == -signal.SIGABRT, (proc.returncode, proc.stderr[-2000:])
     assert "Concurrent access has been detected" in proc.stderr
 

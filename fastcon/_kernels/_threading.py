@@ -15,8 +15,11 @@ What
     (``$NUMBA_THREADING_LAYER``, ``.numba_config.yaml``, or ``numba.config.THREADING_LAYER`` set
     to anything but ``"default"`` before importing fastcon) or a parallel function has already
     run. numba then loads tbb where it is installed, else OpenMP where it is fork-safe (not GNU
-    OpenMP on Linux; macOS and Windows keep it), else its own ``workqueue`` layer: on Linux
-    without tbb, the one change from numba's default is workqueue instead of libgomp.
+    OpenMP on Linux; macOS and Windows keep it), else its own ``workqueue`` layer. fastcon
+    depends on pip's ``tbb`` wheel on x86-64 Linux and loads its library (`_preload_tbb`: the
+    wheel puts it where the dynamic loader does not look), because tbb is fork- and thread-safe
+    and fast: on a9a's kernels 10-30 % faster than GNU OpenMP, while workqueue took up to twice
+    OpenMP's time (docs/benchmarks.md, Embedding).
 
     It sets ``numba.config`` and not ``os.environ``: an environment variable would reach child
     processes and every library that reads it, while this is one attribute of numba in this
@@ -41,8 +44,11 @@ What
     layer should set ``OMP_WAIT_POLICY=PASSIVE`` in the environment before starting Python for the
     same effect (README).
 """
+import ctypes
 import functools
 import os
+import site
+import sys
 import threading
 
 import numba
@@ -53,6 +59,7 @@ __all__ = ["choose_threading_layer", "threading_layer_in_use", "SerializedKernel
 
 #: The layer fastcon asks numba for when the user did not choose one.
 FORKSAFE = "forksafe"
+_TBB_SONAME = "libtbb.so.12"
 _ENV = "NUMBA_THREADING_LAYER"
 
 _state = {"ours": False, "settled": False}
@@ -88,7 +95,38 @@ def choose_threading_layer() -> str:
     if not _user_chose():
         config.THREADING_LAYER = FORKSAFE
         _state["ours"] = True
+    _preload_tbb()      # also for a user's own choice of "tbb" or "safe", which need it just as well
     return config.THREADING_LAYER
+
+
+def _tbb_library():
+    """Path of the ``libtbb.so.12`` that pip's ``tbb`` wheel puts in ``<prefix>/lib``, or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, site.getuserbase())):
+        path = os.path.join(prefix, "lib", _TBB_SONAME)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def _preload_tbb():
+    """Load pip's TBB so that numba's ``forksafe`` choice finds it (True if loaded).
+
+    numba's tbb layer (``numba.np.ufunc.tbbpool``) links to ``libtbb.so.12`` by name; the ``tbb``
+    wheel (a dependency of fastcon on Linux x86-64) installs it in ``<venv>/lib``, which the
+    dynamic loader does not search, so numba would fall back to workqueue, 10-25 % slower per
+    parallel pass (docs/benchmarks.md, Embedding). Loading the library by path first makes the
+    loader find it by its soname. Nothing runs in it until numba starts its pool.
+    """
+    path = _tbb_library()
+    if path is None:
+        return False
+    try:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        return False
+    return True
 
 
 def _before_first_launch():
