@@ -43,8 +43,8 @@ JIT_PARALLEL = dict(JIT, parallel=dict(prange=True, reduction=True, comprehensio
 #: With 32k-entry chunks, 0.2 ms passes on COMPAS-sized data took 10+ ms on a busy machine; with
 #: 1M-entry chunks a9a's passes (0.45M nonzeros) went serial and lost their speed-up on a quiet one
 #: (hinge value+subgradient 1.7x the SciPy reference instead of 3.9x). 128k entries keeps
-#: COMPAS-sized passes serial and splits a9a in two; fastcon also makes idle OpenMP workers sleep
-#: (OMP_WAIT_POLICY=PASSIVE, see fastcon/__init__.py), which keeps the busy-machine cost bounded.
+#: COMPAS-sized passes serial and splits a9a in two. The threading layer's idle workers sleep (tbb,
+#: workqueue: `fastcon._kernels._threading`), which keeps the busy-machine cost bounded.
 MIN_CHUNK_WORK = 1 << 17
 #: Upper bound on the chunk count; a power of two so that 1, 2, 4, 8 or 16 threads split it evenly.
 MAX_CHUNKS = 16
