@@ -2,10 +2,8 @@
 
 Loading (as tests/test_persist_hardening.py for the linear estimators): `fastcon.boosting.load`
 reads ``header.json`` first, then only the entries it refers to, and checks every declared size
-before decompressing anything. The hostile archives are written byte by byte (``_zip``), so that a
-3 MB file can declare an entry of 3 GB without this test ever holding 3 GB. Memory is measured
-with `tracemalloc` (NumPy reports its buffers to it, and the bytes zipfile returns are Python
-objects); no wall-clock time is asserted.
+before decompressing anything. The hostile archives are written byte by byte, and memory is
+measured, by the helpers of tests/_zip_bombs.py.
 
 Sensitive features (as tests/test_estimator_hardening.py): a plain list of string labels is one
 label per row unless X is a DataFrame holding them all as columns, and ``drop_sensitive=True`` with
@@ -14,11 +12,8 @@ a column position drops that column again from the X given to predict.
 import hashlib
 import io
 import json
-import struct
-import tracemalloc
 import warnings
 import zipfile
-import zlib
 
 import numpy as np
 import pandas as pd
@@ -29,56 +24,9 @@ pytest.importorskip("lightgbm")
 
 from fastcon.boosting import FairGBMClassifier, NeymanPearsonGBMClassifier, load  # noqa: E402
 from fastcon.boosting._persist import MAX_RATIO, _write  # noqa: E402
+from _zip_bombs import bomb, load_traced, npy_bomb, npy_bytes, write_zip  # noqa: E402
 
-#: Uncompressed size of the bomb entries: 3000 MiB of zeros after a short prefix.
-BOMB_ZEROS = 3000 << 20
-#: Peak traced memory allowed while loading (the legitimate entries are a few tens of kB).
-PEAK_LIMIT = 64 << 20
 PARAMS = {"num_leaves": 4}
-
-
-def _bomb(prefix, zeros=BOMB_ZEROS):
-    """(raw deflate stream, CRC-32, uncompressed size) of ``prefix`` followed by ``zeros`` zero bytes (MiB multiple).
-
-    One compressed MiB of zeros ended by a full flush (byte-aligned, independent of what precedes
-    it), repeated: about 1 kB per MiB, so 3 MB for 3000 MiB.
-    """
-    mib = bytes(1 << 20)
-    squeeze = zlib.compressobj(9, zlib.DEFLATED, -15)
-    first = squeeze.compress(prefix) + squeeze.flush(zlib.Z_FULL_FLUSH)
-    segment = squeeze.compress(mib) + squeeze.flush(zlib.Z_FULL_FLUSH)
-    end = squeeze.flush()
-    crc = zlib.crc32(prefix)
-    for _ in range(zeros >> 20):
-        crc = zlib.crc32(mib, crc)
-    return first + segment * (zeros >> 20) + end, crc, len(prefix) + zeros
-
-
-def _npy_bomb():
-    """A uint8 .npy array of `BOMB_ZEROS` zeros, its header and size consistent (only its size is hostile)."""
-    header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": (BOMB_ZEROS,)})
-    return _bomb(header.getvalue())
-
-
-def _zip(path, entries):
-    """Write a zip archive by hand. ``entries``: (name, data) stored as is, or (name, (deflated, crc, size))."""
-    central, offset = [], 0
-    with open(path, "wb") as fh:
-        for name, data in entries:
-            raw_name = name.encode()
-            if isinstance(data, bytes):
-                method, payload, crc, size = 0, data, zlib.crc32(data), len(data)
-            else:
-                method, (payload, crc, size) = 8, data
-            fields = (20, 0, method, 0, 0x21, crc, len(payload), size, len(raw_name), 0)
-            fh.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, *fields) + raw_name)
-            fh.write(payload)
-            central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, *fields, 0, 0, 0, 0, offset) + raw_name)
-            offset += 30 + len(raw_name) + len(payload)
-        directory = b"".join(central)
-        fh.write(directory)
-        fh.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central), len(directory), offset, 0))
 
 
 def _entries(path):
@@ -90,12 +38,6 @@ def _entries(path):
 
 def _with_header(entries, header):
     return {**entries, "header.json": json.dumps(header).encode()}
-
-
-def _npy(array, allow_pickle=False):
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=allow_pickle)
-    return buffer.getvalue()
 
 
 def _data(n=300, seed=0):
@@ -115,36 +57,32 @@ def saved(tmp_path_factory):
         clf = NeymanPearsonGBMClassifier("lightgbm", alpha=0.2, rounds=2, max_iter=3, max_calibration=1,
                                          params=PARAMS).fit(X, np.where(y == 1, "yes", "no"))
     clf.save(folder / "model.zip")
-    return {"path": folder / "model.zip", "clf": clf, "X": X, "npy_bomb": _npy_bomb(),
-            "text_bomb": _bomb(b"tree\nversion=v4\n")}
-
-
-def _load_traced(path):
-    """``load(path)`` and the error it raised (or None), asserting the peak memory traced while it ran."""
-    tracemalloc.start()
-    try:
-        return load(path), None
-    except ValueError as exc:
-        return None, exc
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        assert peak < PEAK_LIMIT, f"loading traced {peak:,} bytes"
+    return {"path": folder / "model.zip", "clf": clf, "X": X, "npy_bomb": npy_bomb(),
+            "text_bomb": bomb(b"tree\nversion=v4\n")}
 
 
 def _booster(header):
     return header["ensemble"]["files"][0]
 
 
-def _array_entry(header, attribute):
-    return f"arrays/{header['attributes'][attribute]['__array__']}.npy"
+def _classes_entry(saved):
+    """The saved model's entries (name -> bytes) and the name of its ``classes_`` array entry."""
+    entries, header = _entries(saved["path"])
+    return entries, f"arrays/{header['attributes']['classes_']['__array__']}.npy"
+
+
+def _assert_rejected(path, entries, match):
+    """Write ``entries`` (name -> bytes) to the archive ``path``: loading it raises a ValueError matching ``match``."""
+    write_zip(path, list(entries.items()))
+    with pytest.raises(ValueError, match=match):
+        load(path)
 
 
 # ----------------------------------------------------------------------------- hostile model files
 def test_the_bombs_are_small_on_disk_and_large_inside(saved, tmp_path):
     entries, _ = _entries(saved["path"])
-    _zip(tmp_path / "bomb.zip", [*entries.items(), ("arrays/junk.npy", saved["npy_bomb"]),
-                                 ("boosters/9999.txt", saved["text_bomb"])])
+    write_zip(tmp_path / "bomb.zip", [*entries.items(), ("arrays/junk.npy", saved["npy_bomb"]),
+                                      ("boosters/9999.txt", saved["text_bomb"])])
     assert (tmp_path / "bomb.zip").stat().st_size < 8 << 20
     with zipfile.ZipFile(tmp_path / "bomb.zip") as archive:
         assert archive.getinfo("arrays/junk.npy").file_size > 3 * 10 ** 9
@@ -153,9 +91,9 @@ def test_the_bombs_are_small_on_disk_and_large_inside(saved, tmp_path):
 
 def test_unreferenced_entries_are_never_read(saved, tmp_path):
     entries, _ = _entries(saved["path"])
-    _zip(tmp_path / "m.zip", [*entries.items(), ("arrays/junk.npy", saved["npy_bomb"]),
-                              ("boosters/9999.txt", saved["text_bomb"])])
-    back, error = _load_traced(tmp_path / "m.zip")
+    write_zip(tmp_path / "m.zip", [*entries.items(), ("arrays/junk.npy", saved["npy_bomb"]),
+                                   ("boosters/9999.txt", saved["text_bomb"])])
+    back, error = load_traced(load, tmp_path / "m.zip")
     assert error is None, error
     np.testing.assert_array_equal(back.decision_function(saved["X"]), saved["clf"].decision_function(saved["X"]))
 
@@ -163,8 +101,8 @@ def test_unreferenced_entries_are_never_read(saved, tmp_path):
 def test_a_referenced_array_bomb_is_rejected_before_decompressing(saved, tmp_path):
     entries, header = _entries(saved["path"])
     header["attributes"]["classes_"] = {"__array__": "junk"}
-    _zip(tmp_path / "m.zip", [*_with_header(entries, header).items(), ("arrays/junk.npy", saved["npy_bomb"])])
-    back, error = _load_traced(tmp_path / "m.zip")
+    write_zip(tmp_path / "m.zip", [*_with_header(entries, header).items(), ("arrays/junk.npy", saved["npy_bomb"])])
+    back, error = load_traced(load, tmp_path / "m.zip")
     assert back is None
     message = str(error)
     assert message.startswith(f"path: {str(tmp_path / 'm.zip')!r}") and "arrays/junk.npy" in message
@@ -175,8 +113,8 @@ def test_a_booster_text_declared_huge_is_rejected_before_decompressing(saved, tm
     entries, header = _entries(saved["path"])
     member = _booster(header)
     del entries[member]   # the sha256 in header.json is kept: only the size check stands before reading
-    _zip(tmp_path / "m.zip", [*entries.items(), (member, saved["text_bomb"])])
-    back, error = _load_traced(tmp_path / "m.zip")
+    write_zip(tmp_path / "m.zip", [*entries.items(), (member, saved["text_bomb"])])
+    back, error = load_traced(load, tmp_path / "m.zip")
     assert back is None
     message = str(error)
     assert message.startswith(f"path: {str(tmp_path / 'm.zip')!r}") and member in message
@@ -186,8 +124,8 @@ def test_a_booster_text_declared_huge_is_rejected_before_decompressing(saved, tm
 def test_a_header_bomb_is_rejected_before_decompressing(saved, tmp_path):
     entries, _ = _entries(saved["path"])
     del entries["header.json"]
-    _zip(tmp_path / "m.zip", [*entries.items(), ("header.json", _bomb(b'{"format": "'))])
-    back, error = _load_traced(tmp_path / "m.zip")
+    write_zip(tmp_path / "m.zip", [*entries.items(), ("header.json", bomb(b'{"format": "'))])
+    back, error = load_traced(load, tmp_path / "m.zip")
     assert back is None and str(error).startswith("path: ") and "header.json" in str(error)
 
 
@@ -196,55 +134,44 @@ def test_a_booster_text_compressed_too_well_is_rejected_within_the_file_budget(s
     entries, header = _entries(saved["path"])
     member = _booster(header)
     del entries[member]
-    bomb = _bomb(b"tree\n", zeros=50 << 20)
-    _zip(tmp_path / "m.zip", [*entries.items(), (member, bomb), ("padding", bytes(1 << 20))])
-    assert bomb[2] < MAX_RATIO * (tmp_path / "m.zip").stat().st_size
+    squeezed = bomb(b"tree\n", zeros=50 << 20)
+    write_zip(tmp_path / "m.zip", [*entries.items(), (member, squeezed), ("padding", bytes(1 << 20))])
+    assert squeezed[2] < MAX_RATIO * (tmp_path / "m.zip").stat().st_size
     with pytest.raises(ValueError, match=rf"^path: .*{member}.* a ratio above {MAX_RATIO}"):
         load(tmp_path / "m.zip")
 
 
 def test_a_referenced_array_whose_declared_size_disagrees(saved, tmp_path):
-    entries, header = _entries(saved["path"])
-    name = _array_entry(header, "classes_")
+    entries, name = _classes_entry(saved)
     # the .npy header declares two strings, but the entry holds 8 bytes more
     longer = {**entries, name: entries[name] + bytes(8)}
-    _zip(tmp_path / "longer.zip", list(longer.items()))
-    with pytest.raises(ValueError, match=rf"^path: .*{name}.*declares"):
-        load(tmp_path / "longer.zip")
+    _assert_rejected(tmp_path / "longer.zip", longer, rf"^path: .*{name}.*declares")
     # ... or declares a million entries while holding two
     classes = np.load(io.BytesIO(entries[name]), allow_pickle=False)
     head = io.BytesIO()
     np.lib.format.write_array_header_1_0(head, {"descr": classes.dtype.str, "fortran_order": False,
                                                 "shape": (10 ** 6,)})
     shorter = {**entries, name: head.getvalue() + classes.tobytes()}
-    _zip(tmp_path / "shorter.zip", list(shorter.items()))
-    with pytest.raises(ValueError, match=rf"^path: .*{name}.*declares"):
-        load(tmp_path / "shorter.zip")
+    _assert_rejected(tmp_path / "shorter.zip", shorter, rf"^path: .*{name}.*declares")
 
 
 def test_an_object_array_is_refused_by_name(saved, tmp_path):
-    entries, header = _entries(saved["path"])
-    name = _array_entry(header, "classes_")
-    hostile = {**entries, name: _npy(np.array(["no", "yes"], dtype=object), allow_pickle=True)}
-    _zip(tmp_path / "m.zip", list(hostile.items()))
-    with pytest.raises(ValueError, match=rf"^path: .*{name}.*Python objects"):
-        load(tmp_path / "m.zip")
+    entries, name = _classes_entry(saved)
+    hostile = {**entries, name: npy_bytes(np.array(["no", "yes"], dtype=object), allow_pickle=True)}
+    _assert_rejected(tmp_path / "m.zip", hostile, rf"^path: .*{name}.*Python objects")
 
 
 def test_a_missing_referenced_array_is_named(saved, tmp_path):
-    entries, header = _entries(saved["path"])
-    name = _array_entry(header, "classes_")
+    entries, name = _classes_entry(saved)
     del entries[name]
-    _zip(tmp_path / "m.zip", list(entries.items()))
-    with pytest.raises(ValueError, match=rf"^path: .*classes_ refers to entry '{name}'"):
-        load(tmp_path / "m.zip")
+    _assert_rejected(tmp_path / "m.zip", entries, rf"^path: .*classes_ refers to entry '{name}'")
 
 
 def test_untampered_files_rewritten_by_hand_still_load(saved, tmp_path):
     entries, header = _entries(saved["path"])
     # stored (not deflated), and the sha256 still matches
     assert hashlib.sha256(entries[_booster(header)]).hexdigest() == header["ensemble"]["sha256"][0]
-    _zip(tmp_path / "m.zip", list(entries.items()))
+    write_zip(tmp_path / "m.zip", list(entries.items()))
     back = load(tmp_path / "m.zip")
     np.testing.assert_array_equal(back.predict(saved["X"]), saved["clf"].predict(saved["X"]))
 

@@ -1,18 +1,13 @@
 """Hostile estimator files (issue 33): the loader reads the header first, then only the arrays it
 references, checks every declared size before decompressing anything, and rejects arrays whose
-shapes contradict each other. The hostile archives are written byte by byte (``_zip``), so that a
-3 MB file can declare an entry of 3 GB without this test ever holding 3 GB.
-
-Memory is measured with `tracemalloc` (NumPy reports its array buffers to it): loading must stay
-far below the sizes the hostile entries declare. No wall-clock time is asserted.
+shapes contradict each other. The hostile archives are written byte by byte, and memory is measured,
+by the helpers of tests/_zip_bombs.py: loading must stay far below the sizes the hostile entries
+declare.
 """
 import io
 import json
-import struct
-import tracemalloc
 import warnings
 import zipfile
-import zlib
 
 import numpy as np
 import pytest
@@ -21,57 +16,7 @@ pytest.importorskip("sklearn")
 
 import fastcon  # noqa: E402
 from fastcon.estimators import MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier, load  # noqa: E402
-
-#: Uncompressed size of the bomb entries: 3000 MiB of zeros after a 128-byte .npy header.
-BOMB_ZEROS = 3000 << 20
-#: Peak traced memory allowed while loading (the legitimate arrays are a few hundred bytes).
-PEAK_LIMIT = 64 << 20
-
-
-def _npy(array) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
-
-
-def _bomb():
-    """(raw deflate stream, CRC-32, uncompressed size) of a uint8 .npy array of `BOMB_ZEROS` zeros.
-
-    The stream is built from one compressed MiB of zeros ended by a full flush (byte-aligned and
-    independent of what precedes it), repeated: about 1 kB per MiB, so 3 MB for 3000 MiB.
-    """
-    header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": (BOMB_ZEROS,)})
-    header = header.getvalue()
-    mib = bytes(1 << 20)
-    squeeze = zlib.compressobj(9, zlib.DEFLATED, -15)
-    first = squeeze.compress(header) + squeeze.flush(zlib.Z_FULL_FLUSH)
-    segment = squeeze.compress(mib) + squeeze.flush(zlib.Z_FULL_FLUSH)
-    end = squeeze.flush()
-    crc = zlib.crc32(header)
-    for _ in range(BOMB_ZEROS >> 20):
-        crc = zlib.crc32(mib, crc)
-    return first + segment * (BOMB_ZEROS >> 20) + end, crc, len(header) + BOMB_ZEROS
-
-
-def _zip(path, entries):
-    """Write a zip archive by hand. ``entries``: (name, data) stored as is, or (name, (deflated, crc, size))."""
-    central, offset = [], 0
-    with open(path, "wb") as fh:
-        for name, data in entries:
-            raw_name = name.encode()
-            if isinstance(data, bytes):
-                method, payload, crc, size = 0, data, zlib.crc32(data), len(data)
-            else:
-                method, (payload, crc, size) = 8, data
-            fields = (20, 0, method, 0, 0x21, crc, len(payload), size, len(raw_name), 0)
-            fh.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, *fields) + raw_name)
-            fh.write(payload)
-            central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, *fields, 0, 0, 0, 0, offset) + raw_name)
-            offset += 30 + len(raw_name) + len(payload)
-        directory = b"".join(central)
-        fh.write(directory)
-        fh.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central), len(directory), offset, 0))
+from _zip_bombs import load_traced, npy_bomb, npy_bytes, write_zip  # noqa: E402
 
 
 def _entries(path):
@@ -84,7 +29,7 @@ def _entries(path):
 
 def _with_header(entries, header):
     out = dict(entries)
-    out["__header__.npy"] = _npy(np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
+    out["__header__.npy"] = npy_bytes(np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
     return out
 
 
@@ -115,26 +60,14 @@ def saved(tmp_path_factory):
         multi = MultiClassNeymanPearsonClassifier({"b": 0.4, "c": 0.4}, loss="logistic").fit(Xm, ym)
     binary.save(folder / "binary.npz")
     multi.save(folder / "multi.npz")
-    return {"binary": (folder / "binary.npz", binary, X), "multi": (folder / "multi.npz", multi, Xm), "bomb": _bomb()}
-
-
-def _load_traced(path):
-    """``load(path)`` and the peak memory traced while it ran (also when it raises)."""
-    tracemalloc.start()
-    try:
-        return load(path), None
-    except ValueError as exc:
-        return None, exc
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        assert peak < PEAK_LIMIT, f"loading traced {peak:,} bytes"
+    return {"binary": (folder / "binary.npz", binary, X), "multi": (folder / "multi.npz", multi, Xm),
+            "bomb": npy_bomb()}
 
 
 def test_the_bomb_is_small_on_disk_and_large_inside(saved, tmp_path):
     path, _, _ = saved["binary"]
     entries, _ = _entries(path)
-    _zip(tmp_path / "bomb.npz", [*entries.items(), ("junk.npy", saved["bomb"])])
+    write_zip(tmp_path / "bomb.npz", [*entries.items(), ("junk.npy", saved["bomb"])])
     assert (tmp_path / "bomb.npz").stat().st_size < 4 << 20
     with zipfile.ZipFile(tmp_path / "bomb.npz") as archive:
         assert archive.getinfo("junk.npy").file_size > 3 * 10 ** 9
@@ -143,8 +76,8 @@ def test_the_bomb_is_small_on_disk_and_large_inside(saved, tmp_path):
 def test_unreferenced_entry_is_never_read(saved, tmp_path):
     path, clf, X = saved["binary"]
     entries, _ = _entries(path)
-    _zip(tmp_path / "m.npz", [*entries.items(), ("junk.npy", saved["bomb"])])
-    back, error = _load_traced(tmp_path / "m.npz")
+    write_zip(tmp_path / "m.npz", [*entries.items(), ("junk.npy", saved["bomb"])])
+    back, error = load_traced(load, tmp_path / "m.npz")
     assert error is None, error
     assert np.array_equal(back.decision_function(X), clf.decision_function(X))
 
@@ -157,8 +90,8 @@ def test_referenced_bomb_is_rejected_before_decompressing(saved, tmp_path, attri
         header["attributes"]["coef_"] = {"__array__": "junk"}
     else:
         header["attributes"]["solve_result_"]["__solve_result__"]["multipliers"] = {"__array__": "junk"}
-    _zip(tmp_path / "m.npz", [*_with_header(entries, header).items(), ("junk.npy", saved["bomb"])])
-    back, error = _load_traced(tmp_path / "m.npz")
+    write_zip(tmp_path / "m.npz", [*_with_header(entries, header).items(), ("junk.npy", saved["bomb"])])
+    back, error = load_traced(load, tmp_path / "m.npz")
     assert back is None
     assert str(error).startswith(f"path: {str(tmp_path / 'm.npz')!r}") and "junk.npy" in str(error)
     assert "bytes" in str(error) and "file" in str(error)
@@ -168,8 +101,8 @@ def test_header_bomb_is_rejected_before_decompressing(saved, tmp_path):
     path, _, _ = saved["binary"]
     entries, _ = _entries(path)
     del entries["__header__.npy"]
-    _zip(tmp_path / "m.npz", [*entries.items(), ("__header__.npy", saved["bomb"])])
-    back, error = _load_traced(tmp_path / "m.npz")
+    write_zip(tmp_path / "m.npz", [*entries.items(), ("__header__.npy", saved["bomb"])])
+    back, error = load_traced(load, tmp_path / "m.npz")
     assert back is None and str(error).startswith("path: ") and "__header__.npy" in str(error)
 
 
@@ -179,7 +112,7 @@ def test_referenced_entry_with_a_wrong_declared_size(saved, tmp_path):
     name = _ref(header, "coef_")
     # the .npy header declares (1, 4) float64 (32 bytes) but the entry holds 8 bytes more
     entries[name] = entries[name] + bytes(8)
-    _zip(tmp_path / "longer.npz", list(entries.items()))
+    write_zip(tmp_path / "longer.npz", list(entries.items()))
     with pytest.raises(ValueError, match=rf"^path: .*{name}.*declares"):
         load(tmp_path / "longer.npz")
     # ... or declares a million columns while holding 4
@@ -188,14 +121,14 @@ def test_referenced_entry_with_a_wrong_declared_size(saved, tmp_path):
     head = io.BytesIO()
     np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": (1, 10 ** 6)})
     entries[name] = head.getvalue() + body
-    _zip(tmp_path / "shorter.npz", list(entries.items()))
+    write_zip(tmp_path / "shorter.npz", list(entries.items()))
     with pytest.raises(ValueError, match=rf"^path: .*{name}.*declares"):
         load(tmp_path / "shorter.npz")
 
 
 def _replace_array(entries, header, attribute, value):
     out = dict(entries)
-    out[_ref(header, attribute)] = _npy(value)
+    out[_ref(header, attribute)] = npy_bytes(value)
     return out
 
 
@@ -215,7 +148,7 @@ def _replace_array(entries, header, attribute, value):
 def test_inconsistent_shapes_are_rejected_at_load(saved, tmp_path, model, edit, field):
     path, _, _ = saved[model]
     entries, header = _entries(path)
-    _zip(tmp_path / "bad.npz", list(edit(entries, header).items()))
+    write_zip(tmp_path / "bad.npz", list(edit(entries, header).items()))
     with pytest.raises(ValueError, match=rf"^path: {str(tmp_path / 'bad.npz')!r} .*{field}"):
         load(tmp_path / "bad.npz")
 
@@ -224,7 +157,7 @@ def test_untampered_files_still_load(saved, tmp_path):
     for name in ("binary", "multi"):
         path, clf, X = saved[name]
         entries, _ = _entries(path)
-        _zip(tmp_path / f"{name}.npz", list(entries.items()))   # the same entries, rewritten by hand
+        write_zip(tmp_path / f"{name}.npz", list(entries.items()))   # the same entries, rewritten by hand
         back = load(tmp_path / f"{name}.npz")
         assert np.array_equal(back.predict(X), clf.predict(X))
 
