@@ -46,9 +46,7 @@ import json
 import multiprocessing as mp
 import os
 import shutil
-import signal
 import sys
-import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -56,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._time_left import TimeLeft
-from ._writer import output_folder, staged_output
+from ._writer import output_folder, sigint_ignored, staged_output
 
 __all__ = ["ExperimentInterrupted", "Session", "TaskCheckpoints", "WorkerPool", "apply_overrides", "drive",
            "pinned_threads", "run_tasks", "sigint_ignored", "task_key"]
@@ -74,19 +72,6 @@ class ExperimentInterrupted(KeyboardInterrupt):
     def __init__(self, message):
         super().__init__(message)
         self.message = str(message)
-
-
-@contextlib.contextmanager
-def sigint_ignored():
-    """Ignore SIGINT inside the block (main thread only: signal handlers cannot be set elsewhere)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 class WorkerPool:

@@ -34,8 +34,8 @@ import numpy as np
 from .._results import _jsonable
 
 __all__ = ["MARKER", "RUN_SCHEMA", "TOP_SCHEMA", "check_output_target", "history_csv_name", "output_folder",
-           "pyplot", "read_history_csv", "ruled_table", "save_figure", "staged_output", "validate_results",
-           "writable_folder", "write_csv", "write_history_csv", "write_results_json"]
+           "pyplot", "read_history_csv", "ruled_table", "save_figure", "sigint_ignored", "staged_output",
+           "validate_results", "writable_folder", "write_csv", "write_history_csv", "write_results_json"]
 
 _NUM = (int, float)
 #: Required top-level keys of results.json and their types.
@@ -152,7 +152,8 @@ def output_folder(name, quick, out_dir=None) -> Path:
 
 
 @contextlib.contextmanager
-def _sigint_ignored():
+def sigint_ignored():
+    """Ignore SIGINT inside the block (main thread only: signal handlers cannot be set elsewhere)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -171,7 +172,7 @@ def _publish(stage, out) -> None:
     (stage / MARKER).write_text(json.dumps({
         "fastcon_version": __version__, "files": files,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
-    with _sigint_ignored():   # a Ctrl-C now must not leave the outputs half moved
+    with sigint_ignored():   # a Ctrl-C now must not leave the outputs half moved
         if not out.exists():
             os.rename(stage, out)
             return
@@ -206,7 +207,7 @@ def staged_output(out):
     try:
         yield stage
     except BaseException:
-        with _sigint_ignored():
+        with sigint_ignored():
             shutil.rmtree(stage, ignore_errors=True)
             if not existed:
                 with contextlib.suppress(OSError):
