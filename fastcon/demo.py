@@ -279,6 +279,15 @@ def _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed
 _LABEL_BOX = {"fc": "white", "ec": "none", "alpha": 0.8, "pad": 0.5}
 
 
+def _finish_panel(ax, xlabel, ylabel, title, legend_loc):
+    """Axis labels, title, legend and grid of one panel of the demo's figure (its limits are set by the caller)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc=legend_loc, fontsize=8)
+    ax.grid(alpha=0.3)
+
+
 def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
     from ._results import _pyplot
 
@@ -297,13 +306,10 @@ def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
     ax.plot(fair_base["dp_gap"], fair_base["accuracy"], "*", ms=14, color="C3",
             label="LogisticRegression (unconstrained)")
     ax.axvline(tolerance, color="0.4", ls=":", lw=1, label=f"tolerance {tolerance:g} (the table's)")
-    ax.set_xlabel("demographic-parity gap, held-out rows")
-    ax.set_ylabel("accuracy, held-out rows")
-    ax.set_title("accuracy-fairness trade-off")
     ax.set_xlim(left=0)
     ax.margins(y=0.08)
-    ax.legend(loc="lower right", fontsize=8)
-    ax.grid(alpha=0.3)
+    _finish_panel(ax, "demographic-parity gap, held-out rows", "accuracy, held-out rows",
+                  "accuracy-fairness trade-off", "lower right")
 
     # (b) does the bound hold out of sample?
     ax = axes[1]
@@ -318,13 +324,10 @@ def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
         ax.axhline(fair_base[key], color=colour, ls=":", lw=1.2)
         ax.annotate("LogisticRegression (unconstrained)", (0.01 * right, fair_base[key]),
                     textcoords="offset points", xytext=(0, 3), fontsize=8, color=colour, bbox=_LABEL_BOX)
-    ax.set_xlabel("tolerance")
-    ax.set_ylabel("gap of the bounded metric, held-out rows")
-    ax.set_title("held-out gap against the tolerance")
     ax.set_xlim(0, right)
     ax.set_ylim(0, top)
-    ax.legend(loc="lower right", fontsize=8)
-    ax.grid(alpha=0.3)
+    _finish_panel(ax, "tolerance", "gap of the bounded metric, held-out rows", "held-out gap against the tolerance",
+                  "lower right")
 
     # (c) Neyman-Pearson: the type-I bound
     ax = axes[2]
@@ -338,13 +341,10 @@ def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
                     textcoords="offset points", xytext=(6, -12), fontsize=8, color="C2", bbox=_LABEL_BOX)
     ax.axhline(np_base["type_one_error"], color="C3", ls=":", lw=1.2,
                label=f"LogisticRegression (type-II {np_base['type_two_error']:.2f})")
-    ax.set_xlabel("alpha")
-    ax.set_ylabel("type-I error, held-out rows")
-    ax.set_title("Neyman-Pearson: held-out type-I error against alpha")
     ax.set_xlim(0, top)
     ax.set_ylim(0, top)
-    ax.legend(loc="upper left", fontsize=8)
-    ax.grid(alpha=0.3)
+    _finish_panel(ax, "alpha", "type-I error, held-out rows", "Neyman-Pearson: held-out type-I error against alpha",
+                  "upper left")
 
     fig.tight_layout()
     fig.savefig(path, dpi=110)
