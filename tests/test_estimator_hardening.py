@@ -14,16 +14,7 @@ from fastcon.estimators import (  # noqa: E402
 )
 from fastcon.estimators._solve import calibrate_bound  # noqa: E402
 from reference.group_rates import hard_gap  # noqa: E402
-
-
-def make_groups_data(n, seed, n_groups=2):
-    """As tests/test_estimators.py: base rates over [0.25, 0.75], features shifted by group."""
-    rng = np.random.default_rng(seed)
-    g = rng.integers(0, n_groups, n)
-    y = (rng.random(n) < np.linspace(0.25, 0.75, n_groups)[g]).astype(np.int64)
-    X = np.column_stack([1.2 * (2 * y - 1) + 1.0 * g + rng.normal(0, 1, n), rng.normal(0, 1, n) + 0.5 * g,
-                         g.astype(np.float64)])
-    return X, y, g
+from test_estimators import make_groups_data  # noqa: E402  (base rates over [0.25, 0.75], features shifted by group)
 
 
 # ----------------------------------------------------------------------------- calibration
