@@ -13,7 +13,9 @@ of a traceback.
 Output folders (``--out``): a run writes into a new folder beside ``--out`` and moves it into place
 only when complete (`fastcon.experiments._writer.staged_output`). An earlier run's outputs in
 ``--out`` are replaced then, as a whole; an interrupted run deletes its new folder and leaves
-``--out`` as it was (with the ``checkpoints`` that ``--resume`` reads).
+``--out`` as it was (with the ``checkpoints`` that ``--resume`` reads). Only files fastcon wrote are
+ever deleted: a symbolic link as ``--out`` is refused (exit 2), and files added to ``--out`` during
+the run stop the move (exit 1; the outputs stay in the new folder, ``--out`` as it was).
 """
 from __future__ import annotations
 
@@ -63,12 +65,15 @@ def _folder(text) -> str:
     return text
 
 
-def _check_out(prog, out) -> bool:
-    """Check that the run may write to ``--out`` (`check_output_target`); else print the error line, return False."""
+def _check_out(prog, out, checkpoints=False) -> bool:
+    """Check that the run may write to ``--out`` (`check_output_target`); else print the error line, return False.
+
+    ``checkpoints``: the run checkpoints its runs (an interrupted run's ``checkpoints`` in ``--out`` are its own).
+    """
     from .experiments._writer import OutputFolderError, check_output_target
 
     try:
-        check_output_target(out)
+        check_output_target(out, checkpoints)
     except OutputFolderError as exc:
         print(f"{prog}: error: argument --out: {out} {exc.strerror}", file=sys.stderr)
         return False
@@ -177,6 +182,7 @@ def _data_error(prog, name, quick, data_home, exc) -> int:
 def _cmd_reproduce(args) -> int:
     from .datasets import ChecksumError, DatasetFileError
     from .experiments import EXPERIMENTS, check_data, is_resumable, run_experiment
+    from .experiments._writer import OutputFolderError
 
     prog = "fastcon reproduce"
     if args.name not in EXPERIMENTS:
@@ -191,25 +197,32 @@ def _cmd_reproduce(args) -> int:
     except (DatasetFileError, ChecksumError) as exc:
         return _data_error(prog, args.name, args.quick, args.data_home, exc)
     out = Path(args.out if args.out is not None else f"fastcon-results/{args.name}{'-quick' if args.quick else ''}")
-    if not _check_out(prog, out):
+    if not _check_out(prog, out, checkpoints=is_resumable(args.name)):
         return 2
     try:
         run_experiment(args.name, quick=args.quick, out_dir=out, data_home=args.data_home, seed=args.seed,
                        jobs=args.jobs, verbose=not args.quiet, resume=args.resume, download=False)
     except (DatasetFileError, ChecksumError) as exc:  # a file removed or changed since the check
         return _data_error(prog, args.name, args.quick, args.data_home, exc)
+    except OutputFolderError as exc:   # --out changed during the run: the outputs are left beside it
+        print(f"{prog}: error: {exc.strerror}", file=sys.stderr)
+        return 1
     return 0
 
 
 def _cmd_demo(args) -> int:
     from .demo import run_demo
-    from .experiments._writer import staged_output
+    from .experiments._writer import OutputFolderError, staged_output
 
     out = Path(args.out)
     if not _check_out("fastcon demo", out):
         return 2
-    with staged_output(out) as stage:   # moved to ``out`` once complete; deleted on Ctrl-C
-        run_demo(out_dir=stage, seed=args.seed, verbose=not args.quiet)
+    try:
+        with staged_output(out) as stage:   # moved to ``out`` once complete; deleted on Ctrl-C
+            run_demo(out_dir=stage, seed=args.seed, verbose=not args.quiet)
+    except OutputFolderError as exc:   # --out changed during the run: the outputs are left beside it
+        print(f"fastcon demo: error: {exc.strerror}", file=sys.stderr)
+        return 1
     if not args.quiet:
         print(f"moved the outputs to {out}")
     return 0

@@ -447,13 +447,13 @@ def drive(spec, *, quick=False, out_dir=None, data_home=None, seed=0, jobs=1, ve
     check = getattr(spec, "check_config", None)
     if check is not None:
         check(cfg)
-    out = output_folder(spec.NAME, quick, out_dir)
+    out = output_folder(spec.NAME, quick, out_dir, checkpoints=resumable)
     checkpoints = (TaskCheckpoints(out / "checkpoints", resume=resume, fields=getattr(spec, "CHECKPOINT_FIELDS", None))
                    if resumable else None)
     try:
         # The outputs go to a new folder beside ``out``, moved into place once complete (`staged_output`);
         # the checkpoints go to ``out/checkpoints`` at once, so that an interruption keeps them.
-        with staged_output(out) as stage:
+        with staged_output(out, checkpoints=resumable) as stage:
             session = Session(spec=spec, cfg=cfg, quick=bool(quick), out=stage,
                               data_home=None if data_home is None else str(data_home), seed=int(seed),
                               jobs=int(jobs), verbose=bool(verbose), download=download, checkpoints=checkpoints,

@@ -23,10 +23,12 @@ import errno
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -78,35 +80,129 @@ def writable_folder(path) -> Path:
 MARKER = ".fastcon-output.json"
 #: Sub-folder of the per-run checkpoints (`._runner.TaskCheckpoints`), kept across interruptions.
 CHECKPOINTS = "checkpoints"
-#: What an output folder written before `MARKER` existed holds: files of these kinds, results.json among them.
-_UNMARKED_OUTPUT = (".json", ".csv", ".png", ".txt")
+#: The files `._runner.TaskCheckpoints` writes: ``<task_key>.json`` (20 hex digits), and
+#: ``<task_key>.tmp<pid>`` while one is being written (an interruption can leave it behind).
+CHECKPOINT_FILE = re.compile(r"[0-9a-f]{20}\.(?:json|tmp[0-9]+)")
+#: What each experiment writes besides results.json and the history CSVs its runs name
+#: (``runs[i].history_csv``): how an output folder written before `MARKER` existed is recognised.
+_EXPERIMENT_FILES = {
+    "gbm-bregman": {"runs.csv", "table1.csv", "table2.csv", "tables.txt", "figure1_np.png", "figure2_fairness.png",
+                    "figure3_xgb_fair_adult.png"},
+    "iqrc-mnpc": {"summary.csv", "summary.txt", "figure1_iqrc.png"},
+    "partial-fairness": {"runs.csv", "frontier.csv", "summary.txt", "figure1_frontiers.png", "figure2_ccdf.png",
+                         "figure9_10_idca_vs_ssg.png"},
+    "spider-table2": {"table2.csv", "table2.txt", "figure1_spider.png", "figure2_spider.png"},
+    "ssg-roc": {"summary.csv", "summary.txt", "figure1_roc.png"},
+    "ssg-wasserstein": {"summary.csv", "summary.txt", "figure1_wasserstein.png"},
+}
+#: What `fastcon.demo.run_demo` writes (its results.json has its own keys, not ``TOP_SCHEMA``).
+_DEMO_FILES = {"table.csv", "demo.png"}
 
 
 class OutputFolderError(OSError):
-    """``--out`` names a folder that holds files no fastcon run wrote (refused: nothing would be mixed)."""
+    """``--out`` names a folder that holds files no fastcon run wrote, or is a symbolic link (refused)."""
 
 
-def _foreign_entries(folder) -> list:
-    """The entries of an existing output folder that no earlier fastcon run wrote (sorted)."""
-    names = {p.name for p in folder.iterdir()} - {CHECKPOINTS, MARKER}
+def _marked_files(folder):
+    """The names `MARKER` says a completed run wrote into ``folder``; None if it is not a marker fastcon wrote."""
     try:
-        listed = json.loads((folder / MARKER).read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        listed = None
-    if isinstance(listed, list):
-        return sorted(names - set(map(str, listed)))
-    if "results.json" in names:   # written before MARKER: files of the kinds the experiments write
-        return sorted(n for n in names if not ((folder / n).is_file() and n.endswith(_UNMARKED_OUTPUT)))
-    return sorted(names)
+        doc = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(doc, dict) and isinstance(doc.get("fastcon_version"), str)
+            and isinstance(doc.get("files"), list) and all(isinstance(n, str) for n in doc["files"])):
+        return None
+    return set(doc["files"]) - {MARKER, CHECKPOINTS}
 
 
-def check_output_target(path) -> Path:
+def _plain_name(name) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and os.sep not in name
+
+
+def _unmarked_files(folder):
+    """The names fastcon wrote into ``folder``, written before `MARKER` existed; None if not fastcon's.
+
+    Only a results.json that fastcon wrote counts: an experiment's (``TOP_SCHEMA`` and ``RUN_SCHEMA``,
+    a known experiment name) or the demo's; the names are then those that experiment (or the demo)
+    writes, never "every CSV and PNG".
+    """
+    try:
+        doc = json.loads((folder / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    if "experiment" in doc:
+        if validate_results(doc) or doc["experiment"] not in _EXPERIMENT_FILES:
+            return None
+        history = {run["history_csv"] for run in doc["runs"]}
+        return ({"results.json"} | _EXPERIMENT_FILES[doc["experiment"]]
+                | {n for n in history if _plain_name(n) and n.endswith(".csv")})
+    versions = doc.get("versions")
+    if (isinstance(versions, dict) and isinstance(versions.get("fastcon"), str) and isinstance(doc.get("table"), list)
+            and isinstance(doc.get("sweeps"), dict)):
+        return {"results.json"} | _DEMO_FILES
+    return None
+
+
+def _fastcon_checkpoints(path) -> bool:
+    """Whether folder ``path`` holds nothing but files `._runner.TaskCheckpoints` writes (`CHECKPOINT_FILE`)."""
+    try:
+        with os.scandir(path) as entries:
+            return all(e.is_file(follow_symlinks=False) and CHECKPOINT_FILE.fullmatch(e.name) for e in entries)
+    except OSError:
+        return False
+
+
+def _owned_entries(folder, checkpoints=False):
+    """``(owned, foreign)``: the entries of ``folder`` an earlier fastcon run wrote, and the others (sorted).
+
+    Owned: the entries `MARKER` lists (regular files) and the marker itself; in a folder without
+    the marker, the files its experiment writes if its results.json is fastcon's (`_unmarked_files`);
+    ``checkpoints`` when ``checkpoints`` is true (the experiment checkpoints its runs) and the folder
+    holds only checkpoint files. Everything else is foreign, the marker too when fastcon did not write it.
+    """
+    folder = Path(folder)
+    with os.scandir(folder) as it:
+        entries = {e.name: e for e in it}
+    owned = set()
+    if MARKER in entries:
+        written = _marked_files(folder) if entries[MARKER].is_file(follow_symlinks=False) else None
+        if written is not None:
+            owned.add(MARKER)
+    else:
+        written = _unmarked_files(folder) if "results.json" in entries else None
+    owned |= {n for n in (written or ()) if n in entries and entries[n].is_file(follow_symlinks=False)}
+    ckpt = entries.get(CHECKPOINTS)
+    if checkpoints and ckpt is not None and ckpt.is_dir(follow_symlinks=False) and _fastcon_checkpoints(ckpt.path):
+        owned.add(CHECKPOINTS)
+    return owned, sorted(set(entries) - owned)
+
+
+def _foreign_entries(folder, checkpoints=False) -> list:
+    """The entries of an existing output folder that no earlier fastcon run wrote (sorted)."""
+    return _owned_entries(folder, checkpoints)[1]
+
+
+def _shown(names) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _refuse_symlink(folder) -> None:
+    if folder.is_symlink():
+        raise OutputFolderError(errno.EEXIST, f"is a symbolic link (to {os.readlink(folder)}); give the folder itself, "
+                                "or a new folder (the outputs replace the output folder as a whole, which would "
+                                "replace the link, not write where it points)", str(folder))
+
+
+def check_output_target(path, checkpoints=False) -> Path:
     """Check that a run may write its outputs to folder ``path``, before anything is computed.
 
     A run writes into a new folder beside ``path`` (`staged_output`) and moves it into place once
-    complete, so ``path`` may be missing, empty, hold only the ``checkpoints`` of an interrupted
-    run, or hold the outputs of an earlier completed run (replaced as a whole when the new run
-    completes, never mixed with it). Nothing is created except ``path``'s parent folders.
+    complete, so ``path`` may be missing, empty, hold the fastcon-written ``checkpoints`` of an
+    interrupted run (only when ``checkpoints``: the experiment checkpoints its runs), or hold the
+    outputs of an earlier completed run (replaced as a whole when the new run completes, never
+    mixed with it). Nothing is created except ``path``'s parent folders.
 
     Raises
     ------
@@ -114,28 +210,29 @@ def check_output_target(path) -> Path:
         ``path`` is empty.
     OutputFolderError
         ``path`` holds files that no fastcon run wrote (the message names them): replacing the folder
-        would delete them, writing into it would mix them with the outputs.
+        would delete them, writing into it would mix them with the outputs. Or ``path`` is a
+        symbolic link (refused, not followed: see `_refuse_symlink`).
     OSError
         ``path`` is a file, or its parent cannot be created or written.
     """
     if not str(path).strip():
         raise ValueError("the output folder is an empty path")
     folder = Path(path)
+    _refuse_symlink(folder)
     if folder.exists() and not folder.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(folder))
     if folder.is_dir():
-        foreign = _foreign_entries(folder)
+        foreign = _foreign_entries(folder, checkpoints)
         if foreign:
-            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-            raise OutputFolderError(errno.EEXIST, f"holds files no fastcon run wrote ({shown}); choose a new or empty "
-                                    "folder (a folder an earlier fastcon run wrote is replaced when the new run "
-                                    "completes)", str(folder))
+            raise OutputFolderError(errno.EEXIST, f"holds files no fastcon run wrote ({_shown(foreign)}); choose a new "
+                                    "or empty folder (a folder an earlier fastcon run wrote is replaced when the new "
+                                    "run completes)", str(folder))
         writable_folder(folder)   # the checkpoints go there
     writable_folder(Path(os.path.abspath(folder)).parent)
     return folder
 
 
-def output_folder(name, quick, out_dir=None) -> Path:
+def output_folder(name, quick, out_dir=None, checkpoints=False) -> Path:
     """``out_dir`` or ``fastcon-results/NAME[-quick]``, checked by `check_output_target` (not created).
 
     Raises ValueError naming ``out_dir`` when the folder cannot be written or holds other files.
@@ -144,7 +241,7 @@ def output_folder(name, quick, out_dir=None) -> Path:
         raise ValueError(f"out_dir: must be a folder path, got {os.fspath(out_dir)!r}")
     out = Path(out_dir if out_dir is not None else f"fastcon-results/{name}{'-quick' if quick else ''}")
     try:
-        return check_output_target(out)
+        return check_output_target(out, checkpoints)
     except ValueError as exc:
         raise ValueError(f"out_dir: {exc}") from None
     except OSError as exc:
@@ -164,8 +261,36 @@ def sigint_ignored():
         signal.signal(signal.SIGINT, previous)
 
 
-def _publish(stage, out) -> None:
-    """Move the complete folder ``stage`` to ``out``, replacing what ``out`` held (`staged_output`)."""
+def _remove_owned(old, checkpoints) -> None:
+    """Delete what an earlier fastcon run wrote in ``old`` (the output folder just moved aside), then ``old``.
+
+    Only the entries `_owned_entries` counts as fastcon's; should anything else be there (written in
+    the instant between the last check and the move), ``old`` is kept with it and a warning names it.
+    """
+    owned, foreign = _owned_entries(old, checkpoints)
+    for name in owned:
+        path = old / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+    if foreign:
+        warnings.warn(f"{old}: kept, it holds files no fastcon run wrote ({_shown(foreign)})", stacklevel=3)
+        return
+    try:
+        old.rmdir()
+    except OSError as exc:
+        warnings.warn(f"{old}: could not be removed ({exc.strerror or exc})", stacklevel=3)
+
+
+def _publish(stage, out, checkpoints=False) -> None:
+    """Move the complete folder ``stage`` to ``out``, replacing what ``out`` held (`staged_output`).
+
+    ``out`` is checked again (`check_output_target`'s rules) immediately before it is moved aside:
+    when it is now a symbolic link or holds files no fastcon run wrote, OutputFolderError is raised
+    and ``stage`` and ``out`` are left as they are. Of the old ``out``, only what fastcon wrote is deleted.
+    """
     files = sorted(p.name for p in stage.iterdir())
     from .._version import __version__
 
@@ -173,32 +298,45 @@ def _publish(stage, out) -> None:
         "fastcon_version": __version__, "files": files,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
     with sigint_ignored():   # a Ctrl-C now must not leave the outputs half moved
+        _refuse_symlink(out)
         if not out.exists():
             os.rename(stage, out)
             return
+        foreign = _foreign_entries(out, checkpoints)
+        if foreign:
+            raise OutputFolderError(errno.EEXIST, f"holds files no fastcon run wrote ({_shown(foreign)}), added "
+                                    "during the run", str(out))
         old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{out.name}.old-"))
-        os.rename(out, old)   # onto the empty folder just made: same file system, atomic
+        try:
+            os.rename(out, old)   # onto the empty folder just made: same file system, atomic
+        except OSError:
+            old.rmdir()   # never leave an empty .old- folder behind
+            raise
         try:
             os.rename(stage, out)
         except OSError:
             os.rename(old, out)
             raise
-        shutil.rmtree(old, ignore_errors=True)
+        _remove_owned(old, checkpoints)
 
 
 @contextlib.contextmanager
-def staged_output(out):
+def staged_output(out, checkpoints=False):
     """Write a run's outputs into a new folder beside ``out``; move it to ``out`` only once complete.
 
     Yields the folder to write into (``<out>.partial-XXXXXXXX``, in ``out``'s parent so that the
     final move is a rename on one file system). When the block completes, the folder gets a
     `MARKER` listing its files and replaces ``out``: an earlier completed run's outputs (and the
-    ``checkpoints`` this run read or wrote) are removed only then, so ``out`` always holds one
-    complete run, never two mixed. When the block raises (Ctrl-C included) the new folder is
-    deleted, ``out`` is left as it was (its ``checkpoints`` kept for ``--resume``), and ``out`` is
-    removed if this call found it missing and it is still empty.
+    ``checkpoints`` this run read or wrote, when ``checkpoints``) are removed only then, so ``out``
+    always holds one complete run, never two mixed. When the block raises (Ctrl-C included) the new
+    folder is deleted, ``out`` is left as it was (its ``checkpoints`` kept for ``--resume``), and
+    ``out`` is removed if this call found it missing and it is still empty.
 
-    Check ``out`` with `check_output_target` first.
+    Nothing fastcon did not write is deleted: should ``out`` hold such files when the block completes
+    (added during the run) or have become a symbolic link, OutputFolderError says so, naming both
+    folders; ``out`` is left untouched and the outputs stay in the new folder.
+
+    Check ``out`` with `check_output_target` first (with the same ``checkpoints``).
     """
     out = Path(os.path.abspath(out))   # "." and ".." resolved: the parent is where the new folder goes
     existed = out.exists()
@@ -214,7 +352,10 @@ def staged_output(out):
                     out.rmdir()   # only when empty
         raise
     try:
-        _publish(stage, out)
+        _publish(stage, out, checkpoints)
+    except OutputFolderError as exc:
+        raise OutputFolderError(exc.errno, f"the outputs are complete in {stage} but were not moved to {out}: {out} "
+                                f"{exc.strerror}; {out} is left as it was (move the outputs yourself)") from None
     except OSError as exc:
         raise OSError(exc.errno, f"the outputs are complete in {stage} but could not replace {out}: "
                       f"{exc.strerror or exc}") from exc
