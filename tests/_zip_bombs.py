@@ -4,8 +4,12 @@ estimators, tests/test_boosting_persist_sensitive.py for the boosted ones).
 The archives are written byte by byte (`write_zip`), so that a 3 MB file can declare an entry of
 3 GB without a test ever holding 3 GB. Memory is measured with `tracemalloc` (NumPy reports its
 buffers to it, and the bytes zipfile returns are Python objects); no wall-clock time is asserted.
+`header_mutations` gives randomly damaged copies of a saved JSON header (huge, negative,
+wrong-typed or deleted values, deep nesting) for the loaders' fuzz tests.
 """
+import copy
 import io
+import random
 import struct
 import tracemalloc
 import zlib
@@ -80,3 +84,50 @@ def load_traced(load, path):
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert peak < PEAK_LIMIT, f"loading traced {peak:,} bytes"
+
+
+#: The replacements `header_mutations` draws from (``"delete"`` removes the key or list item).
+MUTATIONS = {
+    "huge integer": lambda rng: 10 ** 400,
+    "infinity": lambda rng: float("inf"),            # json.dumps writes Infinity, json.loads reads it back
+    "negative": lambda rng: rng.choice([-1, -(10 ** 30), -1.5]),
+    "string": lambda rng: rng.choice(["", "x", "__array__", "a0"]),
+    "nested list": lambda rng: [[[[1]]]],
+    "deep nesting": lambda rng: _nested(rng.choice([100, 600])),   # 600: Python's recursion gave out
+    "null": lambda rng: None,
+    "bool": lambda rng: True,
+    "delete": None,
+}
+
+
+def _nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _slots(value, path=()):
+    """Every (path, container key) of a decoded JSON ``value``, depth first."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield path + (key,)
+        yield from _slots(child, path + (key,))
+
+
+def header_mutations(header, n, seed=0):
+    """``n`` copies of the decoded JSON ``header``, each with one value replaced or deleted: (description, header)."""
+    rng = random.Random(seed)
+    slots = list(_slots(header))
+    for _ in range(n):
+        path = rng.choice(slots)
+        kind = rng.choice(sorted(MUTATIONS))
+        mutated = copy.deepcopy(header)
+        parent = mutated
+        for key in path[:-1]:
+            parent = parent[key]
+        if kind == "delete":
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = MUTATIONS[kind](rng)
+        yield f"{kind} at {'/'.join(map(str, path))}", mutated

@@ -3,7 +3,9 @@
 Loading (as tests/test_persist_hardening.py for the linear estimators): `fastcon.boosting.load`
 reads ``header.json`` first, then only the entries it refers to, and checks every declared size
 before decompressing anything. The hostile archives are written byte by byte, and memory is
-measured, by the helpers of tests/_zip_bombs.py.
+measured, by the helpers of tests/_zip_bombs.py. Malformed headers that are valid JSON (nested
+thousands deep, counts of 1e400, wrong types: also a fuzz test of random edits) are a ValueError
+"path: ..." as well, never another exception.
 
 Sensitive features (as tests/test_estimator_hardening.py): a plain list of string labels is one
 label per row unless X is a DataFrame holding them all as columns, and ``drop_sensitive=True`` with
@@ -23,8 +25,9 @@ pytest.importorskip("sklearn")
 pytest.importorskip("lightgbm")
 
 from fastcon.boosting import FairGBMClassifier, NeymanPearsonGBMClassifier, load  # noqa: E402
-from fastcon.boosting._persist import MAX_RATIO, _write  # noqa: E402
-from _zip_bombs import bomb, load_traced, npy_bomb, npy_bytes, write_zip  # noqa: E402
+from fastcon.boosting._persist import MAX_OUTPUTS, MAX_RATIO, _write  # noqa: E402
+from fastcon.estimators._persist import MAX_HEADER_DEPTH  # noqa: E402
+from _zip_bombs import bomb, header_mutations, load_traced, npy_bomb, npy_bytes, write_zip  # noqa: E402
 
 PARAMS = {"num_leaves": 4}
 
@@ -187,6 +190,91 @@ def test_save_stores_what_deflate_would_shrink_past_the_ratio(tmp_path):
         assert constant.compress_type == zipfile.ZIP_STORED and constant.file_size == len(text)
         assert other.compress_type == zipfile.ZIP_DEFLATED
         assert archive.read("boosters/0000.txt") == text and archive.read("arrays/a0.npy") == varied
+
+
+# ----------------------------------------------------------------------------- malformed headers (valid JSON)
+def _with_text(saved, path, edit, literal):
+    """The saved model with its header edited by ``edit`` and every ``"@"`` replaced by the JSON ``literal``."""
+    entries, header = _entries(saved["path"])
+    edit(header)
+    write_zip(path, [*entries.items(), ("header.json", json.dumps(header).replace('"@"', literal).encode())])
+    return path
+
+
+def _version1(header):
+    """``header`` as format version 1 wrote it: coefficients, one whole booster each, instead of terms."""
+    header["format_version"] = 1
+    header["ensemble"]["coefficients"] = [w for *_, w in header["ensemble"].pop("terms")]
+
+
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_a_deeply_nested_header_is_rejected(saved, tmp_path, depth):
+    path = _with_text(saved, tmp_path / "deep.zip", lambda h: h["params"].update(verbose="@"),
+                      "[" * depth + "]" * depth)
+    with pytest.raises(ValueError, match=rf"^path: {str(path)!r} is inconsistent: .*more than "
+                                         rf"MAX_HEADER_DEPTH = {MAX_HEADER_DEPTH} levels"):
+        load(path)
+
+
+@pytest.mark.parametrize("edit, literal, field", [
+    (lambda h: h["ensemble"].update(n_outputs="@"), "1e400", "n_outputs"),     # int(inf): OverflowError
+    (lambda h: h["ensemble"].update(n_outputs="@"), "1" + "0" * 400, "n_outputs"),
+    (lambda h: h["ensemble"].update(n_outputs="@"), "-1", "n_outputs"),
+    (lambda h: h["ensemble"].update(n_outputs="@"), "1.0", "n_outputs"),
+    (lambda h: h["ensemble"].update(n_outputs="@"), str(MAX_OUTPUTS + 1), "n_outputs"),
+    (lambda h: h["ensemble"].update(n_outputs="@"), "3", "n_outputs"),          # classes_ has two classes
+    (lambda h: (_version1(h), h["ensemble"].update(n_outputs="@")), "1e400", "n_outputs"),
+    (lambda h: h["ensemble"]["terms"][0].__setitem__(3, "@"), "1" + "0" * 400, r"terms\[0\] weight"),
+    (lambda h: h["ensemble"]["terms"][0].__setitem__(3, "@"), "NaN", r"terms\[0\] weight"),
+    (lambda h: h["ensemble"]["terms"][0].__setitem__(2, "@"), "1e400", r"terms\[0\] stop"),
+    (lambda h: h["ensemble"]["terms"][0].__setitem__(0, "@"), "-1", r"terms\[0\] booster"),
+    (lambda h: h["ensemble"].update(terms="@"), "[[0, 0]]", r"terms\[0\]"),
+    (lambda h: (_version1(h), h["ensemble"]["coefficients"].__setitem__(0, "@")), "1" + "0" * 400,
+     r"coefficients\[0\]"),
+    (lambda h: h["ensemble"].update(n_threads="@"), "1e400", "n_threads"),
+    (lambda h: h.update({"class": "@"}), '["FairGBMClassifier"]', "class"),     # unhashable: TypeError
+    (lambda h: h["ensemble"].update(n_outputs="@"), "9" * 5000, "unreadable header"),   # > 4300 digits
+    (lambda h: h["ensemble"].pop("n_outputs"), "", "'n_outputs' is missing"),
+])
+def test_counts_and_numbers_out_of_range_are_named(saved, tmp_path, edit, literal, field):
+    path = _with_text(saved, tmp_path / "bad.zip", edit, literal)
+    with pytest.raises(ValueError, match=rf"^path: {str(path)!r} .*{field}"):
+        load(path)
+
+
+def test_format_version_1_still_loads(saved, tmp_path):
+    path = _with_text(saved, tmp_path / "v1.zip", _version1, "")
+    np.testing.assert_array_equal(load(path).decision_function(saved["X"]), saved["clf"].decision_function(saved["X"]))
+
+
+@pytest.fixture(scope="module")
+def saved_fair(tmp_path_factory):
+    """A saved FairGBMClassifier (LightGBM): its header holds a group encoding and a solve result."""
+    X, y, g = _groups_data()
+    path = tmp_path_factory.mktemp("fair") / "fair.zip"
+    _fit(_fair(), X, y, sensitive_features=np.where(g == 1, "f", "m")).save(path)
+    return path
+
+
+@pytest.mark.parametrize("model", ["fair", "np"])
+def test_fuzzed_headers_load_or_raise_value_error(saved, saved_fair, tmp_path, model):
+    """200 random edits of a real header: each file loads or is a ValueError "path: ...", never another exception."""
+    entries, header = _entries(saved_fair if model == "fair" else saved["path"])
+    target = tmp_path / "fuzz.zip"
+    escaped, outcomes = [], {"loaded": 0, "rejected": 0}
+    for description, mutated in header_mutations(header, 200, seed=len(model)):
+        write_zip(target, list(_with_header(entries, mutated).items()))
+        try:
+            load(target)
+            outcomes["loaded"] += 1
+        except ValueError as exc:
+            if not str(exc).startswith(f"path: {str(target)!r}"):
+                escaped.append((description, f"ValueError without the path: {exc!s:.200}"))
+            outcomes["rejected"] += 1
+        except Exception as exc:   # noqa: BLE001 -- the point: nothing else escapes
+            escaped.append((description, f"{type(exc).__name__}: {exc!s:.200}"))
+    assert not escaped, escaped
+    assert outcomes["loaded"] and outcomes["rejected"], outcomes
 
 
 # ----------------------------------------------------------------------------- sensitive features

@@ -2,10 +2,12 @@
 references, checks every declared size before decompressing anything, and rejects arrays whose
 shapes contradict each other. The hostile archives are written byte by byte, and memory is measured,
 by the helpers of tests/_zip_bombs.py: loading must stay far below the sizes the hostile entries
-declare.
+declare. Malformed headers that are valid JSON (nested thousands deep, counts of 1e400, wrong
+types: also a fuzz test of random edits) are a ValueError "path: ..." as well, never another exception.
 """
 import io
 import json
+import re
 import warnings
 import zipfile
 
@@ -15,8 +17,11 @@ import pytest
 pytest.importorskip("sklearn")
 
 import fastcon  # noqa: E402
-from fastcon.estimators import MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier, load  # noqa: E402
-from _zip_bombs import load_traced, npy_bomb, npy_bytes, write_zip  # noqa: E402
+from fastcon.estimators import (  # noqa: E402
+    FairClassifier, MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier, load,
+)
+from fastcon.estimators._persist import MAX_HEADER_DEPTH, header_depth  # noqa: E402
+from _zip_bombs import header_mutations, load_traced, npy_bomb, npy_bytes, write_zip  # noqa: E402
 
 
 def _entries(path):
@@ -27,9 +32,11 @@ def _entries(path):
     return entries, header
 
 
-def _with_header(entries, header):
+def _with_header(entries, header, text=None):
+    """``entries`` with the header replaced by ``header`` (or by the JSON ``text``, when given)."""
     out = dict(entries)
-    out["__header__.npy"] = npy_bytes(np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
+    text = json.dumps(header) if text is None else text
+    out["__header__.npy"] = npy_bytes(np.frombuffer(text.encode(), dtype=np.uint8))
     return out
 
 
@@ -58,10 +65,16 @@ def saved(tmp_path_factory):
         binary = NeymanPearsonClassifier(alpha=0.2, constrained_class="no").fit(X, y)
         Xm, ym = _data(classes=3)
         multi = MultiClassNeymanPearsonClassifier({"b": 0.4, "c": 0.4}, loss="logistic").fit(Xm, ym)
+        # the deepest header save writes: an interval choice, a group encoding of label tuples
+        rng = np.random.default_rng(2)
+        groups = np.column_stack([rng.choice(["f", "m"], len(y)), rng.choice(["a", "b", "c"], len(y))])
+        fair = FairClassifier("weak_partial_dp", 0.1, max_iter=3, max_calibration=1)
+        fair.fit(X, y, sensitive_features=groups)
     binary.save(folder / "binary.npz")
     multi.save(folder / "multi.npz")
+    fair.save(folder / "fair.npz")
     return {"binary": (folder / "binary.npz", binary, X), "multi": (folder / "multi.npz", multi, Xm),
-            "bomb": npy_bomb()}
+            "fair": (folder / "fair.npz", fair, X), "bomb": npy_bomb()}
 
 
 def test_the_bomb_is_small_on_disk_and_large_inside(saved, tmp_path):
@@ -174,3 +187,120 @@ def test_fastcon_load_of_a_model_file_points_to_the_model_loader(saved, tmp_path
         fastcon.load(boosted)
     with pytest.raises(ValueError, match="^name: unknown dataset"):   # other names: as before
         fastcon.load(tmp_path / "nothing-here.npz")
+
+
+# ----------------------------------------------------------------------------- malformed headers (valid JSON)
+def _rejected(path, match=""):
+    """Loading ``path`` raises a ValueError that starts with ``path: '<path>'`` and matches ``match``."""
+    with pytest.raises(ValueError) as info:
+        load(path)
+    message = str(info.value)
+    assert message.startswith(f"path: {str(path)!r}"), message
+    assert re.search(match, message), message
+    return message
+
+
+def test_saved_headers_nest_far_below_the_limit(saved):
+    """MAX_HEADER_DEPTH is well above the depth of the headers save writes (8: the partial-fairness model's)."""
+    depths = {name: header_depth(_entries(saved[name][0])[1], 10 ** 6) for name in ("binary", "multi", "fair")}
+    assert depths["fair"] == max(depths.values()) == 8, depths
+    assert MAX_HEADER_DEPTH >= 8 * max(depths.values())
+
+
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_a_deeply_nested_header_is_rejected(saved, tmp_path, depth):
+    """600 levels passed json.loads and exhausted the recursion of the decoder; 5000 that of json.loads itself."""
+    path, _, _ = saved["binary"]
+    entries, header = _entries(path)
+    header["params"]["verbose"] = "@"
+    text = json.dumps(header).replace('"@"', "[" * depth + "]" * depth)
+    write_zip(tmp_path / "deep.npz", list(_with_header(entries, None, text).items()))
+    _rejected(tmp_path / "deep.npz", rf"is inconsistent: .*more than MAX_HEADER_DEPTH = {MAX_HEADER_DEPTH} levels")
+    # nesting up to the limit is the decoder's business, not the depth check's
+    header["params"]["verbose"] = "@"
+    text = json.dumps(header).replace('"@"', "[" * (MAX_HEADER_DEPTH - 3) + "]" * (MAX_HEADER_DEPTH - 3))
+    write_zip(tmp_path / "ok.npz", list(_with_header(entries, None, text).items()))
+    assert load(tmp_path / "ok.npz").verbose == _nested(MAX_HEADER_DEPTH - 4)
+
+
+def _nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _group_encoding(header):
+    return header["attributes"]["group_encoder_"]["__group_encoding__"]
+
+
+def _solve_result(header):
+    return header["attributes"]["solve_result_"]["__solve_result__"]
+
+
+@pytest.mark.parametrize("where, literal, field", [
+    (_group_encoding, "1e400", "n_columns"),                # float('inf'): int() raised OverflowError
+    (_group_encoding, "-1e400", "n_columns"),
+    (_group_encoding, "1" + "0" * 400, "n_columns"),
+    (_group_encoding, "NaN", "n_columns"),                  # int() raised ValueError without the path
+    (_group_encoding, "2.0", "n_columns"),
+    (_group_encoding, "-2", "n_columns"),
+    (_group_encoding, "0", "n_columns"),
+    (_group_encoding, "3", "n_columns"),                    # the labels are pairs
+    (_group_encoding, '"2"', "n_columns"),
+    (_group_encoding, "true", "n_columns"),
+    (_solve_result, "1e400", "n_iter"),
+    (_solve_result, "-3", "n_iter"),
+    (_solve_result, "1" + "0" * 400, "objective"),          # float() raised OverflowError
+    (_solve_result, "-1" + "0" * 400, "max_violation"),
+    (_solve_result, '"0.5"', "objective"),
+    (_solve_result, '[1, 2]', "multipliers"),
+])
+def test_counts_and_numbers_out_of_range_are_named(saved, tmp_path, where, literal, field):
+    path, _, _ = saved["fair"]
+    entries, header = _entries(path)
+    where(header)[field] = "@"
+    text = json.dumps(header).replace('"@"', literal)
+    write_zip(tmp_path / "bad.npz", list(_with_header(entries, None, text).items()))
+    _rejected(tmp_path / "bad.npz", rf"is inconsistent: .*{field}")
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda h: h.update({"class": ["FairClassifier"]}), "class"),   # unhashable: TypeError
+    (lambda h: h.update({"class": {"a": 1}}), "class"),
+    (lambda h: _group_encoding(h).update(n_columns="@"), "unreadable header"),  # json: more than 4300 digits
+    (lambda h: _solve_result(h).pop("n_iter"), "'n_iter' is missing"),
+    (lambda h: h["attributes"].update(solve_result_={"__solve_result__": [1, 2]}), "solve_result_"),
+    (lambda h: h["attributes"].update(groups_={"__dict__": [[[[1]], 2]]}), "unhashable"),
+    (lambda h: h["attributes"].update(interval_choice_={"__interval_choice__": {
+        "interval": 1, "rate": 1, "candidates": 1, "partial_dp_values": [10 ** 400]}}), "partial_dp_values"),
+])
+def test_malformed_headers_are_inconsistent_files(saved, tmp_path, edit, match):
+    path, _, _ = saved["fair"]
+    entries, header = _entries(path)
+    edit(header)
+    text = json.dumps(header).replace('"@"', "9" * 5000)
+    write_zip(tmp_path / "bad.npz", list(_with_header(entries, None, text).items()))
+    _rejected(tmp_path / "bad.npz", match)
+
+
+@pytest.mark.parametrize("model", ["fair", "binary"])
+def test_fuzzed_headers_load_or_raise_value_error(saved, tmp_path, model):
+    """200 random edits of a real header: each file loads or is a ValueError "path: ...", never another exception."""
+    path, _, _ = saved[model]
+    entries, header = _entries(path)
+    target = tmp_path / "fuzz.npz"
+    escaped, outcomes = [], {"loaded": 0, "rejected": 0}
+    for description, mutated in header_mutations(header, 200, seed=len(model)):
+        write_zip(target, list(_with_header(entries, mutated).items()))
+        try:
+            load(target)
+            outcomes["loaded"] += 1
+        except ValueError as exc:
+            if not str(exc).startswith(f"path: {str(target)!r}"):
+                escaped.append((description, f"ValueError without the path: {exc!s:.200}"))
+            outcomes["rejected"] += 1
+        except Exception as exc:   # noqa: BLE001 -- the point: nothing else escapes
+            escaped.append((description, f"{type(exc).__name__}: {exc!s:.200}"))
+    assert not escaped, escaped
+    assert outcomes["loaded"] and outcomes["rejected"], outcomes

@@ -32,6 +32,18 @@ array's size that of the shape and dtype of its ``.npy`` header (no object dtype
 entry uncompressed when deflate would shrink it more than ``MAX_RATIO // 2`` times (a model of
 thousands of identical trees), so every file it writes passes these checks; a file of 3 MB can thus
 not make `load` decompress 3 GB.
+
+What this still allows, by design: an entry may inflate to `MAX_RATIO` times its compressed size and
+the entries `load` reads to `MAX_RATIO` times the file's size in all, so a file of 30 MB may make
+`load` decompress up to about 3 GB (and hold about twice that while the boosters are parsed). Check
+the size of an untrusted file before loading it (docs/guide/boosting.md).
+
+The header is checked as the linear estimators' (`fastcon.estimators._persist.read_header`): at most
+``MAX_HEADER_DEPTH`` levels of nesting, checked without recursion; ``n_outputs`` an integer from 1 to
+`MAX_OUTPUTS` that agrees with ``classes_``, the terms' booster indices and rounds non-negative
+integers and their weights (format 1: the coefficients) finite numbers, each named when it is not.
+Whatever else a malformed header raises while it is decoded is the ValueError
+``"path: '<file>' is inconsistent: ..."``.
 """
 from __future__ import annotations
 
@@ -46,7 +58,10 @@ import zlib
 import numpy as np
 
 from .._version import __version__
-from ..estimators._persist import _ATTRIBUTE, _array_refs, _decode, _Encoder, read_header
+from ..estimators._persist import (
+    _ATTRIBUTE, DECODE_ERRORS, _array_refs, _decode, _describe, _Encoder, header_count, header_real, inconsistent,
+    read_header,
+)
 from ..solvers._validation import check_count
 from ._validate import thread_limit
 
@@ -61,6 +76,9 @@ FORMAT_VERSION = 2
 #: deflate 2.5-4 times, a constant XGBoost model of 2,000 trees 64 times; deflate's own limit is
 #: about 1,032 (a 3 MB file of 3 GB of zeros).
 MAX_RATIO = 100
+#: Largest ``n_outputs`` (number of classes, 1 for two) `load` accepts: LightGBM's ``num_class`` limit in
+#: `fastcon.boosting._validate`.
+MAX_OUTPUTS = 2 ** 20
 
 
 def _estimators():
@@ -265,8 +283,8 @@ def _read(archive, where, file_size):
                          "fastcon.boosting model file")
     known = _estimators()
     name = header.get("class")
-    if name not in known:
-        raise ValueError(f"path: {where!r} holds an estimator of class {name!r}, not one of {sorted(known)}")
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(f"path: {where!r} holds an estimator of class {name!r:.80}, not one of {sorted(known)}")
     try:
         cls = known[name]
         params, attributes, spec = header["params"], header["attributes"], header["ensemble"]
@@ -278,6 +296,15 @@ def _read(archive, where, file_size):
         files = spec["files"]
         if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
             raise ValueError(f"ensemble files: expected a list of entry names, got {files!r:.80}")
+        # the counts and numbers of the ensemble, before anything is read or converted
+        n_outputs = header_count("ensemble n_outputs", spec["n_outputs"], minimum=1, maximum=MAX_OUTPUTS)
+        if header["format_version"] == 1:
+            weights = spec["coefficients"]
+            if not isinstance(weights, list):
+                raise ValueError(f"ensemble coefficients: expected a list of numbers, got {_describe(weights)}")
+            weights = [header_real(f"ensemble coefficients[{k}]", w) for k, w in enumerate(weights)]
+        else:
+            terms = _terms(spec["terms"])
         # every entry read is checked before any is decompressed: arrays, then booster files
         refs = _array_refs(attributes, "", _array_refs(params, "params", {}))
         for key, used in refs.items():
@@ -289,7 +316,7 @@ def _read(archive, where, file_size):
         digests = spec.get("sha256")   # written since fastcon 0.x (format 2 without it still loads)
         if digests is not None:
             if not isinstance(digests, list) or len(digests) != len(files):
-                raise ValueError(f"sha256: {len(digests) if isinstance(digests, list) else digests!r} "
+                raise ValueError(f"sha256: {len(digests) if isinstance(digests, list) else digests!r:.80} "
                                  f"digests for {len(files)} booster files")
             for f, data, digest in zip(files, raw, digests):
                 if hashlib.sha256(data).hexdigest() != digest:
@@ -303,31 +330,46 @@ def _read(archive, where, file_size):
             if not isinstance(key, str) or not _ATTRIBUTE.match(key):
                 raise ValueError(f"attribute {key!r} is not a fitted attribute name")
             setattr(estimator, key, _decode(value, arrays, key))
+        classes = getattr(estimator, "classes_", None)
+        if isinstance(classes, np.ndarray) and classes.ndim == 1 and classes.size >= 2:
+            expected = 1 if classes.size == 2 else classes.size
+            if n_outputs != expected:
+                raise ValueError(f"ensemble n_outputs: {n_outputs} output(s), but classes_ has {classes.size} "
+                                 f"classes (expected {expected})")
         if header["format_version"] == 1:
-            ensemble = _version1_ensemble(spec, texts, n_threads)
+            ensemble = _version1_ensemble(spec, texts, n_outputs, weights, n_threads)
         else:
-            ensemble = BoostedEnsemble.from_texts(spec["backend"], texts, [tuple(t) for t in spec["terms"]],
-                                                  spec["n_outputs"], n_threads)
+            ensemble = BoostedEnsemble.from_texts(spec["backend"], texts, terms, n_outputs, n_threads)
     except ImportError:
         raise
-    except ValueError as exc:
-        if str(exc).startswith(f"path: {where!r}"):
-            raise
-        raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
-    except (TypeError, KeyError, OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
+    except (OSError, *DECODE_ERRORS) as exc:   # UnicodeDecodeError is a ValueError
+        raise inconsistent(where, exc) from None
     return estimator, ensemble
 
 
-def _version1_ensemble(spec, texts, n_threads):
+def _terms(terms):
+    """The ensemble's terms from the header: ``(booster, start, stop, weight)`` with non-negative integers and a
+    finite weight (`BoostedEnsemble` checks them against the boosters); a ValueError naming the term."""
+    if not isinstance(terms, list):
+        raise ValueError(f"ensemble terms: expected a list of [booster, start, stop, weight], got {_describe(terms)}")
+    out = []
+    for k, term in enumerate(terms):
+        if not isinstance(term, list) or len(term) != 4:
+            raise ValueError(f"ensemble terms[{k}]: expected [booster, start, stop, weight], got {_describe(term)}")
+        index, start, stop = (header_count(f"ensemble terms[{k}] {field}", value)
+                              for field, value in zip(("booster", "start", "stop"), term))
+        out.append((index, start, stop, header_real(f"ensemble terms[{k}] weight", term[3])))
+    return out
+
+
+def _version1_ensemble(spec, texts, n_outputs, coefficients, n_threads):
     """A format-1 ensemble (one booster per step, each whole with its coefficient) as terms."""
     from ._backends import backend
     from ._models import BoostedEnsemble
 
     lib = backend(spec["backend"])
-    boosters = [lib.from_text(t, n_threads, int(spec["n_outputs"])) for t in texts]
-    coefficients = spec["coefficients"]
+    boosters = [lib.from_text(t, n_threads, n_outputs) for t in texts]
     if len(coefficients) != len(boosters):
         raise ValueError(f"{len(coefficients)} coefficients for {len(boosters)} boosters")
     terms = [(k, 0, lib.n_rounds(b), w) for k, (b, w) in enumerate(zip(boosters, coefficients))]
-    return BoostedEnsemble(spec["backend"], boosters, terms, spec["n_outputs"], n_threads)
+    return BoostedEnsemble(spec["backend"], boosters, terms, n_outputs, n_threads)

@@ -27,6 +27,12 @@ attributes (``name_``), so nothing in the file is ever executed. It reads the he
 only the entries the header refers to; before decompressing one it checks its declared size against
 its ``.npy`` header and against the size of the whole file (`save` stores entries uncompressed, so
 a small file cannot make `load` read gigabytes), and the fitted arrays' shapes against each other.
+The header itself is checked before it is decoded: at most `MAX_HEADER_DEPTH` levels of nested lists
+and objects (measured iteratively: a hostile header nested thousands deep cannot exhaust Python's
+recursion), and every count or number that is converted (a group encoding's ``n_columns``, a solve's
+``n_iter``, ``objective``, ...) an integer or real in range, named when it is not. Whatever else a
+malformed header raises while it is decoded (TypeError, KeyError, OverflowError, RecursionError) is the
+same ValueError ``"path: '<file>' is inconsistent: ..."``.
 """
 from __future__ import annotations
 
@@ -49,6 +55,13 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "load", "save"]
 FORMAT = "fastcon.estimator"
 #: Version of the layout `save` writes; `load` reads this and every earlier version.
 FORMAT_VERSION = 1
+
+#: Deepest nesting of lists and objects `load` accepts in a header (the top-level object is level 1).
+#: The headers `save` writes nest at most 8 levels (a partial-fairness `FairClassifier`: its interval
+#: choice's candidates); a deeper header is rejected before it is decoded.
+MAX_HEADER_DEPTH = 64
+#: Largest count (``n_iter``, ...) `load` accepts in a header: NumPy's int64.
+MAX_HEADER_COUNT = 2 ** 63 - 1
 
 _HEADER = "__header__"
 _ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
@@ -154,26 +167,122 @@ def _decode(value, arrays, where):
             raise ValueError(f"{where}: {body!r} is not a non-finite float")
         return float(body)
     if marker == "__solve_result__":
-        fields = _decode(body, arrays, where)
-        return SolveResult(fields["x"], fields["status"], fields["message"], n_iter=fields["n_iter"],
-                           objective=fields["objective"], max_violation=fields["max_violation"],
-                           multipliers=fields["multipliers"], counters=fields["counters"], info=fields["info"],
+        fields = _fields(_decode(body, arrays, where), where)
+        multipliers = fields["multipliers"]
+        if multipliers is not None and not _numeric_array(multipliers):
+            raise ValueError(f"{where}.multipliers: expected null or an array of numbers, got "
+                             f"{_describe(multipliers)}")
+        return SolveResult(fields["x"], fields["status"], fields["message"],
+                           n_iter=header_count(f"{where}.n_iter", fields["n_iter"]),
+                           objective=header_real(f"{where}.objective", fields["objective"], finite=False),
+                           max_violation=header_real(f"{where}.max_violation", fields["max_violation"], finite=False),
+                           multipliers=multipliers, counters=fields["counters"], info=fields["info"],
                            solver=fields["solver"])
     if marker == "__interval_choice__":
-        fields = _decode(body, arrays, where)
-        values = np.array(fields["partial_dp_values"], dtype=np.float64)
+        fields = _fields(_decode(body, arrays, where), where)
+        values = fields["partial_dp_values"]
+        if isinstance(values, list):
+            values = [header_real(f"{where}.partial_dp_values[{i}]", v, finite=False) for i, v in enumerate(values)]
+        elif not (_numeric_array(values) and values.ndim == 1):
+            raise ValueError(f"{where}.partial_dp_values: expected a 1-D array of numbers, got {_describe(values)}")
+        values = np.array(values, dtype=np.float64)
         values.flags.writeable = False   # read-only, as choose_interval returns it
         return IntervalChoice(interval=fields["interval"], rate=fields["rate"], candidates=fields["candidates"],
                               partial_dp_values=values)
-    fields = _decode(body, arrays, where)   # __group_encoding__
+    fields = _fields(_decode(body, arrays, where), where)   # __group_encoding__
+    if not isinstance(fields["labels"], list):
+        raise ValueError(f"{where}.labels: expected a list of group labels, got {_describe(fields['labels'])}")
     labels = [_hashable(g) for g in fields["labels"]]
+    n_columns = header_count(f"{where}.n_columns", fields["n_columns"], minimum=1)
+    if n_columns > 1 and not all(isinstance(g, tuple) and len(g) == n_columns for g in labels):
+        raise ValueError(f"{where}.n_columns: {n_columns} sensitive columns, but the labels are not all "
+                         f"tuples of {n_columns} values")
     return GroupEncoding(codes=np.arange(len(labels), dtype=np.int64), labels=labels, n_groups=len(labels),
-                         n_columns=int(fields["n_columns"]))
+                         n_columns=n_columns)
 
 
 def _hashable(key):
     # a dict key or group label that JSON gave back as a list (never written so: tuples are marked)
     return tuple(key) if isinstance(key, list) else key
+
+
+def _fields(value, where):
+    """The decoded body of a marker that holds named fields: a dict (a ValueError naming ``where`` otherwise)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected an object of named fields, got {_describe(value)}")
+    return value
+
+
+def _describe(value):
+    """``value`` for an error message: its type and a short repr (a huge integer is not spelled out)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 40:
+        return f"an integer of {len(str(abs(value)))} digits"
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def _numeric_array(value):
+    return isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
+
+
+def header_count(name, value, minimum=0, maximum=MAX_HEADER_COUNT):
+    """A count from a header: an int (not bool, not float) in ``[minimum, maximum]``; ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ValueError(f"{name}: expected an integer in [{minimum}, {maximum}], got {_describe(value)}")
+    return value
+
+
+def header_real(name, value, finite=True):
+    """A real number from a header as a float: int or float (not bool), finite if ``finite``; ValueError naming ``name``
+    otherwise.
+
+    Non-finite values are written as ``{"__float__": ...}`` markers and arrive decoded; an integer
+    too large for a float (JSON has no limit) is rejected rather than overflow.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name}: expected a number, got {_describe(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError(f"{name}: {_describe(value)} is too large for a float") from None
+    if finite and not math.isfinite(number):
+        raise ValueError(f"{name}: expected a finite number, got {number!r}")
+    return number
+
+
+def header_depth(value, limit):
+    """Nesting depth of lists and dicts in the decoded JSON ``value`` (1 for a flat list or dict), computed
+    without recursion; stops at the first level deeper than ``limit`` and returns it."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > limit:
+                return depth
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def inconsistent(where, exc):
+    """The ValueError ``"path: '<where>' is inconsistent: ..."`` for an exception raised while a header was decoded.
+
+    A ValueError that already starts with ``path: '<where>'`` is returned as is; a KeyError names the
+    missing field; an ArithmeticError or RecursionError also names its type.
+    """
+    if isinstance(exc, ValueError) and str(exc).startswith(f"path: {where!r}"):
+        return exc
+    if isinstance(exc, KeyError):
+        detail = f"field {exc.args[0]!r:.80} is missing" if exc.args else "a field is missing"
+    elif isinstance(exc, (ArithmeticError, RecursionError)):
+        detail = f"{type(exc).__name__}: {exc}"
+    else:
+        detail = str(exc)
+    return ValueError(f"path: {where!r} is inconsistent: {detail}")
+
+
+#: What a malformed header that is valid JSON may raise while it is decoded (`inconsistent` turns each
+#: into the ValueError ``"path: ..."``); MemoryError and KeyboardInterrupt are not among them.
+DECODE_ERRORS = (ValueError, TypeError, LookupError, ArithmeticError, RecursionError)
 
 
 def save(estimator, path):
@@ -216,13 +325,23 @@ def save(estimator, path):
 def read_header(raw, where, format_name, format_version, what):
     """The JSON header ``raw`` (bytes) of a saved model, checked: its format and a version this fastcon reads.
 
-    Raises ValueError naming ``path`` (``where``) for unreadable JSON, another format (``what``
-    describes the expected one) or a version newer than ``format_version``.
+    Raises ValueError naming ``path`` (``where``) for unreadable JSON, lists and objects nested more
+    than `MAX_HEADER_DEPTH` levels (checked without recursion, so that decoding the header later cannot
+    exhaust Python's recursion), another format (``what`` describes the expected one) or a version
+    newer than ``format_version``.
     """
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"path: {where!r} has an unreadable header ({exc})") from None
+    except RecursionError:   # thousands of nested brackets: json's own recursion gives up
+        raise ValueError(f"path: {where!r} is inconsistent: its header nests lists and objects more than "
+                         f"MAX_HEADER_DEPTH = {MAX_HEADER_DEPTH} levels deep (the headers save writes nest at most 8)"
+                         ) from None
+    except ValueError as exc:   # UnicodeDecodeError, JSONDecodeError, an integer of more than 4,300 digits
+        raise ValueError(f"path: {where!r} has an unreadable header ({str(exc):.200})") from None
+    depth = header_depth(header, MAX_HEADER_DEPTH)
+    if depth > MAX_HEADER_DEPTH:
+        raise ValueError(f"path: {where!r} is inconsistent: its header nests lists and objects more than "
+                         f"MAX_HEADER_DEPTH = {MAX_HEADER_DEPTH} levels deep (the headers save writes nest at most 8)")
     if not isinstance(header, dict) or header.get("format") != format_name:
         raise ValueError(f"path: {where!r} is not a {what} (format "
                          f"{header.get('format') if isinstance(header, dict) else None!r})")
@@ -383,8 +502,9 @@ def load(path):
         ``"path: ..."`` when the file is not an estimator file of this format, was written by a
         newer format version, names an unknown estimator class or parameter, or is inconsistent:
         an entry larger than the whole file or than its ``.npy`` header declares, or fitted arrays
-        whose shapes disagree (the message names the field). Nothing in the file is executed:
-        arrays are read with ``allow_pickle=False``, classes are looked up in a fixed table.
+        whose shapes disagree, a header nested more than `MAX_HEADER_DEPTH` levels, a count or number
+        out of range (the message names the field), or any other malformed header. Nothing in the file
+        is executed: arrays are read with ``allow_pickle=False``, classes are looked up in a fixed table.
 
     Notes
     -----
@@ -404,45 +524,50 @@ def load(path):
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise ValueError(f"path: {where!r} is not a fastcon estimator file ({exc})") from None
     with archive:
-        entries = _Entries(archive, where, file_size)
-        if f"{_HEADER}.npy" not in archive.namelist():
-            raise ValueError(f"path: {where!r} has no fastcon estimator header")
-        shape, dtype = entries.declare(f"{_HEADER}.npy", "the header")
-        if dtype != np.uint8 or len(shape) != 1:
-            raise ValueError(f"path: {where!r} has no fastcon estimator header (entry {_HEADER}.npy holds "
-                             f"{dtype} of shape {shape}, not bytes)")
-        raw = entries.read(f"{_HEADER}.npy", "the header")
-        header = read_header(raw.tobytes(), where, FORMAT, FORMAT_VERSION, "fastcon estimator file")
-        name = header.get("class")
-        known = _estimators()
-        if name not in known:
-            raise ValueError(f"path: {where!r} holds an estimator of class {name!r}, not one of {sorted(known)}")
-        cls = known[name]
-        params, attributes = header.get("params"), header.get("attributes")
-        if not isinstance(params, dict) or not isinstance(attributes, dict):
-            raise ValueError(f"path: {where!r} has no params/attributes tables")
-        accepted = cls().get_params(deep=False)
-        unknown = sorted(set(params) - set(accepted))
-        if unknown:
-            raise ValueError(f"path: {where!r} sets parameter(s) {unknown} that {name} does not have")
-        # Only the entries the header refers to, each checked before any data is read.
-        refs = _array_refs(attributes, "", _array_refs(params, "params", {}))
-        for key, used in refs.items():
-            if key == _HEADER:
-                raise ValueError(f"path: {where!r} is inconsistent: {used} refers to the header entry")
-            if f"{key}.npy" not in archive.namelist():
-                raise ValueError(f"path: {where!r} is inconsistent: {used}: refers to array {key!r}, which the "
-                                 "file does not hold")
-            entries.declare(f"{key}.npy", used)
-        _check_shapes(where, name, attributes, entries.declared)
-        arrays = {key: entries.read(f"{key}.npy", used) for key, used in refs.items()}
-    try:
-        estimator = cls(**{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
-        for key, value in attributes.items():
-            if not isinstance(key, str) or not _ATTRIBUTE.match(key):
-                raise ValueError(f"attribute {key!r} is not a fitted attribute name (letters, digits, '_', "
-                                 "ending in '_')")
-            setattr(estimator, key, _decode(value, arrays, key))
-    except (ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"path: {where!r} is inconsistent: {exc}") from None
+        try:
+            return _read(archive, where, file_size)
+        except DECODE_ERRORS as exc:   # a malformed header that is valid JSON: never a bare TypeError, ...
+            raise inconsistent(where, exc) from None
+
+
+def _read(archive, where, file_size):
+    """`load` on an open archive: the header, then only the entries it refers to (`_Entries`), then the estimator."""
+    entries = _Entries(archive, where, file_size)
+    if f"{_HEADER}.npy" not in archive.namelist():
+        raise ValueError(f"path: {where!r} has no fastcon estimator header")
+    shape, dtype = entries.declare(f"{_HEADER}.npy", "the header")
+    if dtype != np.uint8 or len(shape) != 1:
+        raise ValueError(f"path: {where!r} has no fastcon estimator header (entry {_HEADER}.npy holds "
+                         f"{dtype} of shape {shape}, not bytes)")
+    raw = entries.read(f"{_HEADER}.npy", "the header")
+    header = read_header(raw.tobytes(), where, FORMAT, FORMAT_VERSION, "fastcon estimator file")
+    name = header.get("class")
+    known = _estimators()
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(f"path: {where!r} holds an estimator of class {name!r:.80}, not one of {sorted(known)}")
+    cls = known[name]
+    params, attributes = header.get("params"), header.get("attributes")
+    if not isinstance(params, dict) or not isinstance(attributes, dict):
+        raise ValueError(f"path: {where!r} has no params/attributes tables")
+    accepted = cls().get_params(deep=False)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"path: {where!r} sets parameter(s) {unknown} that {name} does not have")
+    # Only the entries the header refers to, each checked before any data is read.
+    refs = _array_refs(attributes, "", _array_refs(params, "params", {}))
+    for key, used in refs.items():
+        if key == _HEADER:
+            raise ValueError(f"path: {where!r} is inconsistent: {used} refers to the header entry")
+        if f"{key}.npy" not in archive.namelist():
+            raise ValueError(f"path: {where!r} is inconsistent: {used}: refers to array {key!r}, which the "
+                             "file does not hold")
+        entries.declare(f"{key}.npy", used)
+    _check_shapes(where, name, attributes, entries.declared)
+    arrays = {key: entries.read(f"{key}.npy", used) for key, used in refs.items()}
+    estimator = cls(**{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not _ATTRIBUTE.match(key):
+            raise ValueError(f"attribute {key!r} is not a fitted attribute name (letters, digits, '_', "
+                             "ending in '_')")
+        setattr(estimator, key, _decode(value, arrays, key))
     return estimator
