@@ -393,3 +393,12 @@ def test_no_test_asserts_a_wall_clock_bound():
             if isinstance(node, ast.Assert) and _clock_bound(node):
                 found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "wall-clock bounds belong in bench/:\n" + "\n".join(found)
+
+
+def test_tbb_is_not_loaded_when_the_user_chose_another_layer():
+    """A process-wide library load only where numba may use it: not under a chosen omp/workqueue."""
+    out = _ok(_run("""
+        import fastcon
+        print(any("libtbb" in line for line in open("/proc/self/maps")))
+    """, NUMBA_THREADING_LAYER="workqueue"))
+    assert out.split()[-1] == "False", out

@@ -60,6 +60,8 @@ __all__ = ["choose_threading_layer", "threading_layer_in_use", "SerializedKernel
 #: The layer fastcon asks numba for when the user did not choose one.
 FORKSAFE = "forksafe"
 _TBB_SONAME = "libtbb.so.12"
+#: Layer choices under which numba may load tbb: only then is its library loaded for it.
+_TBB_LAYERS = ("forksafe", "tbb", "safe", "threadsafe")
 _ENV = "NUMBA_THREADING_LAYER"
 
 _state = {"ours": False, "settled": False}
@@ -95,7 +97,8 @@ def choose_threading_layer() -> str:
     if not _user_chose():
         config.THREADING_LAYER = FORKSAFE
         _state["ours"] = True
-    _preload_tbb()      # also for a user's own choice of "tbb" or "safe", which need it just as well
+    if str(config.THREADING_LAYER).lower() in _TBB_LAYERS:
+        _preload_tbb()      # also for a user's own choice of "tbb" or "safe", which need it just as well
     return config.THREADING_LAYER
 
 

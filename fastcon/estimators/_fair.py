@@ -237,7 +237,7 @@ class FairClassifier(LinearConstrainedClassifier):
         if self.constraint in _RATE_GAP_CONSTRAINTS and self.tolerance > 1.0:
             raise ValueError(f"tolerance: at most 1 for constraint={self.constraint!r} (a gap between two rates "
                              f"in [0, 1] is at most 1), got {self.tolerance!r}")
-        check_random_state(self.random_state)
+        check_random_state(self.random_state, draw=False)
         if self.interval is not None:
             check_interval(self.interval)
         check_count("n_levels", self.n_levels)

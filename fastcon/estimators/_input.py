@@ -231,17 +231,22 @@ def ridge_for(ridge, total_weight):
     return 1.0 / total
 
 
-def check_random_state(random_state):
+def check_random_state(random_state, draw=True):
     """``random_state`` as a `numpy.random.Generator`: None, an int in [0, 2**32), or a Generator/RandomState.
 
     `numpy.random.default_rng` and `sklearn.utils.check_random_state` reject a bad seed with a
-    message that does not name the parameter; this one does.
+    message that does not name the parameter; this one does. ``draw=False`` only validates
+    (returns None): a RandomState gives its generator a seed drawn from it, which advances it, so
+    parameter checks must not draw.
     """
-    if random_state is None or isinstance(random_state, np.random.Generator):
-        return np.random.default_rng(random_state)
+    valid = (random_state is None or isinstance(random_state, (np.random.Generator, np.random.RandomState))
+             or (_is_position(random_state) and 0 <= random_state < 2 ** 32))
+    if not valid:
+        raise ValueError(f"random_state: expected None, an integer in [0, 2**32) or a numpy Generator/RandomState, "
+                         f"got {random_state!r}")
+    if not draw:
+        return None
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2 ** 32, dtype=np.uint64))
-    if _is_position(random_state) and 0 <= random_state < 2 ** 32:
-        return np.random.default_rng(int(random_state))
-    raise ValueError(f"random_state: expected None, an integer in [0, 2**32) or a numpy Generator/RandomState, "
-                     f"got {random_state!r}")
+    return np.random.default_rng(random_state if random_state is None or isinstance(random_state, np.random.Generator)
+                                 else int(random_state))
