@@ -14,7 +14,11 @@ from fastcon.estimators import FairClassifier, NeymanPearsonClassifier
 
 # FairClassifier without sensitive_features warns and fits one group (the constraint is void), so
 # every check applies to it; no check is declared an expected failure for either estimator.
-@parametrize_with_checks([FairClassifier(), NeymanPearsonClassifier()], xfail_strict=True)
+# NeymanPearsonClassifier runs the checks with delta=None (threshold on the training rows): its
+# default umbrella guarantee needs at least 59 held-out rows of the constrained class at
+# alpha = delta = 0.05, more than scikit-learn's check data hold (a ValueError naming the count);
+# the default is tested on data of that size in tests/test_np_default_guarantee.py.
+@parametrize_with_checks([FairClassifier(), NeymanPearsonClassifier(delta=None)], xfail_strict=True)
 def test_sklearn_compatible_estimator(estimator, check):
     # the UserWarning of FairClassifier.fit without groups is by design (above)
     with warnings.catch_warnings():

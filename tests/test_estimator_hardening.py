@@ -88,7 +88,7 @@ def test_a_weighted_fit_reports_its_tolerance_met_on_its_own_rows():
 def test_weighted_neyman_pearson_reports_use_the_weights():
     X, y, _ = make_groups_data(400, 4)
     w = np.where(X[:, 1] > 0, 4.0, 1.0)
-    np_est = NeymanPearsonClassifier(0.1).fit(X, y, sample_weight=w)
+    np_est = NeymanPearsonClassifier(0.1, None).fit(X, y, sample_weight=w)
     report = np_est.constraint_report(X, y, sample_weight=w)
     assert report.satisfied and report.value == pytest.approx(np_est.fit_type_one_error_, abs=1e-12)
     mc = MultiClassNeymanPearsonClassifier({0: 0.15}).fit(X, y, sample_weight=w)
@@ -105,7 +105,7 @@ def test_a_feature_of_1e155_warns_instead_of_a_silent_zero_model():
     with pytest.warns(ConvergenceWarning, match=r"did not converge.*largest \|X\| entry"):
         FairClassifier("demographic_parity", 0.05).fit(X, y, sensitive_features=g)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        NeymanPearsonClassifier(0.1).fit(X, y)
+        NeymanPearsonClassifier(0.1, None).fit(X, y)
 
 
 def test_a_ridge_of_1e300_warns():
@@ -113,7 +113,7 @@ def test_a_ridge_of_1e300_warns():
     with pytest.warns(ConvergenceWarning, match=r"did not converge.*every weight is 0.*ridge \(1e\+300\)"):
         FairClassifier("demographic_parity", 0.05, ridge=1e300).fit(X, y, sensitive_features=g)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        NeymanPearsonClassifier(0.1, ridge=1e300).fit(X, y)
+        NeymanPearsonClassifier(0.1, None, ridge=1e300).fit(X, y)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         MultiClassNeymanPearsonClassifier({1: 0.2}, ridge=1e300).fit(X, y)
 
@@ -122,10 +122,10 @@ def test_a_ridge_of_1e300_warns():
 def test_sample_weights_count_relative_to_their_mean(scale):
     # 1e-320 is subnormal (three digits), 300 weights of 1e307 sum to inf: both gave the zero model
     X, y, g = make_groups_data(300, 1)
-    unit = NeymanPearsonClassifier(0.1, ridge=1e-3).fit(X, y)
+    unit = NeymanPearsonClassifier(0.1, None, ridge=1e-3).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        scaled = NeymanPearsonClassifier(0.1, ridge=1e-3).fit(X, y, sample_weight=np.full(y.size, scale))
+        scaled = NeymanPearsonClassifier(0.1, None, ridge=1e-3).fit(X, y, sample_weight=np.full(y.size, scale))
     np.testing.assert_allclose(scaled.coef_, unit.coef_, rtol=1e-9)
     np.testing.assert_allclose(scaled.intercept_, unit.intercept_, rtol=1e-9)
     fair_unit = FairClassifier("demographic_parity", 0.05, ridge=1e-3).fit(X, y, sensitive_features=g)
@@ -139,7 +139,7 @@ def test_the_default_ridge_of_a_vanishing_total_weight_is_refused_by_name():
     # weights of 1e-320 that overflows; the error names the limit
     X, y, g = make_groups_data(300, 1)
     w = np.full(y.size, 1e-320)
-    for fit in (lambda: NeymanPearsonClassifier(0.1).fit(X, y, sample_weight=w),
+    for fit in (lambda: NeymanPearsonClassifier(0.1, None).fit(X, y, sample_weight=w),
                 lambda: FairClassifier().fit(X, y, sensitive_features=g, sample_weight=w),
                 lambda: MultiClassNeymanPearsonClassifier({1: 0.2}).fit(X, y, sample_weight=w)):
         with pytest.raises(ValueError, match=r"^sample_weight: the total weight 3e-318 is below 5.56e-309"):
@@ -226,3 +226,13 @@ def test_good_random_states_are_accepted():
     np.testing.assert_array_equal(by_int.coef_, by_gen.coef_)
     FairClassifier(tolerance=0.05, validation_fraction=0.3, random_state=np.random.RandomState(0)).fit(
         X, y, sensitive_features=g)
+
+
+def test_a_random_state_object_is_drawn_from_once_per_fit():
+    """Checking the parameters does not advance a user's RandomState; the split draws one seed."""
+    X, y, g = make_groups_data(300, 0)
+    rs = np.random.RandomState(0)
+    FairClassifier("demographic_parity", 0.1, validation_fraction=0.3, random_state=rs).fit(X, y, sensitive_features=g)
+    reference = np.random.RandomState(0)
+    reference.randint(0, 2 ** 32, dtype=np.uint64)
+    assert rs.randint(0, 2 ** 32, dtype=np.uint64) == reference.randint(0, 2 ** 32, dtype=np.uint64)

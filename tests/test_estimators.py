@@ -242,7 +242,7 @@ def test_csr_too_large_to_densify_stays_sparse(no_densify):
     assert est.score(X, y) > 0.7
     report = est.constraint_report(X, y, g)
     assert report.value == pytest.approx(hard_gap("demographic_parity", s, y, g), abs=1e-12)
-    np_est = NeymanPearsonClassifier(0.1).fit(X, y)
+    np_est = NeymanPearsonClassifier(0.1, None).fit(X, y)
     assert np.mean(np_est.predict(X)[y == 0] != 0) <= 0.1
 
 
@@ -388,7 +388,7 @@ def true_type_one_error(est):
 @pytest.mark.parametrize("alpha", [0.05, 0.1, 0.3])
 def test_np_training_type_one_error_within_alpha(alpha):
     X, y, _ = two_gaussians(300, 19)
-    est = NeymanPearsonClassifier(alpha).fit(X, y)
+    est = NeymanPearsonClassifier(alpha, None).fit(X, y)
     pred = est.predict(X)
     type_one = np.mean(pred[y == 0] != 0)
     assert type_one <= alpha
@@ -402,8 +402,8 @@ def test_np_training_type_one_error_within_alpha(alpha):
 @pytest.mark.parametrize("alpha", [0.05, 0.1])
 def test_np_constrained_class_one_is_the_mirror_image(alpha):
     X, y, _ = two_gaussians(300, 20)
-    flipped = NeymanPearsonClassifier(alpha, constrained_class=1).fit(X, y)
-    mirror = NeymanPearsonClassifier(alpha).fit(X, 1 - y)   # the same problem with the labels swapped
+    flipped = NeymanPearsonClassifier(alpha, None, constrained_class=1).fit(X, y)
+    mirror = NeymanPearsonClassifier(alpha, None).fit(X, 1 - y)   # the same problem with the labels swapped
     pred, pred_mirror = flipped.predict(X), mirror.predict(X)
     np.testing.assert_array_equal(pred, 1 - pred_mirror)
     assert np.mean(pred[y == 1] != 1) <= alpha              # the error on class 1 is the bounded one
@@ -420,7 +420,7 @@ def test_np_umbrella_violation_rate_at_most_delta():
         X, y, _ = two_gaussians(300, 1000 + seed)
         est = NeymanPearsonClassifier(alpha, delta, random_state=seed, max_iter=10).fit(X, y)
         violations += true_type_one_error(est) > alpha
-        plain = NeymanPearsonClassifier(alpha, max_iter=10).fit(X, y)
+        plain = NeymanPearsonClassifier(alpha, None, max_iter=10).fit(X, y)
         violations_plain += true_type_one_error(plain) > alpha
     assert violations / runs <= delta + 3 * np.sqrt(delta * (1 - delta) / runs)
     # without the umbrella rule the training threshold overshoots about half the time: the test can fail

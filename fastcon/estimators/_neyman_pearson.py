@@ -5,6 +5,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..metrics import np_umbrella_threshold, type_one_error
+from ..metrics._neyman_pearson import np_umbrella_min_samples
 from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
 from ..problems._score_constraints import rate_bound_constraint
 from ..solvers._common import check_choice
@@ -19,6 +20,10 @@ from ._solve import choose_solver, solve_linear
 
 __all__ = ["NeymanPearsonClassifier"]
 
+#: Candidate ridges of the umbrella fit, in units of the default 1/n (scikit-learn's C = 1), strongest
+#: first: a path warm started from the most regularised model.
+_RIDGE_FACTORS = (100.0, 10.0, 1.0, 0.1)
+
 
 class NeymanPearsonClassifier(LinearConstrainedClassifier):
     r"""Neyman–Pearson linear classifier: type-I error at most ``alpha`` (with probability 1 - ``delta``).
@@ -26,9 +31,28 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
     The *constrained* class (``constrained_class``, default ``classes_[0]``, the class 0 of
     Tong, Feng & Li, "Neyman-Pearson classification algorithms and NP receiver operating
     characteristics", Science Advances 2018) is the one whose misclassification, the type-I error,
-    must stay below ``alpha``. The fit has two steps:
+    must stay below ``alpha``. By default (``delta=0.05``, nproc's default) the bound holds on new
+    data: :math:`P(\text{type-I error} > \alpha) \le \delta` over the draw of the training rows.
 
-    1. **Scores.** The Neyman–Pearson problem of Lin & Deng and of Liu & Xu (see
+    **With** ``delta`` **(default).** A ``calibration_fraction`` of the constrained class is held out.
+
+    1. *Scores.* Ridge-regularised regression (``loss``) on the other rows, the ridge chosen among
+       :math:`K = 4` candidates (100, 10, 1 and 0.1 times :math:`1/n`, scikit-learn's ``C = 1``;
+       fewer when the held-out part is too small for the union bound below) by the type-II error
+       at each candidate's calibrated threshold on a held-out part of the other class; the chosen
+       one is refitted on every row but the calibration part. A threshold on the rows a model was
+       fitted on says nothing about new rows when the model can memorise them (rare sparse
+       features: type-I 0.05 on the training rows, 0.45-0.68 on new ones), and the smoothed
+       type-I constraint of step 1 below is then no guarantee either, so it is not used here.
+    2. *Threshold.* The umbrella order-statistic rule of Tong, Feng & Li on the calibration part at
+       level :math:`\delta/K` (`fastcon.metrics.np_umbrella_threshold`). The calibration rows never
+       enter a fit, so each candidate's refit is a fixed function of the other rows and the union
+       bound gives :math:`P(\text{type-I} > \alpha) \le K\,\delta/K = \delta` whichever is chosen.
+       Refitting on all rows after the threshold is set would void this; it is not offered.
+
+    **With** ``delta=None``: the training rows' type-I error, no statement about new rows.
+
+    1. *Scores.* The Neyman–Pearson problem of Lin & Deng and of Liu & Xu (see
        docs/references.md: [LD23], [LX25]) with a smooth surrogate,
 
        .. math::
@@ -38,26 +62,25 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
 
        :math:`s_i = w^\top x_i + b` (the smoothed type-I error bounded, the surrogate type-II error
        minimised), solved by the augmented Lagrangian method (hinge loss: switching subgradient).
-    2. **Threshold.** The intercept is shifted so that the *hard* type-I error is controlled:
-       with ``delta=None``, on the training rows of the constrained class (the
-       :math:`\lceil(1-\alpha)n_0\rceil`-th smallest score: at most :math:`\alpha n_0` of them are
-       above it); with ``delta``, by the umbrella order-statistic rule of Tong, Feng & Li on a held-out
-       ``calibration_fraction`` of the constrained class, which guarantees
-       :math:`P(\text{type-I error} > \alpha) \le \delta` over the draw of the data
-       (`fastcon.metrics.np_umbrella_threshold`).
+    2. *Threshold.* The intercept is shifted to the :math:`\lceil(1-\alpha)n_0\rceil`-th smallest
+       training score of the constrained class: at most :math:`\alpha n_0` of them are above it.
 
     Parameters
     ----------
     alpha : float
         Bound on the type-I error, in (0, 1).
-    delta : float, optional
-        Violation probability of the umbrella guarantee, in (0, 1); None thresholds on the training rows.
+    delta : float or None, default 0.05
+        Violation probability of the umbrella guarantee, in (0, 1). It needs
+        :math:`\lceil\log\delta/\log(1-\alpha)\rceil` held-out rows of the constrained class (59 at
+        the defaults; a ValueError names the count). None thresholds on the training rows: the
+        training type-I error is at most ``alpha``, with no statement about new rows.
     constrained_class : label, optional
         The class whose error is bounded; default ``classes_[0]``.
     loss : {"logistic", "hinge"}
     ridge : float, optional
-        :math:`\ge 0`, the L2 penalty on :math:`w` (not on the intercept). None (default):
-        :math:`1/n`, the regularisation of scikit-learn's ``LogisticRegression(C=1.0)``.
+        :math:`\ge 0`, the L2 penalty on :math:`w` (not on the intercept). None (default): with
+        ``delta``, chosen by held-out type-II error (above); with ``delta=None``, :math:`1/n`, the
+        regularisation of scikit-learn's ``LogisticRegression(C=1.0)``.
     fit_intercept : bool
         The threshold step shifts the intercept; without an intercept the threshold is stored in
         ``threshold_`` and ``intercept_`` holds its negative.
@@ -68,9 +91,10 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         Stationarity tolerance of the augmented Lagrangian (the gradient of the Lagrangian, as
         scikit-learn's ``LogisticRegression(tol=...)``).
     smoothing : float
-        :math:`\tau` of the smoothed type-I error.
+        :math:`\tau` of the smoothed type-I error (``delta=None``).
     calibration_fraction : float
-        With ``delta``: the fraction of the constrained class held out for the threshold.
+        With ``delta``: the fraction of the constrained class held out for the threshold, and of
+        the other class held out to choose the ridge (then refitted on).
     random_state : int, numpy Generator or RandomState, optional
         Seed of the calibration split: None, an int in [0, 2**32) or a generator; anything else
         is a ValueError naming ``random_state``. A fit whose kept solve did not converge warns
@@ -84,12 +108,18 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         positive; the constrained class's scores are the negated ones when it is ``classes_[1]``).
     threshold_ : float
         The shift applied to the fitted scores.
+    ridge_ : float
+        The ridge of the kept model.
+    selection_ : dict or None
+        With ``delta``: the candidate ``ridges``, their ``validation_type_two_error``, the
+        ``chosen_ridge``, the ``umbrella_level`` :math:`\delta/K` and the sizes of the
+        calibration and validation parts. None with ``delta=None``.
     solve_result_ : fastcon.SolveResult
     fit_type_one_error_ : float
         Type-I error on the rows the threshold was set on.
     """
 
-    def __init__(self, alpha=0.05, delta=None, *, constrained_class=None, loss="logistic", ridge=None,
+    def __init__(self, alpha=0.05, delta=0.05, *, constrained_class=None, loss="logistic", ridge=None,
                  fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.1, calibration_fraction=0.5,
                  random_state=None, verbose=False):
         self.alpha = alpha
@@ -116,11 +146,11 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         check_real("tol", self.tol, positive=True)
         if self.ridge is not None:
             check_real("ridge", self.ridge)
-        check_random_state(self.random_state)
+        check_random_state(self.random_state, draw=False)
         return choose_solver(self.solver, self.loss, "neyman_pearson")
 
     def fit(self, X, y, sample_weight=None):
-        """Fit scores under the smoothed type-I bound, then set the threshold (class docstring).
+        """Fit the scores, then set the threshold (class docstring: with ``delta`` or with ``delta=None``).
 
         Parameters
         ----------
@@ -154,47 +184,14 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
                 name = self.classes_[constrained if label == 0 else 1 - constrained]
                 raise ValueError(f"sample_weight: class {name!r} has zero total weight; Neyman-Pearson "
                                  "classification needs rows of both classes")
-        rows0 = np.flatnonzero(y01 == 0)
-        calibration_rows = None
-        if self.delta is not None:
-            rng = check_random_state(self.random_state)
-            shuffled = rng.permutation(rows0)
-            k = int(round(self.calibration_fraction * rows0.size))
-            calibration_rows = np.sort(shuffled[:k])
-            np_umbrella_threshold(np.zeros(k), float(self.alpha), float(self.delta))   # enough rows?
-            keep = np.ones(n, dtype=bool)
-            keep[calibration_rows] = False
-            fit_rows = np.flatnonzero(keep)
-        else:
-            fit_rows = None
-        # the training part is a row index into X (LinearScores reads through it): X is never copied
-        y_fit = y01 if fit_rows is None else y01[fit_rows]
-        w_fit = weight if fit_rows is None else weight[fit_rows]
-        if not np.any(y_fit == 0) or not np.any(y_fit == 1):
-            raise ValueError("y: both classes need training rows (after the calibration hold-out)")
         dataset = fit_dataset(X, y01)
-        scores = LinearScores(dataset, self.fit_intercept, rows=fit_rows)
-        ridge = ridge_for(self.ridge, float(w_fit.sum()) * weight_scale)
-        objective = LinearLoss(scores, 2.0 * y_fit - 1.0, w_fit * (y_fit == 1), self.loss, ridge)
-        block = rate_bound_constraint(scores, np.flatnonzero(y_fit == 0), float(self.alpha),
-                                      smoothing=float(self.smoothing), name="smoothed type-I error",
-                                      sample_weight=None if sample_weight is None else w_fit)
-        problem = LinearModelProblem(objective, [block], name="NeymanPearsonClassifier")
-        result = solve_linear(problem, solver, np.zeros(scores.n_features), None, self.max_iter, self.verbose,
-                              self.tol)
-        x = result.x
+        if self.delta is None:
+            x, result, ridge, s0, w0, threshold = self._fit_training_threshold(dataset, y01, weight, weight_scale,
+                                                                               sample_weight is not None, solver)
+        else:
+            x, result, ridge, s0, w0, threshold = self._fit_umbrella(dataset, y01, weight, weight_scale, solver)
         d = X.shape[1]
         w, b = x[:d], (x[d] if self.fit_intercept else 0.0)
-
-        if calibration_rows is None:
-            s0 = scores.scores(x)[y_fit == 0]       # the training scores (cached at the solution)
-            w0 = w_fit[y_fit == 0]
-            s0, w0 = s0[w0 > 0], w0[w0 > 0]     # a row of weight 0 is a row left out
-            threshold = _weighted_upper_quantile(s0, w0, float(self.alpha))
-        else:
-            s0 = scores.design.matvec(w, np.empty(calibration_rows.size), calibration_rows) + b
-            w0 = np.ones(s0.size)
-            threshold = float(np_umbrella_threshold(s0, float(self.alpha), float(self.delta)))
         # The rule is "other class iff s > threshold", and the threshold is one of the scores s0: that
         # row's decision_function (another order of sums) came out as +5.6e-17 and was misclassified,
         # and with the sign flipped (constrained class classes_[1]) an exact 0 goes to classes_[0].
@@ -206,11 +203,111 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         self.threshold_ = threshold
         self.coef_ = (sign * w).reshape(1, -1)
         self.intercept_ = np.array([sign * (b - threshold)])
+        self.ridge_ = ridge
         self.solve_result_ = result
         self.n_iter_ = result.n_iter
         self.fit_type_one_error_ = float(w0[s0 > threshold].sum() / w0.sum())
-        warn_if_unconverged(self, result, solver, X, ridge)
+        warn_if_unconverged(self, result, solver if self.delta is None else "augmented_lagrangian", X, ridge)
         return self
+
+    def _fit_training_threshold(self, dataset, y01, weight, weight_scale, weighted, solver):
+        """``delta=None``: the smoothed type-I bound in the fit and the threshold on the same rows."""
+        scores = LinearScores(dataset, self.fit_intercept)
+        ridge = ridge_for(self.ridge, float(weight.sum()) * weight_scale)
+        objective = LinearLoss(scores, 2.0 * y01 - 1.0, weight * (y01 == 1), self.loss, ridge)
+        block = rate_bound_constraint(scores, np.flatnonzero(y01 == 0), float(self.alpha),
+                                      smoothing=float(self.smoothing), name="smoothed type-I error",
+                                      sample_weight=weight if weighted else None)
+        problem = LinearModelProblem(objective, [block], name="NeymanPearsonClassifier")
+        result = solve_linear(problem, solver, np.zeros(scores.n_features), None, self.max_iter, self.verbose,
+                              self.tol)
+        self.selection_ = None
+        s0 = scores.scores(result.x)[y01 == 0]       # the training scores (cached at the solution)
+        w0 = weight[y01 == 0]
+        s0, w0 = s0[w0 > 0], w0[w0 > 0]     # a row of weight 0 is a row left out
+        return result.x, result, ridge, s0, w0, _weighted_upper_quantile(s0, w0, float(self.alpha))
+
+    def _fit_umbrella(self, dataset, y01, weight, weight_scale, solver):
+        r"""``delta``: scores by ridge-selected regression, the threshold by the umbrella rule (class docstring).
+
+        The constrained class is split into a calibration part (``calibration_fraction``) and the
+        rest, the other class into a validation part of the same fraction and the rest. Each
+        candidate ridge :math:`\lambda_1 > \dots > \lambda_K` is fitted on the rests (warm started
+        down the path), thresholded by the umbrella rule at level :math:`\delta/K` on the
+        calibration part, and scored by its type-II error on the validation part; the winner is
+        refitted on every row but the calibration part and thresholded again at :math:`\delta/K`.
+        The calibration rows never enter a fit, so each candidate's refit is a fixed function of the
+        other rows, and :math:`P(\text{type-I} > \alpha) \le \sum_k \delta/K = \delta` whichever is chosen.
+        """
+        alpha, delta = float(self.alpha), float(self.delta)
+        rng = check_random_state(self.random_state)
+        rows0, rows1 = np.flatnonzero(y01 == 0), np.flatnonzero(y01 == 1)
+        k0 = int(round(self.calibration_fraction * rows0.size))
+        calibration = np.sort(rng.permutation(rows0)[:k0])
+        need = np_umbrella_min_samples(alpha, delta)
+        if k0 < need:
+            raise ValueError(f"calibration_fraction: {k0} held-out rows of the constrained class, but the umbrella "
+                             f"rule at alpha={alpha:g}, delta={delta:g} needs at least {need} (about "
+                             f"{need / max(self.calibration_fraction, 1e-12):.0f} rows of that class at this "
+                             "fraction); use more rows, a larger alpha or delta, or delta=None")
+        total = float(weight.sum()) * weight_scale
+        if self.ridge is None:
+            grid = [factor * ridge_for(None, total) for factor in _RIDGE_FACTORS]
+            # fewer candidates when the calibration part is too small for the union bound over all
+            while len(grid) > 1 and k0 < np_umbrella_min_samples(alpha, delta / len(grid)):
+                grid = grid[1:-1] if len(grid) > 2 else grid[-1:]
+        else:
+            grid = [ridge_for(self.ridge, total)]
+        rest = np.ones(y01.size, dtype=bool)
+        rest[calibration] = False
+        validation = None
+        if len(grid) > 1:
+            validation = np.sort(rng.permutation(rows1)[:int(round(self.calibration_fraction * rows1.size))])
+            select = rest.copy()
+            select[validation] = False
+            if not (np.any(y01[select] == 1) and validation.size):
+                validation, grid = None, [ridge_for(None, total)]   # too few rows to compare candidates
+        level = delta / len(grid)
+        design = LinearScores(dataset, self.fit_intercept).design
+        cal_scores = np.empty(calibration.size)
+
+        def fit(rows, ridge, x0):
+            scores = LinearScores(dataset, self.fit_intercept, rows=rows)
+            objective = LinearLoss(scores, 2.0 * y01[rows] - 1.0, weight[rows], self.loss, ridge)
+            return solve_linear(LinearModelProblem(objective, [], name="NeymanPearsonClassifier scores"),
+                                solver, x0, None, self.max_iter, self.verbose, self.tol)
+
+        def calibrate(x):
+            d = design.n_features
+            s0 = design.matvec(x[:d], cal_scores, calibration) + (x[d] if self.fit_intercept else 0.0)
+            return s0, float(np_umbrella_threshold(s0, alpha, level))
+
+        x0 = np.zeros(design.n_features + int(self.fit_intercept))
+        path = []
+        if validation is not None:
+            fit_rows = np.flatnonzero(select)
+            val_scores = np.empty(validation.size)
+            w_val = weight[validation]
+            for ridge in grid:
+                result = fit(fit_rows, ridge, x0)
+                x0 = result.x
+                _, threshold = calibrate(result.x)
+                d = design.n_features
+                sv = design.matvec(result.x[:d], val_scores, validation)
+                sv += result.x[d] if self.fit_intercept else 0.0
+                type_two = float(w_val[sv <= threshold].sum() / w_val.sum())
+                path.append({"ridge": ridge, "validation_type_two_error": type_two, "x": result.x})
+            best = min(range(len(path)), key=lambda k: (path[k]["validation_type_two_error"], k))
+            ridge, x0 = path[best]["ridge"], path[best]["x"]
+        else:
+            ridge = grid[0]
+        result = fit(np.flatnonzero(rest), ridge, x0)
+        s0, threshold = calibrate(result.x)
+        self.selection_ = {"ridges": [p["ridge"] for p in path] or [ridge], "chosen_ridge": ridge,
+                           "validation_type_two_error": [p["validation_type_two_error"] for p in path],
+                           "umbrella_level": level, "calibration_rows": int(calibration.size),
+                           "validation_rows": 0 if validation is None else int(validation.size)}
+        return result.x, result, ridge, s0.copy(), np.ones(s0.size), threshold
 
     def constraint_report(self, X, y, sample_weight=None):
         """Type-I error on (X, y) against ``alpha``, both class errors, and the solver's status.
