@@ -766,3 +766,131 @@ def test_full_csr_passes_find_nan_in_every_chunk(rng, layout, bad):
     assert term.rows_read == 0
     huge = np.full(dim, 1e308)          # finite, but the scores overflow: inf - inf margins
     assert np.isnan(term.value(huge)) and term.rows_read == term.n_samples
+
+
+# --------------------------------------------------------------------------- implicit intercept column (issue 33)
+def _stacked(X):
+    return np.hstack([X, np.ones((X.shape[0], 1))])
+
+
+def _intercept_runs(kind, X, W, k, code, weights, divisor, rows, block, intercept):
+    """``[(value, value_only, G as (C, d + 1)), ...]`` of every kernel on ``X`` with ``intercept``, or on
+    the stacked ``X`` (a stored column of ones) without: the two must agree to round-off."""
+    C, dw = W.shape
+    n = X.shape[0]
+    Wt = np.ascontiguousarray(W.T)
+    out = []
+    if kind == "dense":
+        S, P = stale((block, C), (block, C))
+        G = np.full((C, dw), np.nan)
+        v = kern.dense_pairwise_value_grad(code, X, weights, divisor, rows, W, k, G, S, P, intercept)
+        out.append((v, kern.dense_pairwise_value(code, X, weights, divisor, rows, W, k, S, P, intercept), G.copy()))
+        if rows is None:
+            T, Wx = stale((C, X.shape[1]), (C, X.shape[1]))
+            G[:] = np.nan
+            extra = (True, Wx) if intercept else ()
+            v = kern.dense_blas_pairwise_value_grad(code, X, weights, divisor, W, k, G, T, S, P, *extra)
+            out.append((v, kern.dense_blas_pairwise_value(code, X, weights, divisor, W, k, S, P, *extra), G.copy()))
+        return out
+    args, cols = kernel_args(kind, X), column_args(kind, X)
+    for fm in (False, True):
+        Wm = Wt if fm else W
+        G = np.full((dw, C) if fm else (C, dw), np.nan)
+        w_t, grad_t = (Wt, G) if fm else stale((dw, C), (dw, C))
+        S, P = stale((block, C), (block, C))
+        v = kern.csr_pairwise_value_grad(code, *args, weights, divisor, rows, Wm, k, G, w_t, grad_t, S, P, fm,
+                                         intercept)
+        vo = kern.csr_pairwise_value(code, *args, weights, divisor, rows, Wm, k, w_t, S, P, fm, intercept)
+        out.append((v, vo, (G.T if fm else G).copy()))
+        if rows is None:
+            S, P, acc = stale((n, C), (kern.MAX_CHUNKS, block, C), (kern.MAX_CHUNKS, C + 1))
+            G[:] = np.nan
+            v = kern.csr_full_pairwise_value_grad(code, *args, *cols, weights, divisor, Wm, k, G, w_t, S, P, acc, fm,
+                                                  intercept)
+            vo = kern.csr_full_pairwise_value(code, *args, weights, divisor, Wm, k, w_t, S, P, acc, fm, intercept)
+            out.append((v, vo, (G.T if fm else G).copy()))
+    return out
+
+
+@settings(max_examples=20, deadline=None)
+@given(class_blocks(), st.sampled_from(LOSSES))
+def test_intercept_kernels_match_a_stored_column_of_ones(block, loss):
+    """Every kernel with ``intercept`` (W of d + 1 columns, rows of d) gives what it gives on the rows with a
+    stored column of ones appended, to round-off (rtol 1e-12), and agrees with the oracle."""
+    kind, X, W0, k, weights, rows, b = block
+    rng = np.random.default_rng(int(abs(W0).sum() * 1e6) % 2**32)
+    W = np.hstack([W0, rng.standard_normal((W0.shape[0], 1))])
+    code = LOSS_CODES[loss]
+    m = X.shape[0] if rows is None else rows.shape[0]
+    implicit = _intercept_runs(kind, X, W, k, code, weights, float(m), rows, b, True)
+    stored = _intercept_runs(kind, _stacked(X), W, k, code, weights, float(m), rows, b, False)
+    assert len(implicit) == len(stored)
+    for (v, vo, G), (v2, _, G2) in zip(implicit, stored):
+        np.testing.assert_allclose(v, v2, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(G, G2, rtol=1e-12, atol=1e-13 * max(1.0, np.abs(G2).max()))
+        assert vo == v
+    v_ref, g_ref = ref.class_loss_value_grad(X, W, k, loss, weights, 1.0 / m, rows, intercept=True)
+    v_mag, g_mag = roundoff_magnitudes(_stacked(X), W, k, loss, weights, rows)
+    for v, _, G in implicit:
+        assert_close(v, v_ref, v_mag / m)
+        assert_close(G, g_ref, g_mag / m)
+
+
+@pytest.mark.parametrize("feature_major", [False, True])
+def test_intercept_full_pass_parallel_chunks(feature_major):
+    """A block large enough for parallel chunks: the intercepts' gradient (summed outside the CSC copy)
+    matches a stored column of ones to round-off."""
+    rng = np.random.default_rng(5)
+    n, d, C = 3000, 4000, 12
+    A = sp.random(n, d, density=30 / d, format="csr", random_state=5)
+    A.sort_indices()
+    assert kern._full_pass_chunks(A.indptr.astype(np.uint64), C) > 1
+    W = rng.standard_normal((C, d + 1)) * 0.3
+    results = []
+    for M, icpt in ((A, True), (sp.csr_matrix(_stacked(A.toarray())), False)):
+        args = (M.indptr.astype(np.uint64), M.indices.astype(np.uint32), M.data)
+        Mc = M.tocsc()
+        Mc.sort_indices()
+        cols = (Mc.indptr.astype(np.uint64), Mc.indices.astype(np.uint32), Mc.data)
+        Wm = np.ascontiguousarray(W.T) if feature_major else W.copy()
+        G = np.full(Wm.shape, np.nan)
+        w_t = Wm if feature_major else np.full((d + 1, C), np.nan)
+        S, P, acc = stale((n, C), (kern.MAX_CHUNKS, 128, C), (kern.MAX_CHUNKS, C + 1))
+        v = kern.csr_full_pairwise_value_grad(LOSS_CODES["sigmoid"], *args, *cols, None, float(n), Wm, 3, G, w_t, S,
+                                              P, acc, feature_major, icpt)
+        vo = kern.csr_full_pairwise_value(LOSS_CODES["sigmoid"], *args, None, float(n), Wm, 3, w_t, S, P, acc,
+                                          feature_major, icpt)
+        assert vo == v
+        results.append((v, G.copy()))
+    (v1, G1), (v2, G2) = results
+    np.testing.assert_allclose(v1, v2, rtol=1e-12)
+    np.testing.assert_allclose(G1, G2, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("layout", ["classes", "features"])
+def test_term_intercept_matches_stacked_dataset(rng, sparse, layout):
+    """``ClassPairwiseRisk(..., intercept=True)`` on X equals the term on X with a stored column of ones:
+    values and gradients of full passes and row subsets (rtol 1e-12), same layout of x."""
+    base = make_data(rng, n=80, d=6, C=4, sparse=sparse, weights=True)
+    Xd = base.X.toarray() if sparse else base.X
+    Xs = _stacked(Xd)
+    stacked = Dataset(sp.csr_matrix(Xs) if sparse else Xs, base.y, sample_weight=base.sample_weight,
+                      task="multiclass")
+    x = 0.5 * rng.standard_normal(4 * 7)
+    rows = rng.integers(0, 15, 25)
+    for k in range(4):
+        t1 = ClassPairwiseRisk(base, k, layout=layout, intercept=True)
+        t2 = ClassPairwiseRisk(stacked, k, layout=layout)
+        assert t1.n_features == t2.n_features == 28 and t1.n_input_features == 7
+        np.testing.assert_allclose(t1.value(x), t2.value(x), rtol=1e-12)
+        for r in (None, rows):
+            (v1, g1), (v2, g2) = grad_of(t1, x, r), grad_of(t2, x, r)
+            np.testing.assert_allclose(v1, v2, rtol=1e-12)
+            np.testing.assert_allclose(g1, g2, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(t1.value_rows(x, rows), t2.value_rows(x, rows), rtol=1e-12)
+        assert np.array_equal(t1.weights(x), t2.weights(x))
+    problem = multiclass_neyman_pearson(base, 1, layout=layout, intercept=True)
+    assert problem.x0.shape == (28,) and problem.objective.intercept
+    assert all(c.term.intercept for c in problem.constraints)
+    assert problem.f(np.zeros(28)) == 1.5  # W = 0, intercepts included: (C - 1) phi(0)

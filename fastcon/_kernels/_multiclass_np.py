@@ -143,6 +143,22 @@ Tried on that machine and dropped, each against the kernel of the time in one pr
   BLAS products took 1.55 s against 1.14 s (1.31 s at 3,000; fully active workers: 18.6 s), so
   fastcon keeps passive waiting (`fastcon/__init__.py`).
 
+Intercepts (``intercept``)
+--------------------------
+Every kernel takes an ``intercept`` flag (default False): the rows then carry an implicit last
+feature equal to 1, at index :math:`d` (the data's column count), so :math:`W` has :math:`d + 1`
+columns (``w_t`` and ``grad_t`` :math:`d + 1` rows) and the intercepts are its last column, without
+a copy of the data with a stored column of ones (issue 33). The score of class :math:`l` gets
+:math:`W_{l,d}` added after the row's product, and the gradient's column :math:`d` is
+:math:`\sum_i b_i / N`: added row by row where the coefficients are made (row subsets, dense
+per-row loop, dense BLAS blocks), and in full CSR passes summed from ``S`` once the coefficients
+are done (``_intercept_gradient``; the CSC copy holds the data's d columns only), in row order and
+by the same tree of eight as a stored column, so that sum has the bits a stored column would
+give. The scores differ from a stored column's only in where the 1 enters a row's sum (a row
+whose entries number 7 mod 8 summed it in a tree of eight): round-off. The dense BLAS kernels
+take a (C, d) scratch ``Wx`` for the first d columns of :math:`W` (BLAS needs a contiguous operand)
+and send every block's gradient product through ``T``.
+
 Full CSR passes over a large block (nnz C / 4 at least twice ``MIN_CHUNK_WORK`` of
 `fastcon._kernels._linalg`, e.g. the synthetic 5,000-row classes) run in parallel chunks of rows
 (steps 1-2) and then of columns (step 3), a number fixed by the data: every row and column is
@@ -377,6 +393,53 @@ def _any_nonzero(S, i):
     return False
 
 
+# --------------------------------------------------------------------------- implicit intercept column
+@njit(inline="always")
+def _add_row(S, r, M, j):
+    """``S[r, :C] += M[j]`` (C = ``M.shape[1]``): the intercepts' scores, column ``j`` of a row being 1."""
+    for l in range(np.uint64(M.shape[1])):
+        S[r, l] += M[j, l]
+
+
+@njit(inline="always")
+def _add_col(S, r, W, j):
+    """``S[r, l] += W[l, j]`` for every class l: the intercepts' scores from W (C, d + 1)."""
+    for l in range(np.uint64(W.shape[0])):
+        S[r, l] += W[l, j]
+
+
+@njit(**JIT)
+def _rows_sum(B, n, out, r):
+    r"""``out[r, :C] = sum_{i < n} B[i]`` (C = ``B.shape[1]``), in row order, eight rows at a time
+    summed as the tree of :func:`_sparse_row_times`: the intercepts' column of :math:`B^	op A`
+    (a column of ones), the same bits as a stored column of ones would give."""
+    C = np.uint64(B.shape[1])
+    n = np.uint64(n)
+    n8 = n // _EIGHT * _EIGHT
+    for l in range(C):
+        out[r, l] = 0.0
+    for p in range(_ZERO, n8, _EIGHT):
+        for l in range(C):
+            out[r, l] += (((B[p, l] + B[p + _ONE, l]) + (B[p + _TWO, l] + B[p + _THREE, l]))
+                          + ((B[p + _FOUR, l] + B[p + np.uint64(5), l])
+                             + (B[p + np.uint64(6), l] + B[p + np.uint64(7), l])))
+    for p in range(n8, n):
+        for l in range(C):
+            out[r, l] += B[p, l]
+
+
+@njit(**JIT)
+def _intercept_gradient(B, n, G, acc, j, feature_major):
+    """Gradient of the intercepts (column ``j`` = d of W) from the coefficient rows ``B[:n]``: row
+    ``j`` of ``G`` when ``feature_major``, else column ``j`` through row 0 of ``acc``."""
+    if feature_major:
+        _rows_sum(B, n, G, j)
+    else:
+        _rows_sum(B, n, acc, _ZERO)
+        for l in range(np.uint64(B.shape[1])):
+            G[l, j] = acc[0, l]
+
+
 # --------------------------------------------------------------------------- transposes
 _TILE = np.uint64(16)
 
@@ -473,7 +536,8 @@ def _csr_scatter(indptr, indices, data, i, S, r, grad_t):
 
 # --------------------------------------------------------------------------- CSR passes
 @njit(**JIT)
-def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k, w_t, S, P, feature_major):
+def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k, w_t, S, P, feature_major,
+                       intercept=False):
     r"""Value :math:`\frac1N \sum_{i\in R} s_i \sum_{l\ne k} \phi((w_k - w_l)^\top a_i)` of a CSR class block.
 
     Parameters
@@ -501,6 +565,10 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
     feature_major : bool
         The weights arrive as ``w_t`` (the ``"features"`` layout of
         `fastcon.problems.ClassPairwiseRisk`), so no transpose is made (module docstring).
+    intercept : bool
+        The rows carry an implicit last column of ones (module docstring, "Intercepts"): ``W`` has
+        d + 1 columns (``w_t`` d + 1 rows), the last one the classes' intercepts, for rows of d
+        features.
 
     Returns
     -------
@@ -509,6 +577,7 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
     m = np.uint64(_count(rows, indptr.shape[0] - 1))
     kk = np.uint64(k)
     br = np.uint64(P.shape[0])
+    dx = np.uint64(w_t.shape[0] - 1)
     if not feature_major:
         _transpose_into(W, w_t)
     total = 0.0
@@ -516,6 +585,8 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
         mb = min(br, m - b0)
         for r in range(mb):
             _sparse_row_times(indptr, indices, data, _row_at(rows, b0 + r), w_t, S, r)
+            if intercept:
+                _add_row(S, r, w_t, dx)
         _block_losses(loss, S, P, mb, kk, _VALUE_ONLY)
         total = _block_value(P, mb, kk, weights, rows, b0, total)
     return total / divisor
@@ -523,17 +594,19 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
 
 @njit(**JIT)
 def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows, W, k, G, w_t, grad_t, S, P,
-                            feature_major):
+                            feature_major, intercept=False):
     r"""Value and gradient of :math:`L_k` (module docstring) on a CSR class block.
 
     Arguments as in :func:`csr_pairwise_value`; ``G`` (float64, shape (C, d), C-contiguous) is
     overwritten with :math:`\nabla_W L_k`, and ``grad_t`` (shape (d, C)) is scratch. With
     ``feature_major`` the gradient is accumulated straight into ``grad_t``, which is then the
-    output :math:`(\nabla_W L_k)^\top` (``G`` is not written). Returns the value.
+    output :math:`(\nabla_W L_k)^\top` (``G`` is not written). With ``intercept`` the last row of
+    ``grad_t`` sums the rows' coefficients. Returns the value.
     """
     m = np.uint64(_count(rows, indptr.shape[0] - 1))
     kk = np.uint64(k)
     br = np.uint64(P.shape[0])
+    dx = np.uint64(w_t.shape[0] - 1)
     inv = 1.0 / divisor
     if not feature_major:
         _transpose_into(W, w_t)
@@ -543,11 +616,15 @@ def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows,
         mb = min(br, m - b0)
         for r in range(mb):
             _sparse_row_times(indptr, indices, data, _row_at(rows, b0 + r), w_t, S, r)
+            if intercept:
+                _add_row(S, r, w_t, dx)
         _block_losses(loss, S, P, mb, kk, _WITH_GRAD)
         total = _block_value_coef(P, S, mb, kk, weights, rows, b0, inv, total)
         for r in range(mb):
             if _any_nonzero(S, r):  # e.g. hinge rows past the margin add nothing
                 _csr_scatter(indptr, indices, data, _row_at(rows, b0 + r), S, r, grad_t)
+                if intercept:
+                    _add_row(grad_t, dx, S, r)
     if not feature_major:
         _untranspose_into(grad_t, G)
     return total / divisor
@@ -579,12 +656,13 @@ def _full_pass_chunks(indptr, n_classes):
 
 
 @njit(**JIT)
-def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, lo, hi, grad, c, n_chunks):
+def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, lo, hi, grad, c, n_chunks, intercept):
     """Steps 1-2 for rows ``lo..hi-1``, in blocks of ``P.shape[0]`` rows: scores into ``S[lo:hi]``,
     losses into ``P`` and, with ``grad``, the coefficients :math:`b_i / N` into ``S[lo:hi]``.
     Returns the rows' weighted loss sum, or NaN (and nothing computed) when chunk ``c`` of
     ``n_chunks`` of the rows of ``w_t`` holds a NaN or an infinity: the chunks share the
-    finiteness check of the point (the callers raise on a NaN value after a full check)."""
+    finiteness check of the point (the callers raise on a NaN value after a full check). With
+    ``intercept`` the last row of ``w_t`` holds the intercepts (rows of ``w_t.shape[0] - 1`` features)."""
     C = np.uint64(w_t.shape[1])
     t_lo, t_hi = _chunk_span(c, n_chunks, w_t.shape[0])
     if not finite_span(w_t.reshape(w_t.size), np.uint64(t_lo) * C, np.uint64(t_hi) * C):
@@ -595,6 +673,8 @@ def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, l
         b1 = min(hi, b0 + br)
         for r in range(b0, b1):
             _sparse_row_times(indptr, indices, data, r, w_t, S, r)
+            if intercept:
+                _add_row(S, r, w_t, np.uint64(w_t.shape[0] - 1))
         Sb = S[b0:b1]
         _block_losses(loss, Sb, P, np.uint64(b1 - b0), kk, grad)
         if grad:
@@ -605,7 +685,8 @@ def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, l
 
 
 @njit(**JIT_PARALLEL)
-def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k, w_t, S, P, acc, feature_major):
+def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k, w_t, S, P, acc, feature_major,
+                            intercept=False):
     r"""Value of :math:`L_k` over every row of a CSR class block; bit-identical to :func:`csr_full_pairwise_value_grad`.
 
     Arguments as in :func:`csr_full_pairwise_value_grad`. Large blocks run in parallel row chunks
@@ -620,7 +701,7 @@ def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k,
         if not feature_major:
             _transpose_into(W, w_t)
         total = _csr_rows_losses(loss, indptr, indices, data, weights, 1.0, kk, w_t, S, P[0], _ZERO, np.uint64(n),
-                                 _VALUE_ONLY, _FIRST, _ONE_CHUNK)
+                                 _VALUE_ONLY, _FIRST, _ONE_CHUNK, np.bool_(intercept))
         return total / divisor
     if not feature_major:
         for c in prange(n_chunks):
@@ -629,7 +710,7 @@ def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k,
     for c in prange(n_chunks):
         lo, hi = _chunk_span(c, n_chunks, n)
         acc[c, C] = _csr_rows_losses(loss, indptr, indices, data, weights, 1.0, kk, w_t, S, P[c], lo, hi, _VALUE_ONLY,
-                                     np.int64(c), np.int64(n_chunks))
+                                     np.int64(c), np.int64(n_chunks), np.bool_(intercept))
     total = 0.0
     for c in range(n_chunks):
         total += acc[c, C]
@@ -638,7 +719,7 @@ def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k,
 
 @njit(**JIT_PARALLEL)
 def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices, cdata, weights, divisor, W, k, G,
-                                 w_t, S, P, acc, feature_major):
+                                 w_t, S, P, acc, feature_major, intercept=False):
     r"""Value and gradient of :math:`L_k` over every row of a CSR class block, the gradient from its CSC copy.
 
     Steps 1-2 (module docstring) for all rows, then :math:`\nabla_{:, j} = \sum_{i} a_{ij} b_i / N`
@@ -666,6 +747,10 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
         Scratch (per chunk: one gradient column and a loss sum).
     feature_major : bool
         As in :func:`csr_pairwise_value`: ``w_t`` holds the weights, and ``G`` is written transposed.
+    intercept : bool
+        As in :func:`csr_pairwise_value`: ``W`` and ``G`` have d + 1 columns (``w_t`` d + 1 rows)
+        for a CSC copy of d columns; the intercepts' gradient is the sum of the rows'
+        coefficients (``_intercept_gradient``), which the CSC copy does not hold.
 
     Returns
     -------
@@ -673,31 +758,37 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
     """
     n = indptr.shape[0] - 1
     d = cindptr.shape[0] - 1
+    dw = w_t.shape[0]  # d, or d + 1 with the intercepts
     C = w_t.shape[1]
     kk = np.uint64(k)
     inv = 1.0 / divisor
+    icpt = np.bool_(intercept)
     n_chunks = _full_pass_chunks(indptr, C)
     if n_chunks == 1:
         if not feature_major:
             _transpose_into(W, w_t)
         total = _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P[0], _ZERO, np.uint64(n),
-                                 _WITH_GRAD, _FIRST, _ONE_CHUNK)
+                                 _WITH_GRAD, _FIRST, _ONE_CHUNK, icpt)
         _csc_gradient(cindptr, cindices, cdata, S, G, acc, _ZERO, _ZERO, np.uint64(d), feature_major)
+        if icpt:
+            _intercept_gradient(S, n, G, acc, np.uint64(d), feature_major)
         return total / divisor
     if not feature_major:
         for c in prange(n_chunks):
-            lo, hi = _chunk_span(c, n_chunks, d)
+            lo, hi = _chunk_span(c, n_chunks, dw)
             _transpose_cols(W, w_t, lo, hi)
     for c in prange(n_chunks):
         lo, hi = _chunk_span(c, n_chunks, n)
         acc[c, C] = _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P[c], lo, hi, _WITH_GRAD,
-                                     np.int64(c), np.int64(n_chunks))
+                                     np.int64(c), np.int64(n_chunks), icpt)
     total = 0.0
     for c in range(n_chunks):
         total += acc[c, C]
     for c in prange(n_chunks):
         lo, hi = _chunk_span(c, n_chunks, d)
         _csc_gradient(cindptr, cindices, cdata, S, G, acc, np.uint64(c), lo, hi, feature_major)
+    if icpt:  # n C additions, serial: a small part of the pass
+        _intercept_gradient(S, n, G, acc, np.uint64(d), feature_major)
     return total / divisor
 
 
@@ -729,29 +820,33 @@ def _dense_scores(X, i, W, S, r):
 
 
 @njit(**JIT)
-def dense_pairwise_value(loss, X, weights, divisor, rows, W, k, S, P):
+def dense_pairwise_value(loss, X, weights, divisor, rows, W, k, S, P, intercept=False):
     """Dense counterpart of :func:`csr_pairwise_value` (``X`` C-contiguous float64, shape (n_k, d)).
 
     The per-row loop, for row subsets (minibatches); full passes are faster through
     :func:`dense_blas_pairwise_value`. No ``w_t`` scratch: dense rows are multiplied with the rows
-    of ``W`` directly.
+    of ``W`` directly. With ``intercept``, ``W`` is (C, d + 1), its last column the intercepts.
     """
     m = np.uint64(_count(rows, X.shape[0]))
     kk = np.uint64(k)
     br = np.uint64(S.shape[0])
+    dx = np.uint64(X.shape[1])
     total = 0.0
     for b0 in range(_ZERO, m, br):
         mb = min(br, m - b0)
         for r in range(mb):
             _dense_scores(X, _row_at(rows, b0 + r), W, S, r)
+            if intercept:
+                _add_col(S, r, W, dx)
         _block_losses(loss, S, P, mb, kk, _VALUE_ONLY)
         total = _block_value(P, mb, kk, weights, rows, b0, total)
     return total / divisor
 
 
 @njit(**JIT)
-def dense_pairwise_value_grad(loss, X, weights, divisor, rows, W, k, G, S, P):
-    """Dense counterpart of :func:`csr_pairwise_value_grad` (per-row loop); accumulates into ``G`` directly."""
+def dense_pairwise_value_grad(loss, X, weights, divisor, rows, W, k, G, S, P, intercept=False):
+    """Dense counterpart of :func:`csr_pairwise_value_grad` (per-row loop); accumulates into ``G`` directly
+    (with ``intercept``, ``W`` and ``G`` of shape (C, d + 1))."""
     m = np.uint64(_count(rows, X.shape[0]))
     kk = np.uint64(k)
     br = np.uint64(S.shape[0])
@@ -764,6 +859,8 @@ def dense_pairwise_value_grad(loss, X, weights, divisor, rows, W, k, G, S, P):
         mb = min(br, m - b0)
         for r in range(mb):
             _dense_scores(X, _row_at(rows, b0 + r), W, S, r)
+            if intercept:
+                _add_col(S, r, W, d)
         _block_losses(loss, S, P, mb, kk, _WITH_GRAD)
         total = _block_value_coef(P, S, mb, kk, weights, rows, b0, inv, total)
         for r in range(mb):
@@ -773,38 +870,59 @@ def dense_pairwise_value_grad(loss, X, weights, divisor, rows, W, k, G, S, P):
                 if c != 0.0:
                     for col in range(d):
                         G[l, col] += c * X[i, col]
+                    if intercept:
+                        G[l, d] += c
     return total / divisor
 
 
 # --------------------------------------------------------------------------- dense full passes (BLAS)
 @njit(**JIT)
-def dense_blas_pairwise_value(loss, X, weights, divisor, W, k, S, P):
+def _feature_weights(W, Wx):
+    """``W.T`` for the BLAS products: ``W`` itself without intercepts (``Wx`` None), else its first
+    d columns copied into the scratch ``Wx`` (C, d), since BLAS needs a contiguous operand."""
+    if Wx is None:
+        return W.T
+    for l in range(W.shape[0]):
+        for j in range(Wx.shape[1]):
+            Wx[l, j] = W[l, j]
+    return Wx.T
+
+
+@njit(**JIT)
+def dense_blas_pairwise_value(loss, X, weights, divisor, W, k, S, P, intercept=False, Wx=None):
     """Value of :math:`L_k` over every row of a dense class block, scores by BLAS.
 
     Arguments as in :func:`dense_pairwise_value` without ``rows``; ``S`` and ``P`` of shape (b, C)
     set the block: b rows per product, with b C d at most ``BLAS_BLOCK_WORK`` (module docstring).
+    With ``intercept`` (``W`` of shape (C, d + 1)), ``Wx`` is a (C, d) C-contiguous scratch.
     """
     n = np.uint64(X.shape[0])
     kk = np.uint64(k)
     br = np.uint64(S.shape[0])
-    Wt = W.T
+    dx = np.uint64(X.shape[1])
+    Wt = _feature_weights(W, Wx)
     total = 0.0
     for b0 in range(_ZERO, n, br):
         mb = min(br, n - b0)
         np.dot(X[b0:b0 + mb], Wt, S[:mb])
+        if intercept:
+            for r in range(mb):
+                _add_col(S, r, W, dx)
         _block_losses(loss, S, P, mb, kk, _VALUE_ONLY)
         total = _block_value(P, mb, kk, weights, None, b0, total)
     return total / divisor
 
 
 @njit(**JIT)
-def dense_blas_pairwise_value_grad(loss, X, weights, divisor, W, k, G, T, S, P):
+def dense_blas_pairwise_value_grad(loss, X, weights, divisor, W, k, G, T, S, P, intercept=False, Wx=None):
     r"""Value and gradient of :math:`L_k` over every row of a dense class block, by BLAS products.
 
     Per block of b rows: :math:`S = A_B W^\top` (GEMM), :func:`_block_losses`, and
     :math:`\nabla \mathrel{+}= B_B^\top A_B` (GEMM into ``T``, shape (C, d), then added to ``G``).
     Arguments as in :func:`dense_blas_pairwise_value`; ``G`` (shape (C, d), C-contiguous) is
-    overwritten. Returns the value.
+    overwritten. With ``intercept`` (``W`` and ``G`` of shape (C, d + 1), ``Wx`` a (C, d)
+    C-contiguous scratch) every block's product goes through ``T`` and the intercepts' gradient
+    sums the coefficients. Returns the value.
     """
     n = np.uint64(X.shape[0])
     kk = np.uint64(k)
@@ -812,8 +930,8 @@ def dense_blas_pairwise_value_grad(loss, X, weights, divisor, W, k, G, T, S, P):
     C = np.uint64(W.shape[0])
     d = np.uint64(X.shape[1])
     inv = 1.0 / divisor
-    Wt = W.T
-    if n == 0:
+    Wt = _feature_weights(W, Wx)
+    if n == 0 or intercept:
         G[:, :] = 0.0
     total = 0.0
     for b0 in range(_ZERO, n, br):
@@ -821,14 +939,21 @@ def dense_blas_pairwise_value_grad(loss, X, weights, divisor, W, k, G, T, S, P):
         Xb = X[b0:b0 + mb]
         Sb = S[:mb]
         np.dot(Xb, Wt, Sb)
+        if intercept:
+            for r in range(mb):
+                _add_col(S, r, W, d)
         _block_losses(loss, S, P, mb, kk, _WITH_GRAD)
         total = _block_value_coef(P, S, mb, kk, weights, None, b0, inv, total)
-        if b0 == 0:
+        if b0 == 0 and not intercept:
             np.dot(Sb.T, Xb, G)
         else:
             np.dot(Sb.T, Xb, T)
             for l in range(C):
                 for col in range(d):
                     G[l, col] += T[l, col]
+            if intercept:
+                for r in range(mb):
+                    for l in range(C):
+                        G[l, d] += S[r, l]
     return total / divisor
 

@@ -5,7 +5,6 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import log_softmax, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
@@ -100,8 +99,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
        :math:`L_k` smooths the expected number of classes ranked above the true one, which is at
        least the error indicator. The paper's ball :math:`\|w_c\| \le \lambda` is replaced by the
        ridge (its Lagrangian form), so the augmented Lagrangian method with L-BFGS
-       (`fastcon.solvers.augmented_lagrangian`) applies; the intercepts are an appended column of
-       ones, not penalised.
+       (`fastcon.solvers.augmented_lagrangian`) applies; the intercepts are an implicit column of
+       ones (the terms' ``intercept``: X is not copied to append it), not penalised.
     2. **Calibration of the levels.** The unconstrained model (below) is solved first; with its
        surrogate values :math:`L_k^0` and hard training errors :math:`h_k^0`, round 0 solves at
        :math:`r_k = L_k^0\,\text{clip}(\alpha_k/h_k^0, 1/4, 4)`, which puts each level in the
@@ -252,7 +251,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            CSR input stays sparse (a column of ones is appended for the intercepts).
+            CSR input stays sparse; the intercepts are an implicit column of ones (no copy of X).
         y : array-like of shape (n_samples,)
             At least two classes, labels of any type.
         sample_weight : array-like of shape (n_samples,), optional
@@ -273,11 +272,10 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         if np.any(class_weight <= 0):
             raise ValueError(f"sample_weight: class(es) {classes[class_weight <= 0].tolist()} have zero total weight")
 
-        design = X
-        if self.fit_intercept:   # the intercepts as a column of ones (a CSR matrix gets a new CSR)
-            design = sp.hstack([X, np.ones((n, 1))], format="csr") if sp.issparse(X) else \
-                np.hstack([X, np.ones((n, 1))])
-        dataset = Dataset(design, y_index.astype(np.int64), sample_weight=None if sample_weight is None else weight,
+        # The intercepts are the terms' implicit column of ones (index d of every row of W): X itself
+        # goes to the terms, not a stacked copy (issue 33).
+        intercept = bool(self.fit_intercept)
+        dataset = Dataset(X, y_index.astype(np.int64), sample_weight=None if sample_weight is None else weight,
                           copy=False, task="multiclass")
         # "features" (vec of W^T) is the CSR kernels' native layout; dense data costs the same in both
         layout = "features" if dataset.is_sparse else "classes"
@@ -286,12 +284,14 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         if bounded:
             levels = np.ones(C - 1)   # [MLY20] order: every class but p, increasing; all are bounded here
             levels[:] = [bounds[k] for k in range(C) if k != p]
-            base = multiclass_neyman_pearson(dataset, p, levels, radius=np.inf, loss=self.loss, layout=layout)
+            base = multiclass_neyman_pearson(dataset, p, levels, radius=np.inf, loss=self.loss, layout=layout,
+                                             intercept=intercept)
             terms, term_weights, constraints = [base.objective], [1.0], base.constraints
         else:
-            terms = [ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout) for k in range(C)]
+            terms = [ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout, intercept=intercept)
+                     for k in range(C)]
             term_weights, constraints = class_weight / class_weight.sum(), []
-        d_full = design.shape[1]
+        d_full = d + intercept
         # entries of x holding intercepts: read through the term's own layout map
         slots = terms[0].weights(np.arange(C * d_full, dtype=np.float64)).astype(np.int64)
         penalised = np.ones(C * d_full, dtype=bool)
@@ -319,7 +319,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             # Start from the unconstrained model (pooled loss, same ridge): its surrogate values
             # L_k and hard errors h_k scale the first levels, r_k = L_k clip(alpha_k / h_k, 1/4, 4),
             # which puts each level in the loss's own units (a logistic L_k is never near alpha_k).
-            free = ConstrainedProblem(_PooledRidge([ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout)
+            free = ConstrainedProblem(_PooledRidge([ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout,
+                                                                      intercept=intercept)
                                                     for k in range(C)], class_weight / class_weight.sum(),
                                                    ridge, penalised), [], Whole(),
                                       x0=np.zeros(C * d_full))

@@ -161,23 +161,30 @@ class ClassPairwiseRisk:
         Weights :math:`s_i` of the dataset's rows; "dataset" (default) uses ``dataset.sample_weight``.
     layout : {"classes", "features"}
         How ``x`` stores :math:`W` (above).
+    intercept : bool
+        Give every row an implicit last feature equal to 1 (index ``d`` = ``dataset.n_features``):
+        :math:`W` has :math:`d + 1` columns, the last one the classes' intercepts, and the scores
+        are :math:`w_l^\top a_i + W_{l,d}`. The same as appending a column of ones to the data
+        (to round-off) without the copy of the data that costs.
 
     Attributes
     ----------
     n_samples : int
         :math:`n_k`, the rows one full pass reads.
     n_features : int
-        :math:`C d`, the length of ``x``.
+        :math:`C d`, the length of ``x`` (:math:`C (d + 1)` with ``intercept``).
     n_classes, n_input_features : int
-        :math:`C` and :math:`d`.
+        :math:`C` and :math:`d` (:math:`d + 1` with ``intercept``: the columns of :math:`W`).
     class_rows : ndarray of int64
         Dataset rows of class :math:`k`, in order.
     rows_read : int
         Rows read since construction or :meth:`reset_counters` (a full pass adds :math:`n_k`).
     """
 
-    def __init__(self, dataset, class_id, n_classes=None, loss="sigmoid", sample_weight="dataset", layout="classes"):
+    def __init__(self, dataset, class_id, n_classes=None, loss="sigmoid", sample_weight="dataset", layout="classes",
+                 intercept=False):
         self.loss = _check_loss(loss)
+        self.intercept = bool(intercept)
         self.layout = _check_layout(layout)
         self._feature_major = layout == "features"
         self._code = LOSS_CODES[loss]
@@ -185,8 +192,9 @@ class ClassPairwiseRisk:
         self.n_classes = C = _n_classes(dataset, n_classes, require_all=False)
         self.class_id = _class_index(class_id, C, "class_id")
         n, d = dataset.shape
-        self.n_input_features = int(d)
-        self.n_features = C * int(d)
+        dw = int(d) + self.intercept  # columns of W: the intercepts are the last (an implicit column of ones)
+        self.n_input_features = dw
+        self.n_features = C * dw
         self.class_rows = np.flatnonzero(dataset.y == self.class_id).astype(np.int64)
         self.n_samples = int(self.class_rows.size)
         if self.n_samples == 0:
@@ -224,11 +232,15 @@ class ClassPairwiseRisk:
             self._design = (np.ascontiguousarray(block, dtype=np.float64),)
         # Kernel scratch, allocated once: CSR (w_t, grad_t, S, P, acc), dense (T, S, P); see pairwise_workspace.
         # A "features" CSR term reads x and writes out as they are: no w_t, grad_t.
-        self._work = pairwise_workspace(C, d, self.n_samples, dense=not dataset.is_sparse,
-                                        transposes=not self._feature_major)
+        # The CSR tables w_t, grad_t have a row per column of W (d + 1 with intercepts); the dense T
+        # holds the gradient of the d columns of the data.
+        self._work = pairwise_workspace(C, d if not dataset.is_sparse else dw, self.n_samples,
+                                        dense=not dataset.is_sparse, transposes=not self._feature_major)
         # A "features" dense term runs the dense kernels on W and its gradient in (C, d) copies.
-        self._dense_copies = (np.empty((C, d)), np.empty((C, d))) if self._feature_major and not dataset.is_sparse \
+        self._dense_copies = (np.empty((C, dw)), np.empty((C, dw))) if self._feature_major and not dataset.is_sparse \
             else None
+        # Dense with intercepts: the BLAS products read the first d columns of W from this (C, d) copy.
+        self._dense_wx = np.empty((C, int(d))) if self.intercept and not dataset.is_sparse else None
         self.rows_read = 0
 
     def __repr__(self):
@@ -330,16 +342,16 @@ class ClassPairwiseRisk:
                 w_t = W  # the kernels read x as it is (feature_major)
             if rows is None:
                 return float(csr_full_pairwise_value(self._code, *self._design, self._weights, divisor, W,
-                                                     self.class_id, w_t, S, P, acc, fm))
+                                                     self.class_id, w_t, S, P, acc, fm, self.intercept))
             return float(csr_pairwise_value(self._code, *self._design, self._weights, divisor, rows, W,
-                                            self.class_id, w_t, S, P[0], fm))
+                                            self.class_id, w_t, S, P[0], fm, self.intercept))
         _, S, P = self._work
         W = self._dense_weights(x)
         if rows is None:  # full pass: BLAS products on blocks of rows
             return float(dense_blas_pairwise_value(self._code, self._design[0], self._weights, divisor, W,
-                                                   self.class_id, S, P))
+                                                   self.class_id, S, P, self.intercept, self._dense_wx))
         return float(dense_pairwise_value(self._code, self._design[0], self._weights, divisor, rows, W,
-                                          self.class_id, S, P))
+                                          self.class_id, S, P, self.intercept))
 
     def _value_grad(self, x, rows, divisor, out):
         if len(self._design) == 3:
@@ -350,18 +362,19 @@ class ClassPairwiseRisk:
                 w_t, grad_t = W, G  # read x and write out as they are (feature_major)
             if rows is None:  # full pass: the gradient column by column from the CSC copy
                 return float(csr_full_pairwise_value_grad(self._code, *self._design, *self._columns, self._weights,
-                                                          divisor, W, self.class_id, G, w_t, S, P, acc, fm))
+                                                          divisor, W, self.class_id, G, w_t, S, P, acc, fm,
+                                                          self.intercept))
             return float(csr_pairwise_value_grad(self._code, *self._design, self._weights, divisor, rows, W,
-                                                 self.class_id, G, w_t, grad_t, S, P[0], fm))
+                                                 self.class_id, G, w_t, grad_t, S, P[0], fm, self.intercept))
         T, S, P = self._work
         W = self._dense_weights(x)
         G = self._matrix(out) if self._dense_copies is None else self._dense_copies[1]
         if rows is None:
             value = dense_blas_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, W,
-                                                   self.class_id, G, T, S, P)
+                                                   self.class_id, G, T, S, P, self.intercept, self._dense_wx)
         else:
             value = dense_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, rows, W,
-                                              self.class_id, G, S, P)
+                                              self.class_id, G, S, P, self.intercept)
         if self._dense_copies is not None:
             self._matrix(out)[...] = G.T
         return float(value)
@@ -373,7 +386,7 @@ def _index_type(extent):
 
 
 def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, loss="sigmoid",
-                              layout="classes") -> ConstrainedProblem:
+                              layout="classes", intercept=False) -> ConstrainedProblem:
     r"""Multi-class Neyman-Pearson classification, [MLY20] eq. (11) (module docstring).
 
     .. math::
@@ -402,6 +415,10 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
         row, ``"features"`` :math:`\operatorname{vec}(W^\top)`, the native layout of the CSR
         kernels and about 20% faster on sparse data (:class:`ClassPairwiseRisk`). Solvers do
         not depend on it; ``problem.objective.weights(x)`` returns :math:`W` in either.
+    intercept : bool
+        Intercepts as an implicit last column of ones (:class:`ClassPairwiseRisk`): :math:`W` has
+        :math:`d + 1` columns, and every length :math:`d` below becomes :math:`d + 1` (the balls
+        then hold the intercepts too, as they would a stored column of ones).
 
     Returns
     -------
@@ -434,9 +451,9 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
     radius = float(radius)
     if not radius > 0:
         raise ValueError(f"radius: must be positive, got {radius}")
-    d = dataset.n_features
-    objective = ClassPairwiseRisk(dataset, p, C, loss, layout=layout)
-    constraints = [less_equal(ClassPairwiseRisk(dataset, k, C, loss, layout=layout), level)
+    d = dataset.n_features + bool(intercept)
+    objective = ClassPairwiseRisk(dataset, p, C, loss, layout=layout, intercept=intercept)
+    constraints = [less_equal(ClassPairwiseRisk(dataset, k, C, loss, layout=layout, intercept=intercept), level)
                    for k, level in zip(others, levels)]
     if layout == "classes":
         domain = ProductOfBalls(np.arange(C + 1) * d, np.full(C, radius))
