@@ -131,3 +131,25 @@ def header_mutations(header, n, seed=0):
         else:
             parent[path[-1]] = MUTATIONS[kind](rng)
         yield f"{kind} at {'/'.join(map(str, path))}", mutated
+
+
+def fuzz_header_loads(load, entries, header, target, with_header, n=200, seed=0):
+    """Write ``n`` archives, each ``entries`` with one random edit of ``header``, and load each.
+
+    ``with_header(entries, header)`` gives the archive's entries with that header. Returns
+    ``(escaped, outcomes)``: the edits whose load raised anything but a ValueError starting with
+    ``path: '<target>'``, and how many loaded and how many were rejected.
+    """
+    escaped, outcomes = [], {"loaded": 0, "rejected": 0}
+    for description, mutated in header_mutations(header, n, seed=seed):
+        write_zip(target, list(with_header(entries, mutated).items()))
+        try:
+            load(target)
+            outcomes["loaded"] += 1
+        except ValueError as exc:
+            if not str(exc).startswith(f"path: {str(target)!r}"):
+                escaped.append((description, f"ValueError without the path: {exc!s:.200}"))
+            outcomes["rejected"] += 1
+        except Exception as exc:   # noqa: BLE001 -- the point: nothing else escapes
+            escaped.append((description, f"{type(exc).__name__}: {exc!s:.200}"))
+    return escaped, outcomes
