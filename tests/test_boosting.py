@@ -238,9 +238,11 @@ def test_neyman_pearson_gbm_lowers_the_violation(name):
 def test_neyman_pearson_gbm_calibration_meets_alpha_with_less_type_two_error(name):
     X, y = _np_data(600, 0)
     Xt, yt = _np_data(3000, 1)
-    paper = NeymanPearsonGBMClassifier(name, alpha=0.1, rounds=5, max_iter=15, params=PARAMS[name],
+    # the training-row calibration itself: no held-out threshold (delta=None)
+    paper = NeymanPearsonGBMClassifier(name, alpha=0.1, delta=None, rounds=5, max_iter=15, params=PARAMS[name],
                                        max_calibration=1).fit(X, y)
-    tuned = NeymanPearsonGBMClassifier(name, alpha=0.1, rounds=5, max_iter=15, params=PARAMS[name]).fit(X, y)
+    tuned = NeymanPearsonGBMClassifier(name, alpha=0.1, delta=None, rounds=5, max_iter=15,
+                                       params=PARAMS[name]).fit(X, y)
     assert tuned.calibration_["met"] and tuned.fit_errors_["no"] <= 0.1
     # the paper's bound is met with room to spare; the calibrated one uses the room for the other class
     assert tuned.fit_errors_["no"] >= paper.fit_errors_["no"]
@@ -251,9 +253,9 @@ def test_neyman_pearson_gbm_calibration_meets_alpha_with_less_type_two_error(nam
 def test_neyman_pearson_gbm_multiclass_bounds():
     X, y = _data(600, 3, seed=2)
     Xt, yt = _data(2000, 3, seed=3)
-    clf = NeymanPearsonGBMClassifier("lightgbm", alpha={1: 0.05}, rounds=5, max_iter=15,
+    clf = NeymanPearsonGBMClassifier("lightgbm", alpha={1: 0.05}, delta=None, rounds=5, max_iter=15,
                                      params=PARAMS["lightgbm"]).fit(X, y)
-    free = NeymanPearsonGBMClassifier("lightgbm", alpha={1: 0.999}, rounds=5, max_iter=15,
+    free = NeymanPearsonGBMClassifier("lightgbm", alpha={1: 0.999}, delta=None, rounds=5, max_iter=15,
                                       params=PARAMS["lightgbm"]).fit(X, y)
     assert clf.decision_function(Xt).shape == (2000, 3)
     err = clf.constraint_report(Xt, yt).per_group[1]["error"]
@@ -334,7 +336,7 @@ def test_fair_gbm_multiclass_many_groups_and_errors():
     with pytest.raises(ValueError, match=r"^tolerance: must be positive"):
         FairGBMClassifier(tolerance=0.0).fit(X, y, sensitive_features=g)
     with pytest.raises(ValueError, match=r"^alpha: 'maybe' is not a class of y"):
-        NeymanPearsonGBMClassifier(alpha={"maybe": 0.1}).fit(X, y)
+        NeymanPearsonGBMClassifier(alpha={"maybe": 0.1}, delta=None).fit(X, y)
     with pytest.raises(ValueError, match=r"^alpha: a single bound needs two classes"):
         NeymanPearsonGBMClassifier(alpha=0.1).fit(X, y3)
     with pytest.raises(ValueError, match=r"^params: \['seed'\] are set by the score model"):

@@ -15,11 +15,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._kernels._boosting import logistic_losses, softmax_losses
 from .._results import SolveResult
 from ..estimators._input import (
-    check_fraction, drop_columns, encode_fit_groups, labels_to_index, resolve_sensitive, split_sensitive,
+    check_fraction, check_random_state, drop_columns, encode_fit_groups, labels_to_index, resolve_sensitive,
+    split_sensitive,
 )
 from ..estimators._linear import ConstrainedClassifier
 from ..estimators._report import ConstraintReport, _solve_summary, class_error_report
 from ..estimators._solve import Calibration, calibrate_bound
+from ..metrics import np_umbrella_threshold
+from ..metrics._neyman_pearson import np_umbrella_min_samples
 from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
@@ -182,12 +185,28 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     ABPP runs (``calibration_`` has the trace); the run with the lowest objective among those meeting
     every bound is kept.
 
+    **Threshold on held-out rows (two classes, float** ``alpha`` **, default** ``delta=0.05`` **).** As
+    in `fastcon.estimators.NeymanPearsonClassifier`: a random ``calibration_fraction`` of the
+    constrained class is held out and never enters ABPP (the calibration above then only tunes the
+    scores on the other rows); the threshold is the umbrella order statistic of Tong, Feng & Li on
+    the held-out rows' ensemble scores (`fastcon.metrics.np_umbrella_threshold` at level
+    :math:`\delta`), moved halfway to the next larger held-out score, and the other class is predicted
+    iff the constrained class's score is above it. The held-out rows are independent of the
+    ensemble, so :math:`P(\text{type-I error} > \alpha) \le \delta` over the draw of the data.
+    With ``delta=None`` the training rows' sign of the scores decides, with no statement about new rows.
+
     Parameters
     ----------
     backend : {"lightgbm", "xgboost"}
     alpha : float or dict
         A float bounds the error rate of ``constrained_class`` (two classes only); a dict maps class
         labels to error-rate bounds :math:`e_j \in (0, 1)` (any number of classes, at least one).
+    delta : float or None, default 0.05
+        Violation probability of the held-out guarantee, in (0, 1); it needs
+        `fastcon.metrics._neyman_pearson.np_umbrella_min_samples` (alpha, delta) held-out rows of the
+        constrained class (59 at 0.05 and 0.05; fewer is a ValueError naming
+        ``calibration_fraction`` and the count). Only with a float ``alpha`` (two classes): with a
+        dict it is a ValueError, set ``delta=None`` (error rates bounded on the training rows).
     constrained_class : label, optional
         With a float ``alpha``: the bounded class, default ``classes_[0]``.
     rounds : int
@@ -200,6 +219,8 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         (`fastcon.solvers.abpp.abpp_lipschitz_constant`).
     max_calibration : int
         Largest number of ABPP runs of the bound calibration (1: the paper's bounds, no calibration).
+    calibration_fraction : float
+        With ``delta``: the fraction of the constrained class held out for the threshold (default 0.5).
     params : dict, optional
         Tree parameters passed to the library (``max_depth``, ``learning_rate``, ``num_leaves``, ...);
         names the library does not know are a UserWarning. LightGBM's ``min_data_in_leaf`` defaults
@@ -208,7 +229,8 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         Library threads (default 1: same bits at every run), at most the CPUs this process may use
         (a ValueError names the limit).
     random_state : int
-        The library's seed (default 0).
+        The library's seed (default 0) and, with ``delta``, the seed of the held-out split (then in
+        [0, 2**32), `fastcon.estimators._input.check_random_state`).
     verbose : bool
 
     Attributes
@@ -228,15 +250,26 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     solve_result_ : fastcon.SolveResult
         ABPP's result (``x``: training scores; multipliers; history).
     fit_errors_ : dict
-        Class label -> training error rate.
+        Class label -> error rate of `predict` on the rows ABPP was fitted on (with ``delta``: the
+        threshold applied, the held-out rows excluded).
+    threshold_ : float
+        With ``delta``: the umbrella threshold on the constrained class's scores (the ensemble's
+        score, negated when the constrained class is ``classes_[1]``); `decision_function` subtracts
+        it. 0.0 with ``delta=None``.
+    umbrella_ : dict or None
+        With ``delta``: ``calibration_rows`` (held out), ``fit_rows``, ``delta`` and
+        ``calibration_type_one_error`` (the held-out rows' type-I error at the threshold). None with
+        ``delta=None``.
     """
 
-    def __init__(self, backend="lightgbm", alpha=0.05, *, constrained_class=None, rounds=DEFAULT_ROUNDS, max_iter=50,
-                 primal_step=0.1, dual_step=0.1, max_calibration=8, params=None, n_threads=1, random_state=0,
-                 verbose=False):
+    def __init__(self, backend="lightgbm", alpha=0.05, delta=0.05, *, constrained_class=None, rounds=DEFAULT_ROUNDS,
+                 max_iter=50, primal_step=0.1, dual_step=0.1, max_calibration=8, calibration_fraction=0.5, params=None,
+                 n_threads=1, random_state=0, verbose=False):
         self.backend = backend
         self.alpha = alpha
+        self.delta = delta
         self.constrained_class = constrained_class
+        self.calibration_fraction = calibration_fraction
         self.rounds = rounds
         self.max_iter = max_iter
         self.primal_step = primal_step
@@ -286,9 +319,24 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         from ..solvers.abpp import abpp
 
         self._common_checks()
+        if self.delta is not None:
+            check_fraction("delta", self.delta)
+            if isinstance(self.alpha, dict):
+                raise ValueError("delta: the held-out (umbrella) guarantee is implemented for two classes with a "
+                                 "float alpha; with a dict alpha set delta=None (error rates bounded on the "
+                                 "training rows)")
+            check_fraction("calibration_fraction", self.calibration_fraction)
+            check_random_state(self.random_state, draw=False)
         X, labels, self.classes_ = self._check_target(X, y)
         J = self.classes_.size
         bounds = self._class_bounds()
+        X_held = None
+        if self.delta is not None:   # the held-out rows of the constrained class never reach ABPP
+            constrained = next(iter(bounds))
+            holdout = self._holdout(labels, constrained, bounds[constrained])
+            keep = np.ones(labels.size, dtype=bool)
+            keep[holdout] = False
+            X_held, X, labels = X[holdout], X[keep], labels[keep]
         if J == 2 and len(bounds) == 1:
             # the type-II error is the objective: no weight on the bounded class (Lin & Deng's Credit set-up)
             objective_weights = {next(iter(bounds)): 0.0}
@@ -332,13 +380,74 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         self.class_bounds_ = {_python(self.classes_[j]): e for j, e in bounds.items()}
         self.surrogate_bounds_ = {_python(self.classes_[j]): float(a) for j, a in zip(problem.classes, problem.bounds)}
         self._finish(model, result)
-        err = errors(result.state)
+        self.threshold_, self.umbrella_ = 0.0, None
+        if X_held is None:
+            err = errors(result.state)
+        else:   # the threshold, then the fit rows' errors of predict (the threshold applied)
+            self._set_threshold(X_held, constrained, bounds[constrained], labels.size)
+            F = model.scores(result.state) - self._sign() * self.threshold_
+            err = np.array([np.mean((F > 0).astype(np.int64)[labels == j] != j) for j in range(J)])
         self.fit_errors_ = {_python(c): float(err[j]) for j, c in enumerate(self.classes_)}
         if not record.met:
             warnings.warn(f"alpha: the training error rates reached {hard(result.state):.3g} x their bounds after "
                           f"{len(record.bounds)} ABPP runs (calibration_ has the trace); raise max_calibration or "
                           "max_iter", ConvergenceWarning, stacklevel=2)
         return self
+
+    def _holdout(self, labels, constrained, alpha):
+        """The calibration rows: a random ``calibration_fraction`` of the constrained class (sorted row indices)."""
+        delta = float(self.delta)
+        rows0 = np.flatnonzero(labels == constrained)
+        k0 = int(round(self.calibration_fraction * rows0.size))
+        need = np_umbrella_min_samples(alpha, delta)
+        if k0 < need:
+            raise ValueError(f"calibration_fraction: {k0} held-out rows of the constrained class, but the umbrella "
+                             f"rule at alpha={alpha:g}, delta={delta:g} needs at least {need} (about "
+                             f"{need / max(self.calibration_fraction, 1e-12):.0f} rows of that class at this "
+                             "fraction); use more rows, a larger alpha or delta, or delta=None")
+        if k0 >= rows0.size:
+            raise ValueError(f"calibration_fraction: holds out all {rows0.size} rows of the constrained class, "
+                             "none is left to fit the scores; lower it")
+        return np.sort(check_random_state(self.random_state).permutation(rows0)[:k0])
+
+    def _sign(self):
+        """+1 when the constrained class is ``classes_[0]`` (the ensemble's score is the other class's), else -1."""
+        return 1.0 if self.constrained_class is None or self.classes_[0] == self.constrained_class else -1.0
+
+    def _set_threshold(self, X_cal, constrained, alpha, n_fit):
+        """The umbrella threshold on the held-out rows' ensemble scores (``threshold_``, ``umbrella_``)."""
+        delta = float(self.delta)
+        sign = 1.0 if constrained == 0 else -1.0
+        s0 = sign * self.ensemble_.predict_scores(X_cal)   # higher: the other class
+        threshold = float(np_umbrella_threshold(s0, alpha, delta))
+        # the rule is "other class iff s > threshold" and the threshold is one of the scores: halfway to the
+        # next larger score keeps the same rows on each side and no row on the boundary (as
+        # fastcon.estimators.NeymanPearsonClassifier; the error at a higher threshold is no larger)
+        above = s0[s0 > threshold]
+        threshold = (0.5 * (threshold + float(above.min())) if above.size
+                     else threshold + 1e-9 * (1.0 + float(np.abs(s0).max())))
+        self.threshold_ = threshold
+        self.umbrella_ = {"calibration_rows": int(s0.size), "fit_rows": int(n_fit), "delta": delta,
+                          "calibration_type_one_error": float(np.mean(s0 > threshold))}
+
+    def decision_function(self, X):
+        """Scores of the boosted ensemble less the threshold: shape (n,) for two classes (positive: ``classes_[1]``),
+        else (n, J).
+
+        With two classes the ensemble's score ``F`` becomes ``F - threshold_`` when the constrained
+        class is ``classes_[0]`` and ``F + threshold_`` when it is ``classes_[1]`` (``threshold_`` is
+        on the scale of the constrained class's scores, higher: the other class), so that `predict`,
+        `predict_proba` and `constraint_report` apply it.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        """
+        s = super().decision_function(X)
+        threshold = getattr(self, "threshold_", 0.0)   # files saved before the threshold existed: none
+        if s.ndim == 1 and threshold != 0.0:
+            s = s - self._sign() * threshold
+        return s
 
     def constraint_report(self, X, y):
         """Each bounded class's error rate on (X, y) against its bound, every class's error, the solver's status.
