@@ -10,8 +10,9 @@ split 70/30 into training rows and held-out rows that no model sees in ``fit``:
    ``FairClassifier("equalized_odds", tolerance)``: accuracy and the *hard* gaps (of ``predict``,
    worst pair of groups) on the held-out rows.
 2. **Neyman–Pearson.** `make_neyman_pearson` gives two Gaussian classes. ``LogisticRegression()``
-   against ``NeymanPearsonClassifier(alpha)`` (threshold on the training rows) and
-   ``NeymanPearsonClassifier(alpha, delta)`` (umbrella threshold: P(type-I error > alpha) <= delta):
+   against ``NeymanPearsonClassifier(alpha, delta=None)`` (threshold on the training rows) and
+   ``NeymanPearsonClassifier(alpha, delta)`` (umbrella threshold: P(type-I error > alpha) <= delta;
+   the default, with delta = 0.05):
    type-I error (class -1 predicted +1, the bounded one) and type-II error on the held-out rows.
 
 The figure (``demo.png``) sweeps the bound: accuracy against the held-out demographic-parity gap as
@@ -108,7 +109,7 @@ def _counts(labels, names):
     return " / ".join(f"{n} {c:,}" for n, c in zip(names, np.bincount(labels).tolist()))
 
 
-def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance=0.05, alpha=0.05, delta=0.1,
+def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance=0.05, alpha=0.05, delta=0.05,
              tolerances=TOLERANCES, alphas=ALPHAS, verbose=True) -> dict:
     """Run the demo; write ``table.csv``, ``results.json`` and ``demo.png`` into ``out_dir``.
 
@@ -123,7 +124,7 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
         Rows of each of the two synthetic data sets (30 % of them held out).
     tolerance, alpha, delta : float
         The bounds of the table: ``FairClassifier(..., tolerance=tolerance)``,
-        ``NeymanPearsonClassifier(alpha=alpha)`` and ``NeymanPearsonClassifier(alpha=alpha, delta=delta)``.
+        ``NeymanPearsonClassifier(alpha=alpha, delta=None)`` and ``NeymanPearsonClassifier(alpha=alpha, delta=delta)``.
     tolerances, alphas : sequence of float
         The sweeps of the figure.
     verbose : bool
@@ -171,7 +172,7 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
     np_baseline, fit_s = _timed_fit(_baseline(), np_train.X, np_train.y)
     rows.append(_np_row("LogisticRegression()", np_baseline, None, None, np_test, fit_s))
     model, fit_s = _timed_fit(_neyman_pearson(alpha, None, seed), np_train.X, np_train.y)
-    rows.append(_np_row(f"NeymanPearsonClassifier(alpha={alpha:g})", model, alpha, None, np_test, fit_s,
+    rows.append(_np_row(f"NeymanPearsonClassifier(alpha={alpha:g}, delta=None)", model, alpha, None, np_test, fit_s,
                         train_value=float(model.fit_type_one_error_)))
     np_sweep = []
     for a in sorted(set(alphas) | {alpha}):

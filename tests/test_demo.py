@@ -28,7 +28,7 @@ def test_demo_bounds_the_gaps_and_the_type_one_error(small):
     assert [r["model"] for r in summary["table"]] == [
         "LogisticRegression()", 'FairClassifier("demographic_parity", tolerance=0.05)',
         'FairClassifier("equalized_odds", tolerance=0.05)', "LogisticRegression()",
-        "NeymanPearsonClassifier(alpha=0.05)", "NeymanPearsonClassifier(alpha=0.05, delta=0.1)"]
+        "NeymanPearsonClassifier(alpha=0.05, delta=None)", "NeymanPearsonClassifier(alpha=0.05, delta=0.05)"]
     fair_base = summary["table"][0]
     np_base = summary["table"][3]
     dp = rows['FairClassifier("demographic_parity", tolerance=0.05)']
@@ -40,7 +40,7 @@ def test_demo_bounds_the_gaps_and_the_type_one_error(small):
     assert dp["dp_gap"] < fair_base["dp_gap"] / 3 and eo["eo_gap"] < fair_base["eo_gap"] / 1.5
     # Neyman-Pearson: the unconstrained model's type-I error is above alpha; the estimators' is not on training rows.
     assert np_base["type_one_error"] > 0.05
-    for name in ("NeymanPearsonClassifier(alpha=0.05)", "NeymanPearsonClassifier(alpha=0.05, delta=0.1)"):
+    for name in ("NeymanPearsonClassifier(alpha=0.05, delta=None)", "NeymanPearsonClassifier(alpha=0.05, delta=0.05)"):
         assert rows[name]["train_value"] <= 0.05
         assert rows[name]["type_one_error"] < np_base["type_one_error"]
         assert rows[name]["type_two_error"] > np_base["type_two_error"]   # the price of the bound
@@ -74,7 +74,7 @@ def test_demo_prints_the_same_tables_for_the_same_seed(tmp_path, capsys):
     assert outputs[0] == outputs[1]
     text = outputs[0]
     assert "LogisticRegression()" in text and "demographic_parity: DP gap " in text
-    assert "NeymanPearsonClassifier(alpha=0.05, delta=0.1): type-I " in text
+    assert "NeymanPearsonClassifier(alpha=0.05, delta=0.05): type-I " in text
     assert text.endswith("\nwrote demo.png, table.csv, results.json\n")
 
 
@@ -87,7 +87,7 @@ def test_demo_command(tmp_path, capsys):
     assert summary["n_samples"] == 20_000 and (tmp_path / "demo.png").exists()
     rows = {r["model"]: r for r in summary["table"]}
     assert rows['FairClassifier("demographic_parity", tolerance=0.05)']["dp_gap"] <= 0.05   # held-out, seed 0
-    assert rows["NeymanPearsonClassifier(alpha=0.05, delta=0.1)"]["type_one_error"] <= 0.05
+    assert rows["NeymanPearsonClassifier(alpha=0.05, delta=0.05)"]["type_one_error"] <= 0.05
 
 
 def test_demo_ctrl_c_prints_one_line(tmp_path, monkeypatch, capsys):
