@@ -22,7 +22,7 @@ from ..estimators._linear import ConstrainedClassifier
 from ..estimators._report import ConstraintReport, _solve_summary, class_error_report
 from ..estimators._solve import Calibration, calibrate_bound
 from ..metrics import np_umbrella_threshold
-from ..metrics._neyman_pearson import np_umbrella_min_samples
+from ..estimators._umbrella import calibration_rows, strict_threshold
 from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
@@ -396,19 +396,9 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
 
     def _holdout(self, labels, constrained, alpha):
         """The calibration rows: a random ``calibration_fraction`` of the constrained class (sorted row indices)."""
-        delta = float(self.delta)
         rows0 = np.flatnonzero(labels == constrained)
-        k0 = int(round(self.calibration_fraction * rows0.size))
-        need = np_umbrella_min_samples(alpha, delta)
-        if k0 < need:
-            raise ValueError(f"calibration_fraction: {k0} held-out rows of the constrained class, but the umbrella "
-                             f"rule at alpha={alpha:g}, delta={delta:g} needs at least {need} (about "
-                             f"{need / max(self.calibration_fraction, 1e-12):.0f} rows of that class at this "
-                             "fraction); use more rows, a larger alpha or delta, or delta=None")
-        if k0 >= rows0.size:
-            raise ValueError(f"calibration_fraction: holds out all {rows0.size} rows of the constrained class, "
-                             "none is left to fit the scores; lower it")
-        return np.sort(check_random_state(self.random_state).permutation(rows0)[:k0])
+        return calibration_rows(rows0, self.calibration_fraction, alpha, float(self.delta),
+                                check_random_state(self.random_state))
 
     def _sign(self):
         """+1 when the constrained class is ``classes_[0]`` (the ensemble's score is the other class's), else -1."""
@@ -419,16 +409,9 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         delta = float(self.delta)
         sign = 1.0 if constrained == 0 else -1.0
         s0 = sign * self.ensemble_.predict_scores(X_cal)   # higher: the other class
-        threshold = float(np_umbrella_threshold(s0, alpha, delta))
-        # the rule is "other class iff s > threshold" and the threshold is one of the scores: halfway to the
-        # next larger score keeps the same rows on each side and no row on the boundary (as
-        # fastcon.estimators.NeymanPearsonClassifier; the error at a higher threshold is no larger)
-        above = s0[s0 > threshold]
-        threshold = (0.5 * (threshold + float(above.min())) if above.size
-                     else threshold + 1e-9 * (1.0 + float(np.abs(s0).max())))
-        self.threshold_ = threshold
+        self.threshold_ = strict_threshold(s0, float(np_umbrella_threshold(s0, alpha, delta)))
         self.umbrella_ = {"calibration_rows": int(s0.size), "fit_rows": int(n_fit), "delta": delta,
-                          "calibration_type_one_error": float(np.mean(s0 > threshold))}
+                          "calibration_type_one_error": float(np.mean(s0 > self.threshold_))}
 
     def decision_function(self, X):
         """Scores of the boosted ensemble less the threshold: shape (n,) for two classes (positive: ``classes_[1]``),

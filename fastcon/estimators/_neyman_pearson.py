@@ -17,6 +17,7 @@ from ._input import (
 from ._linear import LinearConstrainedClassifier, warn_if_unconverged
 from ._report import ConstraintReport
 from ._solve import choose_solver, solve_linear
+from ._umbrella import calibration_rows, strict_threshold
 
 __all__ = ["NeymanPearsonClassifier"]
 
@@ -192,14 +193,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             x, result, ridge, s0, w0, threshold = self._fit_umbrella(dataset, y01, weight, weight_scale, solver)
         d = X.shape[1]
         w, b = x[:d], (x[d] if self.fit_intercept else 0.0)
-        # The rule is "other class iff s > threshold", and the threshold is one of the scores s0: that
-        # row's decision_function (another order of sums) came out as +5.6e-17 and was misclassified,
-        # and with the sign flipped (constrained class classes_[1]) an exact 0 goes to classes_[0].
-        # Moving the boundary halfway to the next larger score keeps the same rows on each side (the
-        # umbrella guarantee only improves: the error at a higher threshold is no larger).
-        above = s0[s0 > threshold]
-        threshold = (0.5 * (threshold + float(above.min())) if above.size
-                     else threshold + 1e-9 * (1.0 + float(np.abs(s0).max())))
+        threshold = strict_threshold(s0, threshold)
         self.threshold_ = threshold
         self.coef_ = (sign * w).reshape(1, -1)
         self.intercept_ = np.array([sign * (b - threshold)])
@@ -242,14 +236,8 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         alpha, delta = float(self.alpha), float(self.delta)
         rng = check_random_state(self.random_state)
         rows0, rows1 = np.flatnonzero(y01 == 0), np.flatnonzero(y01 == 1)
-        k0 = int(round(self.calibration_fraction * rows0.size))
-        calibration = np.sort(rng.permutation(rows0)[:k0])
-        need = np_umbrella_min_samples(alpha, delta)
-        if k0 < need:
-            raise ValueError(f"calibration_fraction: {k0} held-out rows of the constrained class, but the umbrella "
-                             f"rule at alpha={alpha:g}, delta={delta:g} needs at least {need} (about "
-                             f"{need / max(self.calibration_fraction, 1e-12):.0f} rows of that class at this "
-                             "fraction); use more rows, a larger alpha or delta, or delta=None")
+        calibration = calibration_rows(rows0, self.calibration_fraction, alpha, delta, rng)
+        k0 = calibration.size
         total = float(weight.sum()) * weight_scale
         if self.ridge is None:
             grid = [factor * ridge_for(None, total) for factor in _RIDGE_FACTORS]
