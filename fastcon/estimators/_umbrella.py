@@ -14,7 +14,7 @@ __all__ = ["calibration_rows", "strict_threshold"]
 
 
 def calibration_rows(rows, fraction, alpha, delta, rng):
-    """A random ``fraction`` of the constrained class's ``rows`` to hold out (sorted), checked against the rule's minimum.
+    """A random ``fraction`` of the constrained class's ``rows`` to hold out (sorted), at least the rule's minimum.
 
     A ValueError naming ``calibration_fraction`` when the part is smaller than
     :math:`\\lceil\\log\\delta/\\log(1-\\alpha)\\rceil` (`np_umbrella_min_samples`) or takes every row.
