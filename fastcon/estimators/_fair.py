@@ -23,6 +23,7 @@ from ..problems._weak_partial_dp import weak_partial_dp_constraints
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
 from ..solvers.idca import idca
+from ._certify import CERTIFIED_CONSTRAINTS, certified_gap
 from ._input import (
     check_binary_target, check_fraction, check_random_state, check_sample_weight, drop_columns, encode_fit_groups,
     fit_dataset, labels_to_index, resolve_sensitive, ridge_for, split_sensitive,
@@ -42,6 +43,9 @@ IDCA_OUTER_ITER, IDCA_INNER_ITER, IDCA_TOLERANCE = 100, 200, 1e-3
 #: [alpha, beta - kappa (beta - alpha)) is empty at kappa = 1.
 _MAX_PARTIAL_BOUND = 0.99
 #: Constraints whose hard gap is a difference of two rates in [0, 1] (a ``tolerance`` above 1 is a mistake).
+#: The held-out fraction with ``confidence`` when ``validation_fraction`` is not given: half of it
+#: steers the calibration, half certifies the kept model.
+_CONFIDENCE_HOLDOUT = 0.4
 _RATE_GAP_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds", "roc")
 
 
@@ -158,6 +162,18 @@ class FairClassifier(LinearConstrainedClassifier):
     validation_fraction : float, optional
         Hold out this fraction of the rows (stratified by group and label) to measure the hard gap
         during calibration; default None measures it on the training rows.
+    confidence : float, optional
+        :math:`1 - \delta` in (0, 1), for the rate constraints (demographic parity, equal
+        opportunity, false-positive parity, equalized odds, any number of groups): certify that the
+        gap on the *population* is at most ``tolerance`` with probability at least
+        ``confidence``. The held-out part (``validation_fraction``, default 0.4 here) is split in
+        two, stratified: the calibration steers by the certified bound on one half, and the kept
+        model is certified once on the other half, which no choice has seen
+        (`fastcon.estimators._certify`: one-sided Clopper–Pearson bounds on every group rate, a
+        union bound over the :math:`2R` bounds). ``certified_gap_`` is that bound; when it exceeds
+        ``tolerance`` a UserWarning says so and gives it, the smallest tolerance the model
+        certifies. Not for ``"roc"``, ``"wasserstein"`` or the partial constraints (a ValueError),
+        nor with ``sample_weight``.
     max_calibration : int, optional
         Largest number of solves in the bound calibration (each warm-started from the previous;
         for the partial constraints only when the previous solution is :math:`\epsilon`-feasible
@@ -194,6 +210,9 @@ class FairClassifier(LinearConstrainedClassifier):
         The hard gap where calibration measured it.
     interval_ : tuple of float or None
         The rank band of the partial constraints (given or chosen); None for the others.
+    certified_gap_ : float or None
+        With ``confidence``: an upper bound on the population gap that holds with probability at
+        least ``confidence`` (over the draw of the rows); None without it.
     interval_choice_ : fastcon.metrics.IntervalChoice or None
         The candidates and their partial DP when ``interval=None`` chose the band; None when the
         band was given (or the constraint is not partial).
@@ -201,8 +220,8 @@ class FairClassifier(LinearConstrainedClassifier):
 
     def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=None,
                  fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, n_thresholds=50,
-                 interval=None, n_levels=10, validation_fraction=None, max_calibration=None, drop_sensitive=False,
-                 random_state=None, verbose=False):
+                 interval=None, n_levels=10, validation_fraction=None, confidence=None, max_calibration=None,
+                 drop_sensitive=False, random_state=None, verbose=False):
         self.constraint = constraint
         self.tolerance = tolerance
         self.loss = loss
@@ -216,6 +235,7 @@ class FairClassifier(LinearConstrainedClassifier):
         self.interval = interval
         self.n_levels = n_levels
         self.validation_fraction = validation_fraction
+        self.confidence = confidence
         self.max_calibration = max_calibration
         self.drop_sensitive = drop_sensitive
         self.random_state = random_state
@@ -245,6 +265,12 @@ class FairClassifier(LinearConstrainedClassifier):
             check_real("ridge", self.ridge)
         if self.validation_fraction is not None:
             check_fraction("validation_fraction", self.validation_fraction)
+        if self.confidence is not None:
+            check_fraction("confidence", self.confidence)
+            if self.constraint not in CERTIFIED_CONSTRAINTS:
+                raise ValueError(f"confidence: certified for the rate constraints {tuple(CERTIFIED_CONSTRAINTS)}, not "
+                                 f"{self.constraint!r} (a supremum over thresholds or a distribution distance has "
+                                 "no per-rate binomial bound here); use confidence=None")
         if self.max_calibration is not None:
             check_count("max_calibration", self.max_calibration)
         check_count("n_thresholds", self.n_thresholds)
@@ -302,10 +328,23 @@ class FairClassifier(LinearConstrainedClassifier):
             raise ValueError(f"sample_weight: not supported with constraint={self.constraint!r} (its hard gap "
                              "compares unweighted score distributions); use a rate constraint or no weights")
 
-        fit_rows, check_rows = _validation_split(groups.codes, y01, self.validation_fraction,
-                                                 check_random_state(self.random_state))
-        if check_rows is not None and len(self.groups_) >= 2:
-            _check_validation_part(groups.codes, y01, check_rows, len(self.groups_), self.constraint)
+        if self.confidence is not None and sample_weight is not None:
+            raise ValueError("sample_weight: not supported with confidence (the certificate counts rows: a "
+                             "binomial bound on each group rate); fit without weights or with confidence=None")
+        rng = check_random_state(self.random_state)
+        fraction = self.validation_fraction
+        if self.confidence is not None and fraction is None:
+            fraction = _CONFIDENCE_HOLDOUT
+        fit_rows, check_rows = _validation_split(groups.codes, y01, fraction, rng)
+        certify_rows = None
+        if self.confidence is not None:
+            # half the held-out rows steer the calibration, the other half certify the kept model once:
+            # rows that chose among the solves cannot also certify the choice
+            tune, certify = _validation_split(groups.codes[check_rows], y01[check_rows], 0.5, rng)
+            check_rows, certify_rows = check_rows[tune], check_rows[certify]
+        for part in (check_rows, certify_rows):
+            if part is not None and len(self.groups_) >= 2:
+                _check_validation_part(groups.codes, y01, part, len(self.groups_), self.constraint)
         if fit_rows is None:
             y_fit, g_fit, w_fit = y01, groups.codes, weight
         else:
@@ -364,6 +403,8 @@ class FairClassifier(LinearConstrainedClassifier):
 
             def hard(x):
                 s = scores.design.matvec(x[:X.shape[1]], s_check, check_rows) + (x[-1] if self.fit_intercept else 0.0)
+                if self.confidence is not None:     # aim at a model whose certified bound meets the tolerance
+                    return certified_gap(self.constraint, s > 0, y_check, g_check, n_groups, 1.0 - self.confidence)
                 return fairness_gap(self.constraint, s, y_check, g_check, w_check)
 
         if n_groups < 2:   # no pair of groups: no constraint, the unconstrained model is the answer
@@ -373,7 +414,21 @@ class FairClassifier(LinearConstrainedClassifier):
                                                 max_rounds=self._calibration_rounds(),
                                                 adapt_smoothing=self.constraint != "roc",
                                                 converged=lambda r: converged(r, solver))
-        return self._set_fitted(x, X, result, record, check_rows, solver, ridge)
+        self._set_fitted(x, X, result, record, check_rows, solver, ridge)
+        self.certified_gap_ = None
+        if certify_rows is not None:
+            s = scores.design.matvec(x[:X.shape[1]], np.empty(certify_rows.size), certify_rows)
+            s += x[-1] if self.fit_intercept else 0.0
+            self.certified_gap_ = (0.0 if n_groups < 2 else
+                                   certified_gap(self.constraint, s > 0, y01[certify_rows], groups.codes[certify_rows],
+                                                 n_groups, 1.0 - self.confidence))
+            if self.certified_gap_ > self.tolerance:
+                warnings.warn(f"tolerance: {self.tolerance} cannot be certified at confidence {self.confidence} with "
+                              f"the rows available: the certified bound on the {self.constraint} gap is "
+                              f"{self.certified_gap_:.4g} ({certify_rows.size} certifying rows), the smallest "
+                              "tolerance this model certifies; use more rows, a lower confidence or a larger "
+                              "tolerance", UserWarning, stacklevel=2)
+        return self
 
     def _set_fitted(self, x, X, result, record, check_rows, solver, ridge):
         """Fitted attributes from the chosen solution ``x = (w, b, ...)``; warns when the tolerance was missed
@@ -385,7 +440,7 @@ class FairClassifier(LinearConstrainedClassifier):
         self.calibration_ = record.as_dict("training rows" if check_rows is None else "validation rows")
         self.fit_gap_ = record.hard_values[record.chosen] if record.hard_values else 0.0
         self.n_iter_ = result.n_iter
-        if not record.met:
+        if not record.met and self.confidence is None:   # with confidence: the certificate's warning (fit)
             hint = ("raise max_calibration or max_iter" if self.constraint in PARTIAL_CONSTRAINTS else
                     "raise max_calibration or max_iter, or start from a smaller smoothing")
             warnings.warn(f"tolerance: the hard {self.constraint} gap reached {self.fit_gap_:.4g} > "
