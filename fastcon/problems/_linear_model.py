@@ -73,6 +73,13 @@ class LinearScores:
             self.rows_read += self.n_samples
         return self._z
 
+    def scores_on(self, x, rows, out):
+        """``out = X[rows] w + b``: scores of other rows of X (a held-out part) at ``x``, no copy of X."""
+        self.design.matvec(x[:self.n_weights], out, rows)
+        if self.fit_intercept:
+            out += x[self.n_weights]
+        return out
+
     def backprop(self, v, out):
         r"""``out = (X^T v, sum v)`` (``X^T v`` without intercept): the gradient in x of a function of z."""
         out[:self.n_weights] = 0.0
@@ -151,7 +158,7 @@ class _ConstraintView:
     """Constraint ``index`` of a block as a scalar term (the protocol every solver reads).
 
     Holds no array of its own: a view is made on demand by `_BlockConstraints` and borrows the
-    sequence's shared buffers, so m constraints cost O(m) memory, not O(m (n + m)).
+    sequence's shared row buffer, so m constraints cost O(m) memory, not O(m (n + m)).
     """
 
     __slots__ = ("block", "index", "_shared")
@@ -187,12 +194,9 @@ class _ConstraintView:
         value = float(self.block.values_from_scores(z)[self.index])
         v = self._shared.scratch()
         v[:] = 0.0
-        unit = self._shared.unit_weights(self.block)
+        unit = np.zeros(self.block.n_constraints)     # O(m), as the values computed above
         unit[self.index] = 1.0
-        try:
-            self.block.vjp_from_scores(z, unit, v)
-        finally:
-            unit[self.index] = 0.0
+        self.block.vjp_from_scores(z, unit, v)
         self.block.scores.backprop(v, out)
         return value
 
@@ -201,8 +205,8 @@ class _BlockConstraints(Sequence):
     """The constraints of a list of blocks as a read-only sequence of scalar terms, made on demand.
 
     ``len`` is the total number of constraints; item ``i`` is a `_ConstraintView` of the block that
-    holds it. One row-length scratch vector and one unit-weight vector per block are shared by all
-    views (allocated at first use), so a problem with m constraints holds O(n + m) numbers for them.
+    holds it. One row-length scratch vector is shared by all views (allocated at first use), so a
+    problem with m constraints holds O(n + m) numbers for them.
     """
 
     def __init__(self, blocks, n_samples):
@@ -210,7 +214,6 @@ class _BlockConstraints(Sequence):
         self._offsets = np.cumsum([0] + [b.n_constraints for b in self._blocks])
         self._n_samples = int(n_samples)
         self._scratch = None
-        self._units = {}
 
     def __len__(self):
         return int(self._offsets[-1])
@@ -231,11 +234,6 @@ class _BlockConstraints(Sequence):
             self._scratch = np.empty(self._n_samples)
         return self._scratch
 
-    def unit_weights(self, block):
-        unit = self._units.get(id(block))
-        if unit is None:
-            unit = self._units[id(block)] = np.zeros(block.n_constraints)
-        return unit
 
 
 class LinearModelProblem(ConstrainedProblem):

@@ -30,6 +30,7 @@ through a transport plan; on scores, which are one-dimensional, it is exact by s
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._kernels._group_rates import cell_sigmoid_sums, cell_sigmoid_vjp, transport_gap
 from .._memory_limit import check_memory
@@ -58,7 +59,7 @@ class _PairBound:
 
 
 class RateGapConstraints(_PairBound):
-    r"""Linear constraints on smoothed rates: :math:`r_a(\theta_j) - r_b(\theta_j) - \kappa \le 0` per grid point (module docstring).
+    r"""Linear constraints on smoothed rates: :math:`r_a(\theta_j) - r_b(\theta_j) - \kappa \le 0` per grid point.
 
     Parameters
     ----------
@@ -106,9 +107,12 @@ class RateGapConstraints(_PairBound):
             raise ValueError(f"smoothing: must be a positive finite number, got {smoothing}")
         self.smoothing = smoothing
         self.names = list(names)
-        self._first = np.ascontiguousarray(pairs[:, 0])
-        self._second = np.ascontiguousarray(pairs[pairs[:, 1] >= 0, 1])
-        self._has_second = np.flatnonzero(pairs[:, 1] >= 0)
+        # D (K x R, 2K entries) as a sparse matrix, built once: values D r, gradient coefficients D^T lambda
+        k, second = np.arange(pairs.shape[0]), pairs[:, 1] >= 0
+        self._pair_diff = sp.csr_matrix((np.r_[np.ones(k.size), -np.ones(int(second.sum()))],
+                                         (np.r_[k, k[second]], np.r_[pairs[:, 0], pairs[second, 1]])),
+                                        shape=(pairs.shape[0], n_rates))
+        self._pair_diff_t = self._pair_diff.T.tocsr()
         self._sums = np.empty((self.rate_matrix.shape[1], self.thresholds.shape[0]))
         self.n_pairs = pairs.shape[0]
         self.bound = bound
@@ -124,23 +128,14 @@ class RateGapConstraints(_PairBound):
 
     def values_from_scores(self, z) -> np.ndarray:
         rates = self.rates_from_scores(z)
-        values = rates[self._first]
-        values[self._has_second] -= rates[self._second]
-        values -= self._bound[:, None]
-        return values.ravel()
+        return (self._pair_diff @ rates - self._bound[:, None]).ravel()
 
     def vjp_from_scores(self, z, weights, v):
         r"""``v += d(sum_k weights_k g_k)/dz``."""
         lam = np.asarray(weights, dtype=np.float64).reshape(self.n_pairs, self.thresholds.shape[0])
-        rows = np.flatnonzero(np.any(lam != 0.0, axis=1))
-        if rows.size == 0:
+        if not np.any(lam):
             return
-        # the rates' coefficients D^T lam, scattered from the pairs that carry weight
-        rate_coef = np.zeros((self.rate_matrix.shape[0], lam.shape[1]))
-        np.add.at(rate_coef, self.pairs[rows, 0], lam[rows])
-        second = rows[self.pairs[rows, 1] >= 0]
-        np.subtract.at(rate_coef, self.pairs[second, 1], lam[second])
-        coef = np.ascontiguousarray(self.rate_matrix.T @ rate_coef)     # (n_cells, m)
+        coef = np.ascontiguousarray(self.rate_matrix.T @ (self._pair_diff_t @ lam))     # (n_cells, m)
         active = np.flatnonzero(np.any(coef != 0.0, axis=0))
         if active.size == coef.shape[1]:
             cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing, self.thresholds, coef, v)
