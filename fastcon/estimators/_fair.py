@@ -42,10 +42,10 @@ IDCA_OUTER_ITER, IDCA_INNER_ITER, IDCA_TOLERANCE = 100, 200, 1e-3
 #: Largest surrogate bound of the partial DP block: its theory-safe level grid
 #: [alpha, beta - kappa (beta - alpha)) is empty at kappa = 1.
 _MAX_PARTIAL_BOUND = 0.99
-#: Constraints whose hard gap is a difference of two rates in [0, 1] (a ``tolerance`` above 1 is a mistake).
 #: The held-out fraction with ``confidence`` when ``validation_fraction`` is not given: half of it
 #: steers the calibration, half certifies the kept model.
 _CONFIDENCE_HOLDOUT = 0.4
+#: Constraints whose hard gap is a difference of two rates in [0, 1] (a ``tolerance`` above 1 is a mistake).
 _RATE_GAP_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds", "roc")
 
 
@@ -402,7 +402,7 @@ class FairClassifier(LinearConstrainedClassifier):
             s_check = np.empty(check_rows.size)
 
             def hard(x):
-                s = scores.design.matvec(x[:X.shape[1]], s_check, check_rows) + (x[-1] if self.fit_intercept else 0.0)
+                s = scores.scores_on(x, check_rows, s_check)
                 if self.confidence is not None:     # aim at a model whose certified bound meets the tolerance
                     return certified_gap(self.constraint, s > 0, y_check, g_check, n_groups, 1.0 - self.confidence)
                 return fairness_gap(self.constraint, s, y_check, g_check, w_check)
@@ -417,8 +417,7 @@ class FairClassifier(LinearConstrainedClassifier):
         self._set_fitted(x, X, result, record, check_rows, solver, ridge)
         self.certified_gap_ = None
         if certify_rows is not None:
-            s = scores.design.matvec(x[:X.shape[1]], np.empty(certify_rows.size), certify_rows)
-            s += x[-1] if self.fit_intercept else 0.0
+            s = scores.scores_on(x, certify_rows, np.empty(certify_rows.size))
             self.certified_gap_ = (0.0 if n_groups < 2 else
                                    certified_gap(self.constraint, s > 0, y01[certify_rows], groups.codes[certify_rows],
                                                  n_groups, 1.0 - self.confidence))

@@ -69,11 +69,6 @@ def _column_keys(sensitive_features, X=None):
     return None
 
 
-def sensitive_columns(sensitive_features, X=None):
-    """The column names/positions ``sensitive_features`` refers to, or [] when it holds the values (`_column_keys`)."""
-    return _column_keys(sensitive_features, X) or []
-
-
 def resolve_sensitive(X, sensitive_features, drop_sensitive):
     """``(X, sensitive values, dropped columns)``: `split_sensitive` and the columns it dropped.
 

@@ -256,41 +256,41 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             if not (np.any(y01[select] == 1) and validation.size):
                 validation, grid = None, [ridge_for(None, total)]   # too few rows to compare candidates
         level = delta / len(grid)
-        design = LinearScores(dataset, self.fit_intercept).design
         cal_scores = np.empty(calibration.size)
 
-        def fit(rows, ridge, x0):
-            scores = LinearScores(dataset, self.fit_intercept, rows=rows)
-            objective = LinearLoss(scores, 2.0 * y01[rows] - 1.0, weight[rows], self.loss, ridge)
-            return solve_linear(LinearModelProblem(objective, [], name="NeymanPearsonClassifier scores"),
-                                solver, x0, None, self.max_iter, self.verbose, self.tol)
+        def problem_on(rows):   # one problem per row set; the candidates change only its ridge
+            objective = LinearLoss(LinearScores(dataset, self.fit_intercept, rows=rows), 2.0 * y01[rows] - 1.0,
+                                   weight[rows], self.loss, grid[0])
+            return LinearModelProblem(objective, [], name="NeymanPearsonClassifier scores")
 
-        def calibrate(x):
-            d = design.n_features
-            s0 = design.matvec(x[:d], cal_scores, calibration) + (x[d] if self.fit_intercept else 0.0)
+        def fit(problem, ridge, x0):
+            problem.objective.alpha = float(ridge)
+            return solve_linear(problem, solver, x0, None, self.max_iter, self.verbose, self.tol)
+
+        def calibrate(problem, x):
+            s0 = problem.linear_scores.scores_on(x, calibration, cal_scores)
             return s0, float(np_umbrella_threshold(s0, alpha, level))
 
-        x0 = np.zeros(design.n_features + int(self.fit_intercept))
+        x0 = np.zeros(dataset.n_features + int(self.fit_intercept))
         path = []
         if validation is not None:
-            fit_rows = np.flatnonzero(select)
+            candidates = problem_on(np.flatnonzero(select))
             val_scores = np.empty(validation.size)
             w_val = weight[validation]
             for ridge in grid:
-                result = fit(fit_rows, ridge, x0)
+                result = fit(candidates, ridge, x0)
                 x0 = result.x
-                _, threshold = calibrate(result.x)
-                d = design.n_features
-                sv = design.matvec(result.x[:d], val_scores, validation)
-                sv += result.x[d] if self.fit_intercept else 0.0
+                _, threshold = calibrate(candidates, result.x)
+                sv = candidates.linear_scores.scores_on(result.x, validation, val_scores)
                 type_two = float(w_val[sv <= threshold].sum() / w_val.sum())
                 path.append({"ridge": ridge, "validation_type_two_error": type_two, "x": result.x})
             best = min(range(len(path)), key=lambda k: (path[k]["validation_type_two_error"], k))
             ridge, x0 = path[best]["ridge"], path[best]["x"]
         else:
             ridge = grid[0]
-        result = fit(np.flatnonzero(rest), ridge, x0)
-        s0, threshold = calibrate(result.x)
+        final = problem_on(np.flatnonzero(rest))
+        result = fit(final, ridge, x0)
+        s0, threshold = calibrate(final, result.x)
         self.selection_ = {"ridges": [p["ridge"] for p in path] or [ridge], "chosen_ridge": ridge,
                            "validation_type_two_error": [p["validation_type_two_error"] for p in path],
                            "umbrella_level": level, "calibration_rows": int(calibration.size),
