@@ -24,6 +24,7 @@ FITS = {
     "fair_dp_validation": "FairClassifier('demographic_parity', tolerance=0.05, validation_fraction=0.3)",
     "np": "NeymanPearsonClassifier(alpha=0.05, delta=None)",
     "np_umbrella": "NeymanPearsonClassifier(alpha=0.05, delta=0.1)",
+    "np_default": "NeymanPearsonClassifier()",
     "multiclass_np": "MultiClassNeymanPearsonClassifier({0: 0.1, 2: 0.2})",
 }
 
