@@ -91,7 +91,7 @@ def test_weighted_neyman_pearson_reports_use_the_weights():
     np_est = NeymanPearsonClassifier(0.1, None).fit(X, y, sample_weight=w)
     report = np_est.constraint_report(X, y, sample_weight=w)
     assert report.satisfied and report.value == pytest.approx(np_est.fit_type_one_error_, abs=1e-12)
-    mc = MultiClassNeymanPearsonClassifier({0: 0.15}).fit(X, y, sample_weight=w)
+    mc = MultiClassNeymanPearsonClassifier({0: 0.15}, delta=None).fit(X, y, sample_weight=w)
     assert mc.calibration_["met"]
     report = mc.constraint_report(X, y, sample_weight=w)
     assert report.satisfied
@@ -141,7 +141,7 @@ def test_the_default_ridge_of_a_vanishing_total_weight_is_refused_by_name():
     w = np.full(y.size, 1e-320)
     for fit in (lambda: NeymanPearsonClassifier(0.1, None).fit(X, y, sample_weight=w),
                 lambda: FairClassifier().fit(X, y, sensitive_features=g, sample_weight=w),
-                lambda: MultiClassNeymanPearsonClassifier({1: 0.2}).fit(X, y, sample_weight=w)):
+                lambda: MultiClassNeymanPearsonClassifier({1: 0.2}, delta=None).fit(X, y, sample_weight=w)):
         with pytest.raises(ValueError, match=r"^sample_weight: the total weight 3e-318 is below 5.56e-309"):
             fit()
 

@@ -1,4 +1,5 @@
-"""MultiClassNeymanPearsonClassifier: class bounds met on training data, scikit-learn conformance, sparse input."""
+"""MultiClassNeymanPearsonClassifier: class bounds met on training data (``delta=None``), scikit-learn conformance,
+sparse input. The held-out guarantee (default ``delta``): tests/test_multiclass_np_guarantee.py."""
 import warnings
 
 import numpy as np
@@ -42,7 +43,7 @@ def test_bounds_met_on_training_where_violated_unconstrained(loss, C):
     bounds = {c: round(0.8 * free_errors[c], 3) for c in np.unique(labels) if c != "ant"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        clf = MultiClassNeymanPearsonClassifier(bounds, loss=loss).fit(X, labels)
+        clf = MultiClassNeymanPearsonClassifier(bounds, delta=None, loss=loss).fit(X, labels)
     assert clf.priority_class_ == "ant"
     errors = _errors(clf, X, labels)
     for c, bound in bounds.items():
@@ -59,7 +60,7 @@ def test_bounds_met_on_training_where_violated_unconstrained(loss, C):
 
 def test_unreachable_bounds_warn_and_are_reported():
     X, y = _blobs(C=3, spread=0.2)   # heavily overlapping classes
-    clf = MultiClassNeymanPearsonClassifier({1: 0.01, 2: 0.01}, max_calibration=3)
+    clf = MultiClassNeymanPearsonClassifier({1: 0.01, 2: 0.01}, delta=None, max_calibration=3)
     with pytest.warns(ConvergenceWarning, match="class_bounds"):
         clf.fit(X, y)
     assert not clf.calibration_["met"]
@@ -79,7 +80,7 @@ def test_out_of_sample_report():
     bounds = _reachable_bounds(X[:800], y[:800], [1, 2])
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        clf = MultiClassNeymanPearsonClassifier(bounds).fit(X[:800], y[:800])
+        clf = MultiClassNeymanPearsonClassifier(bounds, delta=None).fit(X[:800], y[:800])
     assert clf.constraint_report(X[:800], y[:800]).satisfied
     report = clf.constraint_report(X[800:], y[800:])
     errors = _errors(clf, X[800:], y[800:])
@@ -93,11 +94,13 @@ def test_out_of_sample_report():
 def test_deterministic():
     X, y = _blobs(C=3)
     bounds = _reachable_bounds(X, y, [1, 2])
-    a = MultiClassNeymanPearsonClassifier(bounds).fit(X, y)
-    b = MultiClassNeymanPearsonClassifier(bounds).fit(X, y)
-    assert np.array_equal(a.coef_, b.coef_) and np.array_equal(a.intercept_, b.intercept_)
-    assert np.array_equal(a.decision_function(X), a.decision_function(X))
-    assert a.priority_class_ == 0 and a.calibration_["met"]
+    for delta in (None, 0.2):
+        a = MultiClassNeymanPearsonClassifier(bounds, delta=delta, random_state=3).fit(X, y)
+        b = MultiClassNeymanPearsonClassifier(bounds, delta=delta, random_state=3).fit(X, y)
+        assert np.array_equal(a.coef_, b.coef_) and np.array_equal(a.intercept_, b.intercept_)
+        assert np.array_equal(a.decision_function(X), a.decision_function(X))
+        assert a.priority_class_ == 0 and a.calibration_["met"]
+        assert a.certification_ == b.certification_
 
 
 def test_sparse_input_stays_sparse_and_matches_dense():
@@ -105,8 +108,8 @@ def test_sparse_input_stays_sparse_and_matches_dense():
     X[np.abs(X) < 0.3] = 0.0
     Xs = sp.csr_matrix(X)
     bounds = _reachable_bounds(X, y, [1, 2])
-    clf_s = MultiClassNeymanPearsonClassifier(bounds).fit(Xs, y)
-    clf_d = MultiClassNeymanPearsonClassifier(bounds).fit(X, y)
+    clf_s = MultiClassNeymanPearsonClassifier(bounds, delta=None).fit(Xs, y)
+    clf_d = MultiClassNeymanPearsonClassifier(bounds, delta=None).fit(X, y)
     assert clf_s.calibration_["met"]
     np.testing.assert_allclose(clf_s.coef_, clf_d.coef_, rtol=1e-4, atol=1e-6)
 
@@ -133,7 +136,7 @@ def test_predict_proba_only_for_logistic():
 
 def test_two_classes_follow_binary_convention():
     X, y = _blobs(C=2)
-    clf = MultiClassNeymanPearsonClassifier({"yes": 0.05}).fit(X, np.where(y == 1, "yes", "no"))
+    clf = MultiClassNeymanPearsonClassifier({"yes": 0.05}, delta=None).fit(X, np.where(y == 1, "yes", "no"))
     s = clf.decision_function(X)
     assert s.shape == (X.shape[0],)
     assert np.array_equal(clf.predict(X), np.where(s > 0, "yes", "no"))
@@ -152,6 +155,11 @@ def test_two_classes_follow_binary_convention():
     (dict(loss="hinge"), "^loss:"),
     (dict(ridge=-1.0), "^ridge:"),
     (dict(max_calibration=0), "^max_calibration:"),
+    (dict(class_bounds={1: 0.1, 2: 0.1}, delta=1.0), "^delta:"),
+    (dict(class_bounds={1: 0.1, 2: 0.1}, calibration_fraction=0.0), "^calibration_fraction:"),
+    (dict(class_bounds={1: 0.1, 2: 0.1}, random_state=-1), "^random_state:"),
+    (dict(class_bounds={1: 0.01, 2: 0.1}), "^calibration_fraction: 1[0-9] held-out rows of class 1, but the umbrella "
+                                            "rule at alpha=0.01, delta=0.05 needs at least 299"),
 ])
 def test_invalid_parameters(params, message):
     X, y = _blobs(n=90, C=3)

@@ -894,3 +894,26 @@ def test_term_intercept_matches_stacked_dataset(rng, sparse, layout):
     assert problem.x0.shape == (28,) and problem.objective.intercept
     assert all(c.term.intercept for c in problem.constraints)
     assert problem.f(np.zeros(28)) == 1.5  # W = 0, intercepts included: (C - 1) phi(0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("layout", ["classes", "features"])
+def test_a_term_on_rows_equals_the_term_on_those_rows_copied(sparse, layout):
+    # ``rows=`` (a fit that holds a calibration part out) reads the same rows as a sliced dataset
+    rng = np.random.default_rng(11)
+    data = make_data(rng, n=80, sparse=sparse, weights=True)
+    rows = np.sort(rng.choice(80, 50, replace=False))
+    sliced = Dataset(data.X[rows], data.y[rows], sample_weight=data.sample_weight[rows], task="multiclass")
+    x = rng.normal(size=4 * (data.n_features + 1))
+    for k in range(4):
+        on_rows = ClassPairwiseRisk(data, k, 4, "logistic", layout=layout, intercept=True, rows=rows)
+        copied = ClassPairwiseRisk(sliced, k, 4, "logistic", layout=layout, intercept=True)
+        assert on_rows.n_samples == copied.n_samples
+        g1, g2 = np.empty(x.size), np.empty(x.size)
+        assert on_rows.value_and_subgradient(x, g1) == copied.value_and_subgradient(x, g2)
+        np.testing.assert_array_equal(g1, g2)
+        np.testing.assert_array_equal(on_rows.class_rows, rows[data.y[rows] == k])
+    with pytest.raises(ValueError, match=r"^rows: expected a 1-d array of row indices in \[0, 80\)"):
+        ClassPairwiseRisk(data, 0, 4, rows=np.array([0, 80]))
+    with pytest.raises(ValueError, match="^class_id: class 3 has no rows in the dataset among rows"):
+        ClassPairwiseRisk(data, 3, 4, rows=np.flatnonzero(data.y != 3))

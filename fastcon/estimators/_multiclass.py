@@ -20,9 +20,10 @@ from ..problems._validation import check_out, check_x
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_optional_count, check_real
 from ..solvers.augmented_lagrangian import augmented_lagrangian
-from ._input import check_sample_weight, ridge_for
+from ._input import check_fraction, check_random_state, check_sample_weight, ridge_for
 from ._linear import ConstrainedClassifier, warn_if_unconverged
 from ._report import ConstraintReport, _solve_summary, class_error_report
+from ._umbrella import calibration_rows, certified_class_shift
 
 __all__ = ["MultiClassNeymanPearsonClassifier"]
 
@@ -117,6 +118,23 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
        :math:`\max_k h_k/\alpha_k`, and a `ConvergenceWarning` says so (``calibration_["met"]``
        is False).
 
+    3. **Certification on held-out rows** (``delta``, default 0.05). Levels 1 and 2 bound the
+       errors on the rows they were fitted on, which says little about new rows. So a
+       ``calibration_fraction`` of every class with a bound :math:`\alpha_k < 1` is held out of
+       levels 1-2, and all such classes' scores are then raised by one shift :math:`t`, the
+       smallest on a path fixed by the fitting rows' margins that a fixed-sequence exact
+       binomial test on the held-out rows certifies
+       (`fastcon.estimators._umbrella.certified_class_shift`): with probability at least
+       :math:`1 - \delta` over the draw of the rows, **every** bounded class's error on new
+       rows is at most its :math:`\alpha_k` at once, :math:`P(\exists k: e_k > \alpha_k) \le
+       \delta`. With two classes this is the umbrella rule of Tong, Feng & Li (Science Advances,
+       2018). The shift moves errors between the bounded classes and the others, not between two
+       bounded classes: when those confusions alone exceed a bound, or the held-out rows are too
+       few to tell, no shift is certified; the most conservative one is kept and a UserWarning
+       says so (``certification_["certified"]`` is False). Refitting on all rows after the shift
+       is set would void the guarantee; it is not offered. ``delta=None`` skips this level:
+       the bounds then hold on the training rows only.
+
     Without ``class_bounds`` the fit is the unconstrained model: the objective is
     :math:`\sum_k (n_k/n) L_k`, the mean pairwise loss over all rows.
 
@@ -131,6 +149,11 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         The class :math:`p` whose error is minimised; default: the one class of ``y`` not in
         ``class_bounds`` (required when ``class_bounds`` bounds every class); unused without
         ``class_bounds`` (it must still be a class of ``y``).
+    delta : float or None, default 0.05
+        Probability, over the draw of the rows, that some bounded class's error on new data
+        exceeds its bound (level 3 above), in (0, 1). Each class with a bound :math:`\alpha_k < 1`
+        needs :math:`\lceil\log\delta/\log(1-\alpha_k)\rceil` held-out rows (59 at 0.05 and
+        0.05; a ValueError names the count). None: bounds on the training rows only.
     loss : {"sigmoid", "logistic"}
         :math:`\phi`. ``"logistic"``, :math:`\log(1 + e^{-z})`, is convex and makes the scores
         log-odds between pairs of classes, :math:`\sigma(s_k - s_l) = p_k / (p_k + p_l)` under the
@@ -143,6 +166,10 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         Outer iterations of each augmented Lagrangian solve; default the solver's own.
     max_calibration : int
         Largest number of solves in the level calibration.
+    calibration_fraction : float
+        With ``delta``: the fraction of each bounded class's rows held out to certify the shift.
+    random_state : int, numpy Generator or RandomState, optional
+        Seed of the held-out split (as in `NeymanPearsonClassifier`).
     verbose : bool
         Progress of each solve on stderr.
 
@@ -158,7 +185,15 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     levels_ : dict
         Class label -> the surrogate level :math:`r_k` of the kept solve.
     fit_errors_ : dict
-        Class label -> hard error rate on the training rows (weighted by ``sample_weight``).
+        Class label -> hard error rate on the rows the scores were fitted on (weighted by
+        ``sample_weight``; with ``delta``, the rows not held out, after the shift).
+    shift_ : ndarray of shape (n_classes,)
+        :math:`t`, added to the intercept of each class with a bound below 1 (0 for the other
+        classes; zeros with ``delta=None`` or without bounds).
+    certification_ : dict or None
+        With ``delta`` and bounds: ``delta``, ``certified``, ``p_value`` (the largest class's
+        exact binomial p-value at ``shift_``), ``candidates_tested``, and per bounded class
+        the held-out ``calibration_rows`` and ``calibration_errors``. None otherwise.
     calibration_ : dict
         ``levels`` (one list of :math:`r_k` per solve, in ``class_bounds_`` order), ``errors``
         (the :math:`h_k` reached), ``priority_errors``, ``statuses``, ``chosen``, ``met``.
@@ -173,24 +208,28 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 300)
-    >>> X = 3.0 * np.eye(3)[y] + rng.normal(size=(300, 3))
-    >>> clf = MultiClassNeymanPearsonClassifier({1: 0.05, 2: 0.05}).fit(X, y)
-    >>> all(clf.fit_errors_[k] <= 0.05 for k in (1, 2))
+    >>> y = rng.integers(0, 3, 3000)
+    >>> X = 3.0 * np.eye(3)[y] + rng.normal(size=(3000, 3))
+    >>> clf = MultiClassNeymanPearsonClassifier({1: 0.05, 2: 0.05}, random_state=0).fit(X, y)
+    >>> clf.certification_["certified"], clf.priority_class_
+    (True, 0)
+    >>> all(clf.certification_["calibration_errors"][k] <= 0.05 for k in (1, 2))
     True
-    >>> clf.priority_class_
-    0
     """
 
-    def __init__(self, class_bounds=None, *, priority_class=None, loss="sigmoid", ridge=None, fit_intercept=True,
-                 max_iter=None, max_calibration=8, verbose=False):
+    def __init__(self, class_bounds=None, *, delta=0.05, priority_class=None, loss="sigmoid", ridge=None,
+                 fit_intercept=True, max_iter=None, max_calibration=8, calibration_fraction=0.5, random_state=None,
+                 verbose=False):
         self.class_bounds = class_bounds
+        self.delta = delta
         self.priority_class = priority_class
         self.loss = loss
         self.ridge = ridge
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.max_calibration = max_calibration
+        self.calibration_fraction = calibration_fraction
+        self.random_state = random_state
         self.verbose = verbose
 
     # ------------------------------------------------------------------ parameters
@@ -200,6 +239,10 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             check_real("ridge", self.ridge)
         check_count("max_calibration", self.max_calibration)
         check_optional_count("max_iter", self.max_iter)
+        if self.delta is not None:
+            check_fraction("delta", self.delta)
+        check_fraction("calibration_fraction", self.calibration_fraction)
+        check_random_state(self.random_state, draw=False)
         if self.class_bounds is not None and not isinstance(self.class_bounds, dict):
             raise TypeError(f"class_bounds: expected a dict of class label -> error bound, got "
                             f"{type(self.class_bounds).__name__}")
@@ -268,9 +311,23 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         n, d = X.shape
         p, bounds = self._resolve_classes(classes)
         weight, weight_scale = (np.ones(n), 1.0) if sample_weight is None else check_sample_weight(sample_weight, n)
-        class_weight = np.bincount(y_index, weights=weight, minlength=C)
+        # With delta, a calibration part of every class with a bound below 1 is held out of the fit
+        # (class docstring); the fit reads the other rows, through the terms' ``rows``.
+        calibration = {}
+        if self.delta is not None and any(bound < 1.0 for bound in bounds.values()):
+            rng = check_random_state(self.random_state)
+            for k, bound in bounds.items():
+                if bound < 1.0:
+                    calibration[k] = calibration_rows(np.flatnonzero(y_index == k), self.calibration_fraction,
+                                                      bound, float(self.delta), rng, name=f"class {_python(classes[k])!r}")
+        fitted = np.ones(n, dtype=bool)
+        for rows in calibration.values():
+            fitted[rows] = False
+        fit_rows = np.flatnonzero(fitted) if calibration else None
+        class_weight = np.bincount(y_index[fitted], weights=weight[fitted], minlength=C)
         if np.any(class_weight <= 0):
-            raise ValueError(f"sample_weight: class(es) {classes[class_weight <= 0].tolist()} have zero total weight")
+            raise ValueError(f"sample_weight: class(es) {classes[class_weight <= 0].tolist()} have zero total weight"
+                             + (" among the rows not held out for calibration" if calibration else ""))
 
         # The intercepts are the terms' implicit column of ones (index d of every row of W): X itself
         # goes to the terms, not a stacked copy (issue 33).
@@ -285,10 +342,10 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             levels = np.ones(C - 1)   # [MLY20] order: every class but p, increasing; all are bounded here
             levels[:] = [bounds[k] for k in range(C) if k != p]
             base = multiclass_neyman_pearson(dataset, p, levels, radius=np.inf, loss=self.loss, layout=layout,
-                                             intercept=intercept)
+                                             intercept=intercept, rows=fit_rows)
             terms, term_weights, constraints = [base.objective], [1.0], base.constraints
         else:
-            terms = [ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout, intercept=intercept)
+            terms = [ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout, intercept=intercept, rows=fit_rows)
                      for k in range(C)]
             term_weights, constraints = class_weight / class_weight.sum(), []
         d_full = d + intercept
@@ -297,7 +354,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         penalised = np.ones(C * d_full, dtype=bool)
         if self.fit_intercept:
             penalised[slots[:, -1]] = False
-        ridge = ridge_for(self.ridge, float(weight.sum()) * weight_scale)
+        ridge = ridge_for(self.ridge, float(weight[fitted].sum()) * weight_scale)
         objective = _PooledRidge(terms, term_weights, ridge, penalised)
         problem = ConstrainedProblem(objective, constraints, Whole(), x0=np.zeros(C * d_full),
                                      name="MultiClassNeymanPearsonClassifier")
@@ -308,10 +365,14 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             W = terms[0].weights(x)
             return W[:, :d], (W[:, d] if self.fit_intercept else np.zeros(C))
 
-        def hard_errors(x):
+        def raw_scores(W):   # X W^T as `predict` computes it (a contiguous W, as coef_ is stored)
+            return np.asarray(safe_sparse_dot(X, np.ascontiguousarray(W).T, dense_output=True))
+
+        def hard_errors(x, shift=0.0):
+            """Each class's (weighted) error on the fitted rows."""
             W, b = weights_of(x)
-            wrong = np.argmax(np.asarray(safe_sparse_dot(X, W.T, dense_output=True)) + b, axis=1) != y_index
-            return np.bincount(y_index, weights=weight * wrong, minlength=C) / class_weight
+            wrong = np.argmax(raw_scores(W) + (b + shift), axis=1) != y_index
+            return np.bincount(y_index[fitted], weights=(weight * wrong)[fitted], minlength=C) / class_weight
 
         x, multipliers = np.zeros(C * d_full), None
         r = alpha.copy()
@@ -320,7 +381,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             # L_k and hard errors h_k scale the first levels, r_k = L_k clip(alpha_k / h_k, 1/4, 4),
             # which puts each level in the loss's own units (a logistic L_k is never near alpha_k).
             free = ConstrainedProblem(_PooledRidge([ClassPairwiseRisk(dataset, k, C, self.loss, layout=layout,
-                                                                      intercept=intercept)
+                                                                      intercept=intercept, rows=fit_rows)
                                                     for k in range(C)], class_weight / class_weight.sum(),
                                                    ridge, penalised), [], Whole(),
                                       x0=np.zeros(C * d_full))
@@ -367,7 +428,20 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         x, result, h_all, r = solutions[chosen]
         W, b = weights_of(x)
         self.coef_ = np.ascontiguousarray(W)
-        self.intercept_ = np.array(b, dtype=np.float64)
+        b = np.array(b, dtype=np.float64)
+        self.shift_, self.certification_ = np.zeros(C), None
+        if calibration:
+            certificate = certified_class_shift(raw_scores(W), b, y_index, calibration, bounds, fitted,
+                                                float(self.delta))
+            self.shift_ = certificate["shift"]
+            b = b + self.shift_
+            h_all = hard_errors(x, self.shift_)
+            self.certification_ = {
+                "delta": float(self.delta), "certified": certificate["certified"],
+                "p_value": certificate["p_value"], "candidates_tested": certificate["tested"],
+                "calibration_rows": {_python(classes[k]): m for k, m in certificate["rows"].items()},
+                "calibration_errors": {_python(classes[k]): e for k, e in certificate["errors"].items()}}
+        self.intercept_ = b
         self.priority_class_ = None if p is None else _python(classes[p])
         self.class_bounds_ = {_python(classes[k]): bounds[k] for k in bounded}
         self.levels_ = {_python(classes[k]): float(level) for k, level in zip(bounded, r)}
@@ -381,6 +455,11 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
                           f"{len(record['errors'])} solves (calibration_ has the trace); the bounds may be "
                           "unreachable by a linear model, or raise max_calibration / max_iter", ConvergenceWarning,
                           stacklevel=2)
+        if calibration and not self.certification_["certified"]:
+            warnings.warn(f"class_bounds: not certified at delta={self.delta:g}: even the most conservative shift "
+                          f"leaves held-out errors {self.certification_['calibration_errors']} (binomial p-value "
+                          f"{self.certification_['p_value']:.3g} > delta); use more rows, larger bounds or delta, "
+                          "or delta=None for training-row bounds", UserWarning, stacklevel=2)
         warn_if_unconverged(self, result, "augmented_lagrangian", X, ridge)
         return self
 

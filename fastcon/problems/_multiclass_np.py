@@ -166,6 +166,10 @@ class ClassPairwiseRisk:
         :math:`W` has :math:`d + 1` columns, the last one the classes' intercepts, and the scores
         are :math:`w_l^\top a_i + W_{l,d}`. The same as appending a column of ones to the data
         (to round-off) without the copy of the data that costs.
+    rows : array-like of int, optional
+        The dataset rows the term may read (default all): its rows are those of class
+        ``class_id`` among them. A fit that holds rows out (a calibration part) passes the
+        others, so only the class's kept rows are copied into the block.
 
     Attributes
     ----------
@@ -182,7 +186,7 @@ class ClassPairwiseRisk:
     """
 
     def __init__(self, dataset, class_id, n_classes=None, loss="sigmoid", sample_weight="dataset", layout="classes",
-                 intercept=False):
+                 intercept=False, rows=None):
         self.loss = _check_loss(loss)
         self.intercept = bool(intercept)
         self.layout = _check_layout(layout)
@@ -195,10 +199,20 @@ class ClassPairwiseRisk:
         dw = int(d) + self.intercept  # columns of W: the intercepts are the last (an implicit column of ones)
         self.n_input_features = dw
         self.n_features = C * dw
-        self.class_rows = np.flatnonzero(dataset.y == self.class_id).astype(np.int64)
+        if rows is None:
+            self.class_rows = np.flatnonzero(dataset.y == self.class_id).astype(np.int64)
+        else:
+            rows = np.asarray(rows)
+            if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer) or (
+                    rows.size and (rows.min() < 0 or rows.max() >= n)):
+                raise ValueError(f"rows: expected a 1-d array of row indices in [0, {n}), got "
+                                 f"{rows.dtype} of shape {rows.shape}")
+            rows = np.unique(rows).astype(np.int64)
+            self.class_rows = rows[dataset.y[rows] == self.class_id]
         self.n_samples = int(self.class_rows.size)
         if self.n_samples == 0:
-            raise ValueError(f"class_id: class {self.class_id} has no rows in the dataset")
+            raise ValueError(f"class_id: class {self.class_id} has no rows in the dataset"
+                             + ("" if rows is None else " among rows"))
         if isinstance(sample_weight, str) and sample_weight == "dataset":
             sample_weight = dataset.sample_weight
         weights = None
@@ -386,7 +400,7 @@ def _index_type(extent):
 
 
 def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, loss="sigmoid",
-                              layout="classes", intercept=False) -> ConstrainedProblem:
+                              layout="classes", intercept=False, rows=None) -> ConstrainedProblem:
     r"""Multi-class Neyman-Pearson classification, [MLY20] eq. (11) (module docstring).
 
     .. math::
@@ -419,6 +433,8 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
         Intercepts as an implicit last column of ones (:class:`ClassPairwiseRisk`): :math:`W` has
         :math:`d + 1` columns, and every length :math:`d` below becomes :math:`d + 1` (the balls
         then hold the intercepts too, as they would a stored column of ones).
+    rows : array-like of int, optional
+        The dataset rows the terms read (default all; :class:`ClassPairwiseRisk`).
 
     Returns
     -------
@@ -452,8 +468,9 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
     if not radius > 0:
         raise ValueError(f"radius: must be positive, got {radius}")
     d = dataset.n_features + bool(intercept)
-    objective = ClassPairwiseRisk(dataset, p, C, loss, layout=layout, intercept=intercept)
-    constraints = [less_equal(ClassPairwiseRisk(dataset, k, C, loss, layout=layout, intercept=intercept), level)
+    objective = ClassPairwiseRisk(dataset, p, C, loss, layout=layout, intercept=intercept, rows=rows)
+    constraints = [less_equal(ClassPairwiseRisk(dataset, k, C, loss, layout=layout, intercept=intercept, rows=rows),
+                              level)
                    for k, level in zip(others, levels)]
     if layout == "classes":
         domain = ProductOfBalls(np.arange(C + 1) * d, np.full(C, radius))
