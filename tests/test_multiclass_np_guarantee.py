@@ -1,4 +1,5 @@
-"""MultiClassNeymanPearsonClassifier's default guarantee (issue 34): every bounded class's error on new rows.
+"""MultiClassNeymanPearsonClassifier's default guarantee (issue 34): every bounded class's error on new rows;
+and what each estimator's report says holds on new data.
 
 With ``delta`` the bounded classes' common score shift is certified on held-out rows by a
 fixed-sequence exact binomial test (`fastcon.estimators._umbrella.certified_class_shift`), so
@@ -11,8 +12,10 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
+from test_estimators import make_groups_data
+
 pytest.importorskip("sklearn")
-from fastcon.estimators import MultiClassNeymanPearsonClassifier  # noqa: E402
+from fastcon.estimators import FairClassifier, MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier  # noqa: E402
 from fastcon.estimators._input import check_random_state  # noqa: E402
 from fastcon.estimators._umbrella import calibration_rows, certified_class_shift  # noqa: E402
 
@@ -114,3 +117,23 @@ def test_delta_none_and_unbounded_fits_have_no_certificate():
                 MultiClassNeymanPearsonClassifier().fit(X, y),
                 MultiClassNeymanPearsonClassifier({1: 1.0, 2: 1.0}, priority_class=0).fit(X, y)):
         assert clf.certification_ is None and np.array_equal(clf.shift_, np.zeros(3))
+
+
+def test_the_report_says_what_holds_on_new_data():
+    X, y, g = make_groups_data(4000, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reports = {
+            "np": NeymanPearsonClassifier(random_state=0).fit(X, y).constraint_report(X, y),
+            "np_none": NeymanPearsonClassifier(delta=None).fit(X, y).constraint_report(X, y),
+            "mc": MultiClassNeymanPearsonClassifier({1: 0.1}, random_state=0).fit(X, y).constraint_report(X, y),
+            "fair": FairClassifier("demographic_parity", 0.2, confidence=0.9, random_state=0).fit(
+                X, y, sensitive_features=g).constraint_report(X, y, g),
+            "fair_none": FairClassifier("demographic_parity", 0.2).fit(X, y, sensitive_features=g).constraint_report(
+                X, y, g)}
+    assert reports["np"].guarantee.startswith("certified: population type-I error <= 0.05 with probability >= 0.95")
+    assert reports["mc"].guarantee.startswith("certified: every bounded class's population error <= its bound")
+    assert reports["fair"].guarantee.startswith("certified: population demographic_parity gap <= 0.")
+    for name in ("np_none", "fair_none"):
+        assert reports[name].guarantee.startswith("no guarantee on new data: "), reports[name].guarantee
+    assert "guarantee: no guarantee on new data" in str(reports["fair_none"])

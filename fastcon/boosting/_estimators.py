@@ -449,6 +449,14 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         labels_to_index(y, self.classes_)
         return class_error_report(self, y, self.predict(X))
 
+    def _guarantee(self):
+        """`ConstraintReport.guarantee`: the umbrella statement with ``delta`` (two classes), else the training rows."""
+        umbrella = getattr(self, "umbrella_", None)
+        if umbrella is None:
+            return "no guarantee on new data: errors within the bounds on the training rows"
+        return (f"certified: population type-I error <= {self.alpha:g} with probability >= "
+                f"{1 - umbrella['delta']:g} (umbrella rule on {umbrella['calibration_rows']} held-out rows)")
+
 
 class FairGBMClassifier(_GBMClassifier):
     r"""Gradient-boosted classifier with bounded gaps between the groups' mean losses (Lin & Deng [LD23] §4).
@@ -621,4 +629,5 @@ class FairGBMClassifier(_GBMClassifier):
                                 "error_rate": float(np.mean(predicted[rows] != labels[rows]))}
         value = float(max(means) - min(means)) if means else float("nan")
         return ConstraintReport("group_loss_gap", float(self.tolerance), value, bool(value <= self.tolerance),
-                                per_group, *_solve_summary(self), fit_value=self.fit_gap_)
+                                per_group, *_solve_summary(self), fit_value=self.fit_gap_,
+                                guarantee="no guarantee on new data: the mean-loss gap is bounded on the training rows")

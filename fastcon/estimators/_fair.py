@@ -429,6 +429,14 @@ class FairClassifier(LinearConstrainedClassifier):
                               "tolerance", UserWarning, stacklevel=2)
         return self
 
+    def _guarantee(self):
+        """`ConstraintReport.guarantee`: the certified bound with ``confidence``, else the rows the bound was met on."""
+        if getattr(self, "certified_gap_", None) is not None:
+            verdict = "certified" if self.certified_gap_ <= self.tolerance else "not certified"
+            return (f"{verdict}: population {self.constraint} gap <= {self.certified_gap_:.4g} with probability "
+                    f">= {self.confidence:g} (tolerance {self.tolerance:g}; Clopper-Pearson bounds on held-out rows)")
+        return f"no guarantee on new data: the bound is met on the {self.calibration_['measured_on']} (confidence=None)"
+
     def _set_fitted(self, x, X, result, record, check_rows, solver, ridge):
         """Fitted attributes from the chosen solution ``x = (w, b, ...)``; warns when the tolerance was missed
         or the kept solve did not converge (`fastcon.estimators._linear.warn_if_unconverged`)."""

@@ -318,8 +318,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             rng = check_random_state(self.random_state)
             for k, bound in bounds.items():
                 if bound < 1.0:
-                    calibration[k] = calibration_rows(np.flatnonzero(y_index == k), self.calibration_fraction,
-                                                      bound, float(self.delta), rng, name=f"class {_python(classes[k])!r}")
+                    calibration[k] = calibration_rows(np.flatnonzero(y_index == k), self.calibration_fraction, bound,
+                                                      float(self.delta), rng, name=f"class {_python(classes[k])!r}")
         fitted = np.ones(n, dtype=bool)
         for rows in calibration.values():
             fitted[rows] = False
@@ -462,6 +462,17 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
                           "or delta=None for training-row bounds", UserWarning, stacklevel=2)
         warn_if_unconverged(self, result, "augmented_lagrangian", X, ridge)
         return self
+
+    def _guarantee(self):
+        """`ConstraintReport.guarantee`: the held-out certificate, its failure, or the training rows."""
+        if not self.class_bounds_:
+            return "no bound"
+        if self.certification_ is None:
+            return "no guarantee on new data: errors within the bounds on the training rows (delta=None)"
+        c = self.certification_
+        verdict = "certified" if c["certified"] else "not certified"
+        return (f"{verdict}: every bounded class's population error <= its bound with probability >= "
+                f"{1 - c['delta']:g} (exact binomial test on held-out rows, p-value {c['p_value']:.3g})")
 
     # ------------------------------------------------------------------ prediction
     def decision_function(self, X):

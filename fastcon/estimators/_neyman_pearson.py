@@ -332,7 +332,14 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         certificate = {k: result.info[k] for k in ("kkt_stationarity", "complementarity") if k in result.info}
         return ConstraintReport("type_one_error", float(self.alpha), float(value), bool(value <= self.alpha),
                                 per_class, result.status, result.message, certificate,
-                                fit_value=self.fit_type_one_error_)
+                                fit_value=self.fit_type_one_error_, guarantee=self._guarantee())
+
+    def _guarantee(self):
+        """`ConstraintReport.guarantee`: the umbrella statement with ``delta``, the training rows without."""
+        if self.delta is None:
+            return "no guarantee on new data: type-I error <= alpha on the training rows (delta=None)"
+        return (f"certified: population type-I error <= {self.alpha:g} with probability >= {1 - self.delta:g} "
+                f"(umbrella rule on {self.selection_['calibration_rows']} held-out rows)")
 
 
 def _weighted_error(y_pred, y, label, weight):

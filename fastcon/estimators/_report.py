@@ -66,7 +66,13 @@ class ConstraintReport:
     certificate : dict
         The solver's certificate (KKT residuals and multipliers for the augmented Lagrangian).
     fit_value : float
-        The hard metric where calibration measured it (training or validation rows).
+        The hard metric where calibration measured it (training or validation rows; with
+        ``FairClassifier(confidence=...)``, the certified bound on the tuning half).
+    guarantee : str
+        What the bound promises on new data, in words: ``"certified: ..."`` (a probability over
+        the draw of the rows, from held-out rows no fit has seen), ``"not certified: ..."`` (the
+        held-out rows could not certify it), or ``"no guarantee on new data: ..."`` (the bound holds
+        on the rows named there).
     interval : tuple of float, optional
         The rank band :math:`(\alpha, \beta)` of ``"partial_dp"`` and ``"weak_partial_dp"``
         (He, Huang, Yao & Lin [HHYL25]); None for the other constraints.
@@ -80,6 +86,7 @@ class ConstraintReport:
     solver_message: str = ""
     certificate: dict = field(default_factory=dict)
     fit_value: float = float("nan")
+    guarantee: str = ""
     interval: tuple = None
 
     @classmethod
@@ -99,6 +106,7 @@ class ConstraintReport:
                                 "false_positive_rate": float(rates.false_positive_rate[r])}
         return cls(estimator.constraint, float(estimator.tolerance), float(value), bool(value <= estimator.tolerance),
                    per_group, *_solve_summary(estimator), fit_value=float(estimator.fit_gap_),
+                   guarantee=estimator._guarantee(),
                    interval=None if interval is None else tuple(float(v) for v in interval))
 
     def __str__(self):
@@ -106,6 +114,8 @@ class ConstraintReport:
         lines = [f"{self.constraint}{band}: {self.value:.4g} (bound {self.bound:.4g}) -> "
                  f"{'satisfied' if self.satisfied else 'VIOLATED'}; fit: {self.fit_value:.4g}; "
                  f"solver: {self.solver_status}"]
+        if self.guarantee:
+            lines.append(f"  guarantee: {self.guarantee}")
         for label, rates in self.per_group.items():
             lines.append(f"  {label!r}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                                                      for k, v in rates.items()))
@@ -146,5 +156,6 @@ def class_error_report(estimator, y, y_pred, sample_weight=None) -> ConstraintRe
     fit_excess = [estimator.fit_errors_[c] - a for c, a in estimator.class_bounds_.items()]
     return ConstraintReport("class_error_rates", 0.0, float(value), bool(not excess or value <= 0.0), per_class,
                             *_solve_summary(estimator),
-                            fit_value=float(max(fit_excess)) if fit_excess else float("nan"))
+                            fit_value=float(max(fit_excess)) if fit_excess else float("nan"),
+                            guarantee=estimator._guarantee())
 
