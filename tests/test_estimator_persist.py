@@ -195,3 +195,21 @@ def test_markers_round_trip_exotic_values():
     assert math.isnan(back[3][0]) and back[3][1] == -math.inf and back[3][2] is True
     assert back["plain"] == {"k": 1.5, "m": -2}
     assert back["arr"].dtype == np.uint8 and back["names"].dtype == object and back["names"].tolist() == ["x", "y"]
+
+
+def test_a_file_from_before_a_behaviour_changing_parameter_loads_with_the_old_behaviour(tmp_path):
+    # MultiClassNeymanPearsonClassifier gained delta (default 0.05: a held-out certificate); a file
+    # written before has no delta and was fitted on all rows, as delta=None does
+    X, y = np.random.default_rng(0).normal(size=(300, 3)), np.arange(300) % 3
+    clf = MultiClassNeymanPearsonClassifier({1: 0.4, 2: 0.4}, delta=None).fit(X, y)
+    clf.save(tmp_path / "new.npz")
+
+    def as_old(header):
+        del header["params"]["delta"], header["params"]["calibration_fraction"], header["params"]["random_state"]
+        for name in ("shift_", "certification_", "guarantee_"):
+            header["attributes"].pop(name)
+    _rewrite(tmp_path / "new.npz", tmp_path / "old.npz", as_old)
+    old = load(tmp_path / "old.npz")
+    assert old.get_params()["delta"] is None
+    assert _same(old.predict(X), clf.predict(X))
+    assert old.constraint_report(X, y).guarantee == ""      # unknown for a file that did not record it

@@ -137,3 +137,39 @@ def test_the_report_says_what_holds_on_new_data():
     for name in ("np_none", "fair_none"):
         assert reports[name].guarantee.startswith("no guarantee on new data: "), reports[name].guarantee
     assert "guarantee: no guarantee on new data" in str(reports["fair_none"])
+
+
+def test_discrete_features_leave_no_row_on_the_boundary():
+    # one-hot features: many rows share each margin; a shift equal to a margin would leave them on
+    # the boundary, where the rounding of the product (whole matrix vs one row) decides the class
+    rng = np.random.default_rng(0)
+    n = 4000
+    cats = rng.integers(0, 6, (n, 3))
+    X = np.hstack([np.eye(6)[cats[:, j]] for j in range(3)])
+    y = np.where(rng.random(n) < 0.8, cats[:, 0] % 3, rng.integers(0, 3, n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = MultiClassNeymanPearsonClassifier({1: 0.2, 2: 0.2}, random_state=6).fit(X, y)
+    scores = clf.decision_function(X)
+    top2 = np.sort(scores, axis=1)[:, -2:]
+    assert np.min(top2[:, 1] - top2[:, 0]) > 1e-9 * np.abs(scores).max()
+    one_by_one = np.concatenate([clf.predict(X[i:i + 1]) for i in range(n)])
+    np.testing.assert_array_equal(one_by_one, clf.predict(X))
+
+
+def test_the_report_describes_the_fitted_model_not_later_parameters():
+    X, y, g = make_groups_data(3000, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fair = FairClassifier("demographic_parity", 0.1, confidence=0.9, random_state=0).fit(
+            X, y, sensitive_features=g)
+        stated = fair.constraint_report(X, y, g).guarantee
+        fair.set_params(confidence=None, tolerance=0.5)
+        assert fair.constraint_report(X, y, g).guarantee == stated
+        # a refit without confidence (here a partial constraint) drops the old certificate
+        fair.set_params(constraint="partial_dp", interval=(0.2, 0.8), max_calibration=1).fit(
+            X, y, sensitive_features=g)
+    assert fair.certified_gap_ is None
+    assert fair.constraint_report(X, y, g).guarantee.startswith("no guarantee on new data: the bound is ")
+    mc = MultiClassNeymanPearsonClassifier({1: 1.0}, priority_class=0).fit(X, y)
+    assert mc.constraint_report(X, y).guarantee == "no guarantee on new data: no class has a bound below 1"

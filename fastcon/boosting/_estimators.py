@@ -260,6 +260,8 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         With ``delta``: ``calibration_rows`` (held out), ``fit_rows``, ``delta`` and
         ``calibration_type_one_error`` (the held-out rows' type-I error at the threshold). None with
         ``delta=None``.
+    guarantee_ : str
+        What holds on new data, in words (`fastcon.estimators.ConstraintReport.guarantee`).
     """
 
     def __init__(self, backend="lightgbm", alpha=0.05, delta=0.05, *, constrained_class=None, rounds=DEFAULT_ROUNDS,
@@ -388,6 +390,13 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
             F = model.scores(result.state) - self._sign() * self.threshold_
             err = np.array([np.mean((F > 0).astype(np.int64)[labels == j] != j) for j in range(J)])
         self.fit_errors_ = {_python(c): float(err[j]) for j, c in enumerate(self.classes_)}
+        if self.umbrella_ is None:
+            self.guarantee_ = (f"no guarantee on new data: errors {'within' if record.met else 'NOT within'} the "
+                               "bounds on the training rows")
+        else:
+            self.guarantee_ = (f"certified: population type-I error <= {bounds[constrained]:g} with probability >= "
+                               f"{1 - self.umbrella_['delta']:g} (umbrella rule on "
+                               f"{self.umbrella_['calibration_rows']} held-out rows)")
         if not record.met:
             warnings.warn(f"alpha: the training error rates reached {hard(result.state):.3g} x their bounds after "
                           f"{len(record.bounds)} ABPP runs (calibration_ has the trace); raise max_calibration or "
@@ -448,14 +457,6 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         y = np.asarray(y)
         labels_to_index(y, self.classes_)
         return class_error_report(self, y, self.predict(X))
-
-    def _guarantee(self):
-        """`ConstraintReport.guarantee`: the umbrella statement with ``delta`` (two classes), else the training rows."""
-        umbrella = getattr(self, "umbrella_", None)
-        if umbrella is None:
-            return "no guarantee on new data: errors within the bounds on the training rows"
-        return (f"certified: population type-I error <= {self.alpha:g} with probability >= "
-                f"{1 - umbrella['delta']:g} (umbrella rule on {umbrella['calibration_rows']} held-out rows)")
 
 
 class FairGBMClassifier(_GBMClassifier):

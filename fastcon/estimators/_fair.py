@@ -207,12 +207,15 @@ class FairClassifier(LinearConstrainedClassifier):
         smallest hard value), ``met`` (tolerance met), ``converged`` (the kept solve ended as its
         solver should; if not, ``fit`` warns) and where the hard gap was measured (``measured_on``).
     fit_gap_ : float
-        The hard gap where calibration measured it.
+        The hard gap where calibration measured it; with ``confidence``, the certified bound on the
+        tuning half (the quantity calibration steered by).
     interval_ : tuple of float or None
         The rank band of the partial constraints (given or chosen); None for the others.
     certified_gap_ : float or None
         With ``confidence``: an upper bound on the population gap that holds with probability at
         least ``confidence`` (over the draw of the rows); None without it.
+    guarantee_ : str
+        What holds on new data, in words (`ConstraintReport.guarantee`).
     interval_choice_ : fastcon.metrics.IntervalChoice or None
         The candidates and their partial DP when ``interval=None`` chose the band; None when the
         band was given (or the constraint is not partial).
@@ -349,7 +352,7 @@ class FairClassifier(LinearConstrainedClassifier):
             y_fit, g_fit, w_fit = y01, groups.codes, weight
         else:
             y_fit, g_fit, w_fit = y01[fit_rows], groups.codes[fit_rows], weight[fit_rows]
-        self.interval_ = self.interval_choice_ = None
+        self.interval_ = self.interval_choice_ = self.certified_gap_ = None
         if self.constraint in PARTIAL_CONSTRAINTS:
             X_fit = X if fit_rows is None else X[fit_rows]
             return self._fit_partial(X, y01, groups.codes, X_fit, y_fit, g_fit, w_fit, check_rows, solver)
@@ -415,12 +418,16 @@ class FairClassifier(LinearConstrainedClassifier):
                                                 adapt_smoothing=self.constraint != "roc",
                                                 converged=lambda r: converged(r, solver))
         self._set_fitted(x, X, result, record, check_rows, solver, ridge)
-        self.certified_gap_ = None
         if certify_rows is not None:
             s = scores.scores_on(x, certify_rows, np.empty(certify_rows.size))
             self.certified_gap_ = (0.0 if n_groups < 2 else
                                    certified_gap(self.constraint, s > 0, y01[certify_rows], groups.codes[certify_rows],
                                                  n_groups, 1.0 - self.confidence))
+            verdict = ("certified" if self.certified_gap_ <= self.tolerance else
+                       f"not certified (tolerance {self.tolerance:g}; no guarantee at the tolerance)")
+            self.guarantee_ = (f"{verdict}: population {self.constraint} gap <= {self.certified_gap_:.4g} with "
+                               f"probability >= {self.confidence:g} (Clopper-Pearson bounds on {certify_rows.size} "
+                               "held-out rows)")
             if self.certified_gap_ > self.tolerance:
                 warnings.warn(f"tolerance: {self.tolerance} cannot be certified at confidence {self.confidence} with "
                               f"the rows available: the certified bound on the {self.constraint} gap is "
@@ -428,14 +435,6 @@ class FairClassifier(LinearConstrainedClassifier):
                               "tolerance this model certifies; use more rows, a lower confidence or a larger "
                               "tolerance", UserWarning, stacklevel=2)
         return self
-
-    def _guarantee(self):
-        """`ConstraintReport.guarantee`: the certified bound with ``confidence``, else the rows the bound was met on."""
-        if getattr(self, "certified_gap_", None) is not None:
-            verdict = "certified" if self.certified_gap_ <= self.tolerance else "not certified"
-            return (f"{verdict}: population {self.constraint} gap <= {self.certified_gap_:.4g} with probability "
-                    f">= {self.confidence:g} (tolerance {self.tolerance:g}; Clopper-Pearson bounds on held-out rows)")
-        return f"no guarantee on new data: the bound is met on the {self.calibration_['measured_on']} (confidence=None)"
 
     def _set_fitted(self, x, X, result, record, check_rows, solver, ridge):
         """Fitted attributes from the chosen solution ``x = (w, b, ...)``; warns when the tolerance was missed
@@ -446,6 +445,8 @@ class FairClassifier(LinearConstrainedClassifier):
         self.solve_result_ = result
         self.calibration_ = record.as_dict("training rows" if check_rows is None else "validation rows")
         self.fit_gap_ = record.hard_values[record.chosen] if record.hard_values else 0.0
+        self.guarantee_ = (f"no guarantee on new data: the bound is {'met' if record.met else 'NOT met'} on the "
+                           f"{self.calibration_['measured_on']} (confidence=None)")
         self.n_iter_ = result.n_iter
         if not record.met and self.confidence is None:   # with confidence: the certificate's warning (fit)
             hint = ("raise max_calibration or max_iter" if self.constraint in PARTIAL_CONSTRAINTS else

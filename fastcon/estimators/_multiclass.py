@@ -121,13 +121,13 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     3. **Certification on held-out rows** (``delta``, default 0.05). Levels 1 and 2 bound the
        errors on the rows they were fitted on, which says little about new rows. So a
        ``calibration_fraction`` of every class with a bound :math:`\alpha_k < 1` is held out of
-       levels 1-2, and all such classes' scores are then raised by one shift :math:`t`, the
-       smallest on a path fixed by the fitting rows' margins that a fixed-sequence exact
-       binomial test on the held-out rows certifies
-       (`fastcon.estimators._umbrella.certified_class_shift`): with probability at least
-       :math:`1 - \delta` over the draw of the rows, **every** bounded class's error on new
-       rows is at most its :math:`\alpha_k` at once, :math:`P(\exists k: e_k > \alpha_k) \le
-       \delta`. With two classes this is the umbrella rule of Tong, Feng & Li (Science Advances,
+       levels 1-2, and all such classes' scores are then raised by one shift :math:`t`: on a
+       path of shifts fixed by the fitting rows' margins, tested in order by exact binomial
+       tests on the held-out rows, the last one accepted before the first failure
+       (`fastcon.estimators._umbrella.certified_class_shift`). The statement, over the draw of
+       the rows: :math:`P(\text{certified and } \exists k: e_k > \alpha_k) \le \delta`, that
+       is, a certified fit meets **every** bound on new rows at once except with probability
+       :math:`\delta`; a fit that is not certified carries no guarantee. With two classes this is the umbrella rule of Tong, Feng & Li (Science Advances,
        2018). The shift moves errors between the bounded classes and the others, not between two
        bounded classes: when those confusions alone exceed a bound, or the held-out rows are too
        few to tell, no shift is certified; the most conservative one is kept and a UserWarning
@@ -160,7 +160,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         softmax model, so ``predict_proba`` (the softmax of the scores) exists for it only.
     ridge : float, optional
         :math:`\ge 0`, the L2 penalty on :math:`W` (not on the intercepts). None (default):
-        :math:`1/n`, the regularisation of scikit-learn's ``LogisticRegression(C=1.0)``.
+        :math:`1/n`, the regularisation of scikit-learn's ``LogisticRegression(C=1.0)``, with
+        :math:`n` the (weighted) rows the scores are fitted on (with ``delta``, those not held out).
     fit_intercept : bool
     max_iter : int, optional
         Outer iterations of each augmented Lagrangian solve; default the solver's own.
@@ -177,6 +178,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     ----------
     coef_ : ndarray of shape (n_classes, n_features)
     intercept_ : ndarray of shape (n_classes,)
+        The fitted intercepts plus ``shift_`` (so nonzero with ``delta`` even when
+        ``fit_intercept=False``).
     classes_ : ndarray of shape (n_classes,)
     priority_class_ : label or None
         :math:`p` (None without bounds).
@@ -194,6 +197,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         With ``delta`` and bounds: ``delta``, ``certified``, ``p_value`` (the largest class's
         exact binomial p-value at ``shift_``), ``candidates_tested``, and per bounded class
         the held-out ``calibration_rows`` and ``calibration_errors``. None otherwise.
+    guarantee_ : str
+        What holds on new data, in words (`ConstraintReport.guarantee`).
     calibration_ : dict
         ``levels`` (one list of :math:`r_k` per solve, in ``class_bounds_`` order), ``errors``
         (the :math:`h_k` reached), ``priority_errors``, ``statuses``, ``chosen``, ``met``.
@@ -298,7 +303,9 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         y : array-like of shape (n_samples,)
             At least two classes, labels of any type.
         sample_weight : array-like of shape (n_samples,), optional
-            Row weights of every class's loss and hard error (each class needs a positive total).
+            Row weights of every class's loss and hard error (each class needs a positive total
+            among the fitted rows). With ``delta`` the held-out rows are counted unweighted (a row
+            of weight 0 counts too): the guarantee is over draws of rows.
         """
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=False)
@@ -426,6 +433,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             chosen = int(np.argmin([np.max(np.asarray(e) / alpha) for e in record["errors"]]))
         record["chosen"], record["met"] = chosen, bool(met)
         x, result, h_all, r = solutions[chosen]
+        h_solve = h_all    # the kept solve's training errors, before any shift
         W, b = weights_of(x)
         self.coef_ = np.ascontiguousarray(W)
         b = np.array(b, dtype=np.float64)
@@ -450,11 +458,22 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         self.solve_result_ = result
         self.n_iter_ = result.n_iter
         if not record["met"]:
-            excess = {_python(classes[k]): round(float(h_all[k]), 4) for k in bounded if h_all[k] > bounds[k]}
+            excess = {_python(classes[k]): round(float(h_solve[k]), 4) for k in bounded if h_solve[k] > bounds[k]}
             warnings.warn(f"class_bounds: the training error of class(es) {excess} exceeds its bound after "
                           f"{len(record['errors'])} solves (calibration_ has the trace); the bounds may be "
                           "unreachable by a linear model, or raise max_calibration / max_iter", ConvergenceWarning,
                           stacklevel=2)
+        if not calibration:
+            self.guarantee_ = ("no guarantee on new data: " + ("no class has a bound below 1" if not any(
+                bound < 1.0 for bound in bounds.values()) else (f"errors {'within' if record['met'] else 'NOT within'} "
+                                                                "the bounds on the training rows (delta=None)")))
+        elif self.certification_["certified"]:
+            self.guarantee_ = (f"certified: every bounded class's population error <= its bound with probability >= "
+                               f"{1 - self.delta:g} (exact binomial tests on held-out rows, largest p-value "
+                               f"{self.certification_['p_value']:.3g})")
+        else:
+            self.guarantee_ = (f"not certified: the held-out rows could not show every bound at delta={self.delta:g} "
+                               f"(largest p-value {self.certification_['p_value']:.3g}); no guarantee on new data")
         if calibration and not self.certification_["certified"]:
             warnings.warn(f"class_bounds: not certified at delta={self.delta:g}: even the most conservative shift "
                           f"leaves held-out errors {self.certification_['calibration_errors']} (binomial p-value "
@@ -462,17 +481,6 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
                           "or delta=None for training-row bounds", UserWarning, stacklevel=2)
         warn_if_unconverged(self, result, "augmented_lagrangian", X, ridge)
         return self
-
-    def _guarantee(self):
-        """`ConstraintReport.guarantee`: the held-out certificate, its failure, or the training rows."""
-        if not self.class_bounds_:
-            return "no bound"
-        if self.certification_ is None:
-            return "no guarantee on new data: errors within the bounds on the training rows (delta=None)"
-        c = self.certification_
-        verdict = "certified" if c["certified"] else "not certified"
-        return (f"{verdict}: every bounded class's population error <= its bound with probability >= "
-                f"{1 - c['delta']:g} (exact binomial test on held-out rows, p-value {c['p_value']:.3g})")
 
     # ------------------------------------------------------------------ prediction
     def decision_function(self, X):

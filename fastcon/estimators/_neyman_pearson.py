@@ -118,6 +118,8 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
     solve_result_ : fastcon.SolveResult
     fit_type_one_error_ : float
         Type-I error on the rows the threshold was set on.
+    guarantee_ : str
+        What holds on new data, in words (`ConstraintReport.guarantee`).
     """
 
     def __init__(self, alpha=0.05, delta=0.05, *, constrained_class=None, loss="logistic", ridge=None,
@@ -201,6 +203,12 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         self.solve_result_ = result
         self.n_iter_ = result.n_iter
         self.fit_type_one_error_ = float(w0[s0 > threshold].sum() / w0.sum())
+        if self.delta is None:
+            self.guarantee_ = (f"no guarantee on new data: type-I error {self.fit_type_one_error_:.4g} <= "
+                               f"{self.alpha:g} on the training rows (delta=None)")
+        else:
+            self.guarantee_ = (f"certified: population type-I error <= {self.alpha:g} with probability >= "
+                               f"{1 - self.delta:g} (umbrella rule on {s0.size} held-out rows)")
         warn_if_unconverged(self, result, solver if self.delta is None else "augmented_lagrangian", X, ridge)
         return self
 
@@ -332,14 +340,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         certificate = {k: result.info[k] for k in ("kkt_stationarity", "complementarity") if k in result.info}
         return ConstraintReport("type_one_error", float(self.alpha), float(value), bool(value <= self.alpha),
                                 per_class, result.status, result.message, certificate,
-                                fit_value=self.fit_type_one_error_, guarantee=self._guarantee())
-
-    def _guarantee(self):
-        """`ConstraintReport.guarantee`: the umbrella statement with ``delta``, the training rows without."""
-        if self.delta is None:
-            return "no guarantee on new data: type-I error <= alpha on the training rows (delta=None)"
-        return (f"certified: population type-I error <= {self.alpha:g} with probability >= {1 - self.delta:g} "
-                f"(umbrella rule on {self.selection_['calibration_rows']} held-out rows)")
+                                fit_value=self.fit_type_one_error_, guarantee=getattr(self, "guarantee_", ""))
 
 
 def _weighted_error(y_pred, y, label, weight):

@@ -65,6 +65,10 @@ MAX_HEADER_COUNT = 2 ** 63 - 1
 
 _HEADER = "__header__"
 _ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
+#: Parameters added after files were written whose default changed what ``fit`` does: a file that
+#: does not name one was fitted with the behaviour of the value here, so ``get_params`` and a refit
+#: of the loaded estimator say and do what the saved one did.
+_LEGACY_DEFAULTS = {"MultiClassNeymanPearsonClassifier": {"delta": None}}
 _MARKERS = ("__array__", "__object_array__", "__tuple__", "__dict__", "__float__", "__solve_result__",
             "__group_encoding__", "__interval_choice__")
 
@@ -564,7 +568,8 @@ def _read(archive, where, file_size):
         entries.declare(f"{key}.npy", used)
     _check_shapes(where, name, attributes, entries.declared)
     arrays = {key: entries.read(f"{key}.npy", used) for key, used in refs.items()}
-    estimator = cls(**{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
+    legacy = {k: v for k, v in _LEGACY_DEFAULTS.get(name, {}).items() if k not in params}
+    estimator = cls(**legacy, **{k: _decode(v, arrays, f"params[{k!r}]") for k, v in params.items()})
     for key, value in attributes.items():
         if not isinstance(key, str) or not _ATTRIBUTE.match(key):
             raise ValueError(f"attribute {key!r} is not a fitted attribute name (letters, digits, '_', "

@@ -68,14 +68,15 @@ class ConstraintReport:
     fit_value : float
         The hard metric where calibration measured it (training or validation rows; with
         ``FairClassifier(confidence=...)``, the certified bound on the tuning half).
-    guarantee : str
-        What the bound promises on new data, in words: ``"certified: ..."`` (a probability over
-        the draw of the rows, from held-out rows no fit has seen), ``"not certified: ..."`` (the
-        held-out rows could not certify it), or ``"no guarantee on new data: ..."`` (the bound holds
-        on the rows named there).
     interval : tuple of float, optional
         The rank band :math:`(\alpha, \beta)` of ``"partial_dp"`` and ``"weak_partial_dp"``
         (He, Huang, Yao & Lin [HHYL25]); None for the other constraints.
+    guarantee : str
+        What the bound promises on new data, in words: ``"certified: ..."`` (a probability over
+        the draw of the rows, from held-out rows no fit has seen), ``"not certified: ..."`` (the
+        held-out rows could not certify it: no guarantee), or ``"no guarantee on new data: ..."``
+        (what holds on the rows named there). Written by ``fit`` (``guarantee_``), so it describes
+        the fitted model whatever the parameters say now; empty for models saved before it existed.
     """
     constraint: str
     bound: float
@@ -86,8 +87,8 @@ class ConstraintReport:
     solver_message: str = ""
     certificate: dict = field(default_factory=dict)
     fit_value: float = float("nan")
-    guarantee: str = ""
     interval: tuple = None
+    guarantee: str = ""
 
     @classmethod
     def for_fairness(cls, estimator, scores, y01, codes, sample_weight=None):
@@ -106,7 +107,7 @@ class ConstraintReport:
                                 "false_positive_rate": float(rates.false_positive_rate[r])}
         return cls(estimator.constraint, float(estimator.tolerance), float(value), bool(value <= estimator.tolerance),
                    per_group, *_solve_summary(estimator), fit_value=float(estimator.fit_gap_),
-                   guarantee=estimator._guarantee(),
+                   guarantee=getattr(estimator, "guarantee_", ""),
                    interval=None if interval is None else tuple(float(v) for v in interval))
 
     def __str__(self):
@@ -157,5 +158,5 @@ def class_error_report(estimator, y, y_pred, sample_weight=None) -> ConstraintRe
     return ConstraintReport("class_error_rates", 0.0, float(value), bool(not excess or value <= 0.0), per_class,
                             *_solve_summary(estimator),
                             fit_value=float(max(fit_excess)) if fit_excess else float("nan"),
-                            guarantee=estimator._guarantee())
+                            guarantee=getattr(estimator, "guarantee_", ""))
 

@@ -51,7 +51,7 @@ def strict_threshold(scores, threshold) -> float:
 _SHIFT_PATH = np.r_[0.0, np.geomspace(0.01, 2.0, 47)]
 
 
-def certified_class_shift(raw, intercept, y_index, calibration, bounds, fit_rows, delta):
+def certified_class_shift(raw, intercept, y_index, calibration, bounds, fitted, delta):
     r"""The common score shift of the bounded classes that the held-out rows certify (multi-class NP).
 
     The multi-class form of the umbrella rule, by fixed-sequence testing (Bauer, "Multiple testing
@@ -70,15 +70,19 @@ def certified_class_shift(raw, intercept, y_index, calibration, bounds, fit_rows
     *Candidates* come from the fitting rows only (rows no certificate reads):
     :math:`t(\gamma) = \max_k q_k(1 - \gamma\alpha_k)`, :math:`q_k` the quantiles of the
     shift each fitting row of class :math:`k` needs to beat every unshifted class, for
-    :math:`\gamma = 0` (every such row beats them) and then from 1% of the bounds to twice them.
+    :math:`\gamma = 0` (every such row beats them) and then from 1% of the bounds to twice them,
+    each moved halfway to the next larger margin of the fitting rows, so that no row sharing a
+    margin with a fitting row (discrete features) sits on the decision boundary, where the
+    rounding of a product would decide its class.
 
     *Test.* For each candidate in turn, the null hypothesis "some :math:`e_k(t) > \alpha_k`" is
     rejected when every class's exact binomial p-value :math:`P(\mathrm{Bin}(m_k, \alpha_k) \le
     c_k(t))` is at most :math:`\delta` (:math:`c_k` errors among its :math:`m_k` held-out rows);
-    the sequence stops at the first candidate not rejected. Every rejected candidate then meets
-    all bounds at once with probability at least :math:`1 - \delta` over the draw of the held-out
-    rows (no union bound over candidates or classes is needed), and the last one rejected, the
-    smallest shift, is kept. With two classes this is the umbrella rule of Tong, Feng & Li (2018)
+    the sequence stops at the first candidate not rejected. The probability that any rejected
+    candidate misses a bound is then at most :math:`\delta` over the draw of the held-out rows
+    (no union bound over candidates or classes is needed), and the last one rejected before the
+    first failure, the smallest shift tested, is kept. When the first candidate already fails,
+    nothing is certified: :math:`P(\text{certified and some } e_k > \alpha_k) \le \delta`. With two classes this is the umbrella rule of Tong, Feng & Li (2018)
     on a grid.
 
     Parameters
@@ -86,14 +90,17 @@ def certified_class_shift(raw, intercept, y_index, calibration, bounds, fit_rows
     raw : ndarray of shape (n, C)
         :math:`X W^\top` without intercepts, computed as `predict` computes it.
     intercept : ndarray of shape (C,)
+        The fitted intercepts (the scores are ``raw + intercept``, then the shift).
     y_index : ndarray of int of shape (n,)
+        Every row's class index.
     calibration : dict
         Class index -> its held-out rows (never used by the fit).
     bounds : dict
         Class index -> :math:`\alpha_k`.
-    fit_rows : ndarray of bool of shape (n,)
-        The rows the scores were fitted on.
+    fitted : ndarray of bool of shape (n,)
+        Mask of the rows the scores were fitted on.
     delta : float
+        The level of each test, in (0, 1).
 
     Returns
     -------
@@ -112,21 +119,22 @@ def certified_class_shift(raw, intercept, y_index, calibration, bounds, fit_rows
     shifted[classes] = 1.0
     needed = {}
     for k in classes:   # the shift each fitting row of class k needs to beat every unshifted class
-        scores = raw[np.flatnonzero(fit_rows & (y_index == k))] + intercept
+        scores = raw[np.flatnonzero(fitted & (y_index == k))] + intercept
         needed[k] = scores[:, shifted == 0].max(axis=1) - scores[:, k]
+    margins = np.unique(np.concatenate(list(needed.values())))
     candidates = []
     for gamma in _SHIFT_PATH:
         t = -np.inf
         for k in classes:
-            r = needed[k]
-            if r.size == 0:
-                continue
-            if gamma == 0.0:
-                top = float(r.max())
-                t = max(t, top + 1e-9 * (1.0 + abs(top)))
-            else:
-                t = max(t, float(np.quantile(r, 1.0 - min(gamma * bounds[k], 1.0))))
-        candidates.append(t * shifted if np.isfinite(t) else np.zeros(C))
+            if needed[k].size:
+                t = max(t, float(np.quantile(needed[k], 1.0 - min(gamma * bounds[k], 1.0)) if gamma > 0.0
+                                 else needed[k].max()))
+        if not np.isfinite(t):
+            candidates.append(np.zeros(C))
+            continue
+        above = margins[np.searchsorted(margins, t, side="right"):]   # a row wins iff its margin is below t
+        t = 0.5 * (t + float(above[0])) if above.size else t + 1e-9 * (1.0 + abs(t))
+        candidates.append(t * shifted)
 
     held = np.concatenate([calibration[k] for k in classes])
     held_class = y_index[held]

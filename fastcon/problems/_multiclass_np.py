@@ -167,8 +167,8 @@ class ClassPairwiseRisk:
         are :math:`w_l^\top a_i + W_{l,d}`. The same as appending a column of ones to the data
         (to round-off) without the copy of the data that costs.
     rows : array-like of int, optional
-        The dataset rows the term may read (default all): its rows are those of class
-        ``class_id`` among them. A fit that holds rows out (a calibration part) passes the
+        The dataset rows the term may read (default all; a row listed twice counts once): its
+        rows are those of class ``class_id`` among them. A fit that holds rows out (a calibration part) passes the
         others, so only the class's kept rows are copied into the block.
 
     Attributes
@@ -203,6 +203,8 @@ class ClassPairwiseRisk:
             self.class_rows = np.flatnonzero(dataset.y == self.class_id).astype(np.int64)
         else:
             rows = np.asarray(rows)
+            if rows.size == 0:
+                rows = rows.astype(np.int64)
             if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer) or (
                     rows.size and (rows.min() < 0 or rows.max() >= n)):
                 raise ValueError(f"rows: expected a 1-d array of row indices in [0, {n}), got "
