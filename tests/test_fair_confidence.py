@@ -86,7 +86,7 @@ def test_the_certified_bound_fails_in_at_most_delta_of_the_draws(constraint):
     limit = binom.ppf(0.999, draws, delta)
     assert above_certificate <= limit, above_certificate
     assert above_tolerance <= limit, above_tolerance
-    assert certified >= draws // 2, certified    # not vacuous (at 7e20ef6: 125 and 115 of 200 certified)
+    assert certified >= 0.75 * draws, certified    # not vacuous: 193 (DP) and 177 (EO) of 200 certify
 
 
 def test_too_few_rows_warn_with_the_smallest_certifiable_tolerance():
