@@ -14,6 +14,29 @@ import scipy.sparse as sp
 __all__ = ["Dataset", "check_sparse_structure"]
 
 
+#: Values per block of the scans over X's entries (1M float64: an 8 MB slice, a 1 MB mask), so that
+#: checking an X never allocates a temporary the size of X.
+SCAN_BLOCK = 1 << 20
+
+
+def first_nonfinite(values) -> int:
+    """Position of the first NaN or infinity in the 1-D float array ``values``, else -1.
+
+    All finite (the common case) costs one summation and no temporary: the sum of finite values is
+    finite unless it overflows, and any NaN or infinity makes it NaN or infinite. Otherwise the
+    values are searched in blocks of `SCAN_BLOCK`, so the largest temporary is one block's mask,
+    never a mask the size of X (``np.isfinite(X.data)`` is one byte per stored entry).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(values)):
+            return -1
+    for start in range(0, values.shape[0], SCAN_BLOCK):
+        bad = np.flatnonzero(~np.isfinite(values[start:start + SCAN_BLOCK]))
+        if bad.size:
+            return start + int(bad[0])
+    return -1
+
+
 # Axis names of the compressed layouts: (major, minor), the major axis being the one indptr runs over.
 _AXES = {"csr": ("row", "column"), "csc": ("column", "row"), "bsr": ("block row", "block column")}
 
@@ -164,8 +187,8 @@ def _as_csr(X, copy=True, field="X"):
         for name in ("data", "indices", "indptr"):
             if _shares_memory(getattr(M, name), sources):
                 setattr(M, name, getattr(M, name).copy())
-    if M.nnz and not np.all(np.isfinite(M.data)):
-        bad = int(np.flatnonzero(~np.isfinite(M.data))[0])
+    bad = first_nonfinite(M.data)
+    if bad >= 0:
         row = int(np.searchsorted(M.indptr, bad, side="right") - 1)
         raise ValueError(f"{field}: non-finite value (NaN or inf) in row {row}")
     return M
@@ -183,9 +206,9 @@ def _as_design(X, copy=True):
         raise ValueError(f"X: cannot be read as a float64 matrix ({exc})") from None
     if X.ndim != 2:
         raise ValueError(f"X: expected a 2-D matrix, got an array with {X.ndim} dimension(s)")
-    if not np.all(np.isfinite(X)):
-        row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
-        raise ValueError(f"X: non-finite value (NaN or inf) in row {row}")
+    bad = first_nonfinite(X.reshape(-1))   # C-contiguous: a view
+    if bad >= 0:
+        raise ValueError(f"X: non-finite value (NaN or inf) in row {bad // X.shape[1]}")
     return X
 
 
@@ -356,8 +379,15 @@ class Dataset:
 
     @cached_property
     def is_binary_features(self) -> bool:
-        """True when X is CSR and every stored value is exactly 1 (kernels skip ``data``)."""
-        return self.is_sparse and bool(np.all(self.X.data == 1.0))
+        """True when X is CSR and every stored value is exactly 1 (kernels skip ``data``).
+
+        Scanned in blocks of `SCAN_BLOCK` values that stop at the first other value: no temporary
+        the size of X (a memory-mapped X may not fit in memory).
+        """
+        if not self.is_sparse:
+            return False
+        data = self.X.data
+        return all(np.all(data[a:a + SCAN_BLOCK] == 1.0) for a in range(0, data.shape[0], SCAN_BLOCK))
 
     @cached_property
     def csr_arrays(self):
