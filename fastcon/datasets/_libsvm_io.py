@@ -220,16 +220,33 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
     if name is None:
         name = os.path.basename(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else ""
     X, groups = _group_column(X, group_feature, drop_group_feature)
-    values = np.unique(y_raw)
+    task, label_values = label_encoding(np.unique(y_raw), name, classes)
+    # Binary labels go to Dataset as written (it reads 0/1 as it reads any 0/1 labels).
+    y = y_raw if task == "binary" else encode_labels(y_raw, task, label_values)
+    ds = Dataset(X, y, name=name, task=task, copy=False, **groups)
+    ds.label_values = label_values
+    return ds
+
+
+def label_encoding(values, name, classes=None):
+    """``(task, label_values)`` of classification labels whose distinct values are ``values`` (sorted).
+
+    All -1/+1, or exactly 0 and 1 (scikit-learn's encoding): binary, ``label_values`` ``[-1., 1.]``
+    or ``[0., 1.]``. Other integer labels: multi-class, ``label_values`` the sorted values (or
+    ``classes``), class id = position there. Shared by `load_libsvm` and the streaming converter
+    (`fastcon.datasets._convert`), so a converted file holds the labels `load_libsvm` gives.
+
+    Raises
+    ------
+    ValueError
+        Non-integer labels (``"<name>: labels are not integers ..."``), repeated ``classes``, or a
+        label missing from ``classes``.
+    """
+    values = np.asarray(values, dtype=np.float64)
     if classes is None and np.all(np.isin(values, (-1.0, 1.0))):
-        ds = Dataset(X, y_raw, name=name, task="binary", copy=False, **groups)
-        ds.label_values = np.array([-1.0, 1.0])
-        return ds
+        return "binary", np.array([-1.0, 1.0])
     if classes is None and values.size == 2 and np.all(values == (0.0, 1.0)):
-        # 0/1 is the other usual binary encoding (scikit-learn's); read as Dataset reads it.
-        ds = Dataset(X, y_raw, name=name, task="binary", copy=False, **groups)
-        ds.label_values = np.array([0.0, 1.0])
-        return ds
+        return "binary", np.array([0.0, 1.0])
     if np.any(values != np.round(values)):
         raise ValueError(f"{name}: labels are not integers (e.g. {values[values != np.round(values)][0]!r}); "
                          "load_libsvm handles classification only, use read_libsvm for regression targets")
@@ -240,14 +257,17 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, name
         missing = values[~np.isin(values, label_values)]
         if missing.size:
             raise ValueError(f"{name}: label {missing[0]!r} is not among classes {label_values.tolist()}")
-    else:
-        # Sorted unique labels: the identity when they already are 0..C-1.
-        label_values = values
+        return "multiclass", label_values
+    # Sorted unique labels: the identity when they already are 0..C-1.
+    return "multiclass", values
+
+
+def encode_labels(y_raw, task, label_values):
+    """The labels as `Dataset` stores them: binary float64 -1/+1 (0 read as -1), multi-class int64 ids."""
+    if task == "binary":
+        return np.where(y_raw == 1.0, 1.0, -1.0)
     order = np.argsort(label_values, kind="stable")
-    y = order[np.searchsorted(label_values[order], y_raw)]
-    ds = Dataset(X, y.astype(np.int64), name=name, task="multiclass", copy=False, **groups)
-    ds.label_values = label_values
-    return ds
+    return order[np.searchsorted(label_values[order], y_raw)].astype(np.int64)
 
 
 def _group_column(X, group_feature, drop):
