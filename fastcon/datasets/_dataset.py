@@ -391,18 +391,19 @@ class Dataset:
 
     @cached_property
     def csr_arrays(self):
-        """(indptr uint64, indices uint32, data float64): the unsigned-index layout the kernels use.
+        """(indptr uint64, indices uint32 or uint64, data float64): the unsigned-index layout the kernels use.
 
         Unsigned indices spare numba the negative-index wraparound test on every access. The
-        indices (checked non-negative at construction) are reinterpreted, not copied, when they are
-        32-bit, as scipy stores them up to 2**31 entries; only 64-bit ones are converted (one
-        array of ``nnz`` entries). ``indptr`` (``n_samples + 1`` entries) is converted unless it is
-        already 64-bit.
+        indices (checked non-negative at construction) are reinterpreted, never copied: uint32
+        when scipy stores them in 32 bits (below 2**31 entries and columns), uint64 otherwise (the
+        kernels are generic in the index type; converting them to 32 bits would allocate 4 bytes
+        per entry, gigabytes for a memory-mapped X of that size). ``indptr`` (``n_samples + 1``
+        entries, 8 bytes per row like one score vector) is converted unless it is already 64-bit.
         """
         if not self.is_sparse:
             raise ValueError("csr_arrays: X is dense")
         X = self.X
-        indices = X.indices.view(np.uint32) if X.indices.dtype == np.int32 else X.indices.astype(np.uint32)
+        indices = X.indices.view(np.uint32 if X.indices.dtype == np.int32 else np.uint64)
         indptr = X.indptr.view(np.uint64) if X.indptr.dtype == np.int64 else X.indptr.astype(np.uint64)
         return (indptr, indices, X.data)
 
