@@ -11,7 +11,7 @@ The layers (docs/design.md) are sub-packages: `fastcon.datasets` → `fastcon.pr
 from . import datasets, metrics, problems, solvers
 from ._results import SolveResult
 from ._version import __version__
-from .datasets import Dataset, load, load_libsvm
+from .datasets import Dataset, load, load_libsvm, read_fcsr
 from .metrics import near_stationarity
 from .problems import (
     ConstrainedProblem, custom_term, erm_optimum, hinge_risk, less_equal, roc_fairness, wasserstein_fairness,
@@ -41,7 +41,7 @@ def __dir__():
 
 
 __all__ = [
-    "__version__", "Dataset", "SolveResult", "load", "load_libsvm", "ConstrainedProblem", "custom_term",
+    "__version__", "Dataset", "SolveResult", "load", "load_libsvm", "read_fcsr", "ConstrainedProblem", "custom_term",
     "erm_optimum", "hinge_risk", "less_equal", "roc_fairness", "wasserstein_fairness", "switching_subgradient",
     "conex", "proximal_point", "near_stationarity", "datasets", "problems", "solvers", "metrics",
     "estimators", *_ESTIMATORS,

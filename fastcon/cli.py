@@ -228,6 +228,50 @@ def _cmd_demo(args) -> int:
     return 0
 
 
+def _positive_megabytes(text) -> float:
+    """argparse ``type`` of ``--chunk-mb``: a positive number of megabytes."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number of megabytes, got {text!r}") from None
+    if not 0 < value < 2 ** 20:
+        raise argparse.ArgumentTypeError(f"must be a positive number of megabytes, got {text}")
+    return value
+
+
+def _cmd_convert(args) -> int:
+    import os
+
+    from .datasets import convert_libsvm
+
+    prog = "fastcon convert"
+    if not args.target.endswith(".fcsr"):
+        print(f"{prog}: error: argument TARGET: must end in .fcsr (got {args.target!r}), so that a LIBSVM file "
+              "given in the wrong order is never overwritten", file=sys.stderr)
+        return 2
+    if os.path.exists(args.target) and os.path.exists(args.source) and os.path.samefile(args.source, args.target):
+        print(f"{prog}: error: TARGET is the SOURCE file", file=sys.stderr)
+        return 2
+    try:
+        summary = convert_libsvm(args.source, args.target, n_features=args.n_features, zero_based=args.zero_based,
+                                 chunk_mb=args.chunk_mb, group_feature=args.group_feature, name=args.name,
+                                 progress=not args.quiet and sys.stderr.isatty())
+    except OSError as exc:   # a missing or unreadable SOURCE, a target folder that is missing or not writable
+        print(f"{prog}: error: {exc.filename}: {exc.strerror}" if exc.filename and exc.strerror
+              else f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        kind = ("binary" if summary["task"] == "binary" else f"{summary['n_classes']} classes")
+        print(f"{args.target}: {summary['n_rows']:,} x {summary['n_cols']:,}, {summary['nnz']:,} entries "
+              f"({summary['index_dtype']} indices{', every value 1' if summary['binary_values'] else ''}), "
+              f"labels {kind}; {summary['bytes'] / 2 ** 20:,.1f} MB written in {summary['seconds']:.2f} s "
+              f"({summary['chunks']} chunk{'s' if summary['chunks'] != 1 else ''})")
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastcon", description="Fast solvers for constrained learning (fairness, Neyman-Pearson).")
@@ -277,6 +321,32 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, default=0, help="seed of the synthetic data and of the splits (integer >= 0)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=_cmd_demo, interrupted="interrupted: nothing saved")
+
+    p = sub.add_parser(
+        "convert", help="convert a LIBSVM file to a .fcsr file that fastcon memory-maps",
+        description="Convert a LIBSVM/svmlight file (plain, gzip, bzip2 or xz) to the binary .fcsr format that "
+                    "fastcon.datasets.read_fcsr (and load) memory-maps: no parse and no copy when fitting, files "
+                    "larger than memory included. The text is parsed in chunks, so memory stays near 4 x "
+                    "--chunk-mb whatever the file size; labels are encoded as load_libsvm encodes them.",
+        epilog="Exit status: 0 done; 1 unreadable or malformed input (the message names file and line); 2 bad "
+               "arguments; 130 interrupted (nothing written).")
+    p.add_argument("source", metavar="SOURCE", help="the LIBSVM file")
+    p.add_argument("target", metavar="TARGET", help="the .fcsr file to write (replaced if it exists)")
+    p.add_argument("--n-features", type=_integer_at_least(0, "non-negative"), default=None,
+                   help="number of columns (default: the largest index in the file); a larger index is an error")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--zero-based", dest="zero_based", action="store_const", const=True, default="auto",
+                      help="indices start at 0 (default: zero-based if the smallest index in the file is 0)")
+    base.add_argument("--one-based", dest="zero_based", action="store_const", const=False,
+                      help="indices start at 1 (LIBSVM's convention)")
+    p.add_argument("--chunk-mb", type=_positive_megabytes, default=64,
+                   help="megabytes of text parsed at once; peak memory is about 4x this (default 64)")
+    p.add_argument("--group-feature", type=_integer_at_least(0, "non-negative"), default=None, metavar="J",
+                   help="0-based column of X whose values are the sensitive groups (stays a feature), "
+                        "as load_libsvm(group_feature=J)")
+    p.add_argument("--name", default=None, help="dataset name stored in the file (default: SOURCE's file name)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (tqdm) and no summary line")
+    p.set_defaults(func=_cmd_convert, interrupted="interrupted: nothing written")
     return parser
 
 

@@ -4,9 +4,10 @@ import importlib
 import pytest
 
 PUBLIC = {
-    "fastcon": ["Dataset", "SolveResult", "__version__", "switching_subgradient", "ConstrainedProblem"],
+    "fastcon": ["Dataset", "SolveResult", "__version__", "switching_subgradient", "ConstrainedProblem", "read_fcsr"],
     "fastcon.datasets": ["Dataset", "load_libsvm", "dump_libsvm", "load", "list_datasets",
-                         "make_fair_classification", "make_multiclass"],
+                         "make_fair_classification", "make_multiclass", "read_fcsr", "write_fcsr",
+                         "convert_libsvm"],
     "fastcon.problems": ["ConstrainedProblem", "hinge_risk", "erm_optimum", "roc_fairness", "wasserstein_fairness",
                          "custom_term", "less_equal", "Ball", "ProductOfBalls", "ColumnBalls", "Box", "Whole",
                          "smoothed_demographic_parity", "scad_penalty", "multiclass_neyman_pearson", "neyman_pearson",

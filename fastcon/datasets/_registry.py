@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._dataset import Dataset
+from ._fcsr import is_fcsr, read_fcsr
 
 __all__ = ["SpecFile", "DatasetSpec", "SPECS", "DatasetFileError", "ChecksumError", "data_home",
            "list_datasets", "get_spec", "dataset_info", "fetch_file", "load"]
@@ -503,8 +504,10 @@ def load(name, data_home=None, subset="train", download=None, verify=True) -> Da
 
     Parameters
     ----------
-    name : str
-        One of `list_datasets` (``"bank_marketing"`` and ``"dry_bean"`` are accepted too).
+    name : str or os.PathLike
+        One of `list_datasets` (``"bank_marketing"`` and ``"dry_bean"`` are accepted too), or the
+        path of a ``.fcsr`` file (`fastcon.datasets.read_fcsr`: memory-mapped, checked against its
+        checksums when ``verify``; ``data_home`` and ``download`` do not apply).
     data_home : path-like, optional
         Data folder; default ``$FASTCON_DATA``, else ``~/.cache/fastcon``. Files live in
         ``data_home / <folder>`` (see `dataset_info`).
@@ -515,7 +518,8 @@ def load(name, data_home=None, subset="train", download=None, verify=True) -> Da
         Download missing files from their official URLs (sha256-verified, written atomically).
         Default: yes, unless the environment variable ``FASTCON_OFFLINE`` is ``1``.
     verify : bool
-        Check the sha256 of local files (once per process and file).
+        Check the sha256 of local files (once per process and file); of every section of a ``.fcsr``
+        file (one read of the file).
 
     Returns
     -------
@@ -535,6 +539,11 @@ def load(name, data_home=None, subset="train", download=None, verify=True) -> Da
     """
     from ._recipes import RECIPES
 
+    if isinstance(name, (str, os.PathLike)) and (os.fspath(name).endswith(".fcsr") or is_fcsr(name)):
+        if subset != "train":
+            raise ValueError(f"subset: a .fcsr file holds one dataset (got subset={subset!r}); split it with "
+                             "Dataset.split")
+        return read_fcsr(name, verify=verify)
     try:
         spec = get_spec(name)
     except ValueError:
