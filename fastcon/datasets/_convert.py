@@ -33,7 +33,9 @@ import numpy as np
 
 from ._fcsr import FcsrWriter, _meta_bytes, index_dtype
 from ._libsvm import parse as _parse
-from ._libsvm_io import _MAGIC, _MODES, _error_message, _format_numbers, encode_labels, label_encoding
+from ._libsvm_io import (
+    _MAGIC, _MODES, _error_message, _format_numbers, check_parse_options, encode_labels, label_encoding,
+)
 
 __all__ = ["convert_libsvm", "DEFAULT_CHUNK_MB"]
 
@@ -179,12 +181,7 @@ def convert_libsvm(source, target, *, n_features=None, zero_based="auto", chunk_
     group_feature=...)`` array for array, whatever ``chunk_mb``.
     """
     t0 = time.perf_counter()
-    if not (isinstance(zero_based, (bool, np.bool_)) or (isinstance(zero_based, str) and zero_based == "auto")):
-        raise ValueError(f"zero_based: expected True, False or 'auto', got {zero_based!r}")
-    if n_features is not None:
-        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 0:
-            raise ValueError(f"n_features: expected a non-negative integer, got {n_features!r}")
-        n_features = int(n_features)
+    n_features = check_parse_options(zero_based, n_features)
     if not (isinstance(chunk_mb, (int, float, np.integer, np.floating)) and not isinstance(chunk_mb, bool)
             and 0 < chunk_mb < 2 ** 20):
         raise ValueError(f"chunk_mb: expected a positive number of megabytes, got {chunk_mb!r}")

@@ -110,6 +110,17 @@ def _trim(arr, n):
     return arr[:n].copy() if n < 0.9 * arr.shape[0] else arr[:n]
 
 
+def check_parse_options(zero_based, n_features):
+    """``n_features`` as an int or None, after checking both parser options (a ValueError names the field)."""
+    if not (isinstance(zero_based, (bool, np.bool_)) or (isinstance(zero_based, str) and zero_based == "auto")):
+        raise ValueError(f"zero_based: expected True, False or 'auto', got {zero_based!r}")
+    if n_features is not None:
+        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 0:
+            raise ValueError(f"n_features: expected a non-negative integer, got {n_features!r}")
+        n_features = int(n_features)
+    return n_features
+
+
 def read_libsvm(source, n_features=None, zero_based="auto", dtype=np.float64):
     """Parse a LIBSVM/svmlight file into raw arrays.
 
@@ -137,12 +148,7 @@ def read_libsvm(source, n_features=None, zero_based="auto", dtype=np.float64):
     ValueError
         On malformed input, as ``"<file> line <n>: <what>"``.
     """
-    if not (isinstance(zero_based, (bool, np.bool_)) or (isinstance(zero_based, str) and zero_based == "auto")):
-        raise ValueError(f"zero_based: expected True, False or 'auto', got {zero_based!r}")
-    if n_features is not None:
-        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 0:
-            raise ValueError(f"n_features: expected a non-negative integer, got {n_features!r}")
-        n_features = int(n_features)
+    n_features = check_parse_options(zero_based, n_features)
     buf, name = _read_source(source)
     mode = _MODES[zero_based if isinstance(zero_based, str) else bool(zero_based)]
     _, labels, indptr, indices, data, n_rows, nnz, min_index, max_index = _parse_or_raise(
