@@ -11,7 +11,7 @@ from .._kernels._linalg import (
     chunk_scratch, csr_matvec, csr_matvec2, csr_rmatvec, dense_matvec, dense_matvec2, dense_rmatvec,
 )
 
-__all__ = ["DesignMatrix"]
+__all__ = ["DesignMatrix", "design_of"]
 
 
 class DesignMatrix:
@@ -76,3 +76,11 @@ class DesignMatrix:
             return np.sqrt(np.add.reduceat(np.append(sq, 0.0), indptr[:-1].astype(np.int64))
                            * (np.diff(indptr) > 0))
         return np.sqrt(np.einsum("ij,ij->i", self._X, self._X))
+
+
+def design_of(dataset):
+    """The pass object over a dataset's X: the dataset's own ``design`` when it has one (a
+    `fastcon.problems._dask_design.DistributedDataset`, whose X is on dask workers), else a
+    `DesignMatrix`."""
+    own = getattr(dataset, "design", None)
+    return own if own is not None else DesignMatrix(dataset)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._kernels._group_rates import weighted_margin_loss
 from .._kernels._losses import LOSS_CODES
-from ._design import DesignMatrix
+from ._design import design_of
 from ._problem import ConstrainedProblem
 from ._validation import check_out, check_rows, check_x
 
@@ -35,7 +35,8 @@ class LinearScores:
     Parameters
     ----------
     dataset : fastcon.Dataset
-        Its X (dense or CSR, kept as stored).
+        Its X (dense or CSR, kept as stored), or a `fastcon.problems._dask_design.DistributedDataset`
+        whose X is on dask workers (the products run there; z stays here).
     fit_intercept : bool
         With an intercept :math:`x = (w, b)` has ``n_features + 1`` entries, else :math:`x = w`.
     rows : int array, optional
@@ -51,7 +52,7 @@ class LinearScores:
     """
 
     def __init__(self, dataset, fit_intercept=True, rows=None):
-        self.design = DesignMatrix(dataset)
+        self.design = design_of(dataset)
         if rows is not None:
             rows = check_rows(rows, int(self.design.n_rows))
         self.rows = rows
