@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import metrics
 from ..metrics import choose_interval
 from ..metrics._partial_fairness import check_interval
+from ..problems._dask_design import is_dask_collection
 from ..problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
 from ..problems._partial_dp import partial_dp_constraints
 from ..problems._partial_fairness import PartialFairnessProblem
@@ -316,6 +317,9 @@ class FairClassifier(LinearConstrainedClassifier):
             gaps compare unweighted distributions (the rank band is defined on them).
         """
         solver = self._check_params()
+        if self.constraint in PARTIAL_CONSTRAINTS and is_dask_collection(X):
+            raise ValueError(f"X: a dask X is not supported with constraint={self.constraint!r} (its [X, 1] design "
+                             "and held-out part are built in memory); use a rate constraint or an in-memory X")
         X, sensitive, self.sensitive_columns_ = resolve_sensitive(X, sensitive_features, self.drop_sensitive)
         X, y01, self.classes_ = check_binary_target(self, X, y)
         n = X.shape[0]

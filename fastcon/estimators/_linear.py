@@ -12,7 +12,8 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._input import check_features
+from ..problems._dask_design import is_dask_collection
+from ._input import check_features, dask_linear_scores
 
 __all__ = ["ConstrainedClassifier", "LinearConstrainedClassifier", "converged", "warn_if_unconverged"]
 
@@ -33,6 +34,8 @@ def converged(result, solver):
 
 
 def _largest_entry(X):
+    if getattr(X, "is_distributed", False):          # a DaskDesign: found on the workers when it was built
+        return X.largest_abs_entry
     data = X.data if sp.issparse(X) else np.asarray(X)
     # max(|max|, |min|): np.abs(data) would be a copy of X's entries
     return max(abs(float(data.max())), abs(float(data.min()))) if data.size else 0.0
@@ -71,6 +74,8 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
     def _linear_scores(self, X):
         """``X coef_^T + intercept_``, shape (n, n_rows of coef_), after the prediction-time checks."""
         check_is_fitted(self, "coef_")
+        if is_dask_collection(X):                 # scored block by block where the blocks are
+            return dask_linear_scores(self, X)
         X = self._features_for_predict(X)
         return np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True)) + self.intercept_
 
@@ -99,7 +104,9 @@ class LinearConstrainedClassifier(ConstrainedClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense, CSR (kept sparse) or a pandas DataFrame with the training columns.
+            Dense, CSR (kept sparse) or a pandas DataFrame with the training columns; or a
+            `dask.array` with one column chunk, scored on the workers, the scores returned as a
+            numpy array (`fastcon.estimators._input.dask_linear_scores`).
         """
         return self._linear_scores(X)[:, 0]
 

@@ -158,6 +158,9 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            Or a `dask.array` with one column chunk (numpy or scipy CSR chunks) and a running
+            `distributed.Client`: its blocks are validated and kept on the workers, every pass runs
+            there (`fastcon.problems._dask_design.DaskDesign`); y stays in memory.
         y : array-like of shape (n_samples,)
             Two classes of any type.
         sample_weight : array-like of shape (n_samples,), optional
