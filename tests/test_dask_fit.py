@@ -7,6 +7,9 @@ then crosses a process boundary by pickling, as on several machines, and "X stay
 about bytes that really move (threads in this process would share X's objects by reference). Starting it costs
 about 2-3 s; one cluster serves the module.
 """
+import gc
+import time
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -83,6 +86,15 @@ def gathered(monkeypatch):
     return sizes
 
 
+def _assert_released(client, timeout=5.0):
+    """Nothing is left on the workers (the release of futures reaches the scheduler asynchronously)."""
+    gc.collect()
+    deadline = time.monotonic() + timeout
+    while client.who_has() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not client.who_has()
+
+
 # ------------------------------------------------------------------------------- the products
 @pytest.mark.parametrize("sparse", [True, False])
 def test_dask_design_products_equal_design_matrix(client, sparse):
@@ -133,6 +145,7 @@ def test_fair_dp_fit_on_dask_equals_in_memory_fit(client, gathered):
     # nothing the size of X reached the client: the largest result is a score vector (8n) or a gradient (8d)
     assert gathered and max(gathered) <= 8 * max(n, d)
     assert X.data.nbytes + X.indices.nbytes > 4 * 8 * n
+    _assert_released(client)                                   # the fitted model holds no block on the workers
     gathered.clear()
     s = model.decision_function(Xd)
     assert isinstance(s, np.ndarray) and s.shape == (n,)

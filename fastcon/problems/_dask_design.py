@@ -5,10 +5,11 @@ the chunks of a dask array (numpy arrays or scipy CSR matrices, one column chunk
 and made a `DesignMatrix` *on its worker* once, and kept there for the life of the object. Every
 product then runs fastcon's own kernels (`fastcon._kernels._linalg`) on the worker's blocks:
 
-* ``matvec(w, out, rows)``: ``w`` is scattered to every worker once per call, each worker computes
-  the scores of its blocks (one task per worker), the client gathers them into ``out``.
-* ``rmatvec(c, out, rows)``: each worker's part of ``c`` is scattered to it, each worker
-  accumulates :math:`\sum_b X_b^\top c_b` over its blocks into one d-vector, the d-vectors are
+* ``matvec(w, out, rows)``: ``w`` is scattered to every worker once per call (sent inside the
+  tasks when at most `DaskDesign.inline_bytes`), each worker computes the scores of its blocks
+  (one task per worker), the client gathers them into ``out``.
+* ``rmatvec(c, out, rows)``: each worker's part of ``c`` is scattered to it (all workers at once;
+  inside the tasks when small), each worker accumulates :math:`\sum_b X_b^\top c_b` over its blocks into one d-vector, the d-vectors are
   summed pairwise worker to worker (a tree of depth :math:`\lceil\log_2 P\rceil`) and the client
   adds the total into ``out``.
 
@@ -45,6 +46,7 @@ each row as the in-memory kernel does and agrees exactly.
 """
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 
 import numpy as np
@@ -207,6 +209,9 @@ class DaskDesign:
     """
 
     is_distributed = True
+    #: Vectors up to this size (per worker) travel inside the tasks (through the scheduler, no extra
+    #: round trip); larger ones are scattered first (one round trip, then worker-local).
+    inline_bytes = 1 << 20
 
     def __init__(self, X, client=None):
         try:
@@ -286,7 +291,7 @@ class DaskDesign:
                 part.sizes.append(where.size)
             for part in parts.values():
                 if part.rows:
-                    part.rows = self.client.scatter(part.rows, workers=[part.address], hash=False, direct=True)
+                    part.rows = self.client.scatter(part.rows, workers=[part.address], hash=False)
         layout = [p for p in parts.values() if p.designs]
         if rows is not None:
             self._layouts[key] = (rows, layout)
@@ -299,8 +304,31 @@ class DaskDesign:
                                   allow_other_workers=True, pure=False)
 
     def _broadcast(self, v):
-        # a private copy: the caller's vector (a view of the solver's iterate) may change after the call
-        return self.client.scatter(np.array(v, dtype=np.float64), broadcast=True, hash=False)
+        """``v`` for every worker's task: inline in the tasks when small, else scattered to all workers once.
+
+        Always a private copy: the caller's vector (a view of the solver's iterate) may change
+        after the call, and in-process workers would see the change.
+        """
+        v = np.array(v, dtype=np.float64)
+        if v.nbytes <= self.inline_bytes:
+            return v
+        return self.client.scatter(v, broadcast=True, hash=False)
+
+    def _send(self, layout, pieces):
+        """Each part's list of arrays placed on its worker: inline when small, else one scatter per
+        worker, all of them concurrent (one round trip, not one per worker)."""
+        if sum(a.nbytes for p in pieces for a in p) <= self.inline_bytes * max(len(pieces), 1):
+            return pieces
+        client = self.client
+        scatter = getattr(client, "_scatter", None)
+        if scatter is None:             # pragma: no cover - another distributed: one public call per worker
+            return [client.scatter(p, workers=[part.address], hash=False) for part, p in zip(layout, pieces)]
+
+        async def all_parts():
+            return await asyncio.gather(*[scatter(p, workers=[part.address], hash=False)
+                                          for part, p in zip(layout, pieces)])
+
+        return client.sync(all_parts)
 
     # ------------------------------------------------------------------ DesignMatrix interface
     def matvec(self, w, out, rows=None):
@@ -331,11 +359,10 @@ class DaskDesign:
         """``out += sum_j c[j] a_{rows[j]}``: per-worker sums on the workers, a pairwise tree, one d-vector back."""
         layout = self._all_rows if rows is None else self._layout(rows)
         c = np.asarray(c, dtype=np.float64)
-        partials = []
-        for part in layout:
-            pieces = [np.array(c[place]) for place in part.places]   # copies: c may change after the call
-            cf = self.client.scatter(pieces, workers=[part.address], hash=False, direct=True)
-            partials.append((part.address, self._submit(_worker_rmatvec, part, cf, self.n_features)))
+        # copies: c may change after the call
+        pieces = self._send(layout, [[np.array(c[place]) for place in part.places] for part in layout])
+        partials = [(part.address, self._submit(_worker_rmatvec, part, cf, self.n_features))
+                    for part, cf in zip(layout, pieces)]
         while len(partials) > 1:
             paired = []
             for k in range(0, len(partials) - 1, 2):
