@@ -138,8 +138,8 @@ def run_fit(name, folder):
         decision = LogisticRegression().fit(X, y).decision_function
     elif name == "fastcon_dp":
         from fastcon.estimators import FairClassifier
-        decision = FairClassifier("demographic_parity", tolerance=0.02, random_state=0).fit(
-            X, y, sensitive_features=g).decision_function
+        model = FairClassifier("demographic_parity", tolerance=0.02, random_state=0).fit(X, y, sensitive_features=g)
+        decision = model.decision_function
     elif name == "fastcon_np":
         from fastcon.estimators import NeymanPearsonClassifier
         decision = NeymanPearsonClassifier(alpha=0.05, random_state=0).fit(X, y).decision_function
@@ -158,6 +158,10 @@ def run_fit(name, folder):
            "x_mb": round((X.indptr.nbytes + X.indices.nbytes + X.data.nbytes) / 2 ** 20)}
     if read is not None:
         out["passes"] = round(read["rows"] / X.shape[0], 1)
+    if name == "fastcon_dp":   # the calibration's solves: where the passes went
+        out["training_gaps"] = [round(h, 4) for h in model.calibration_["hard_values"]]
+        out["bounds"] = [round(b, 5) for b in model.calibration_["bounds"]]
+        out["smoothings"] = model.calibration_["smoothings"]
     return out
 
 
