@@ -188,3 +188,4 @@ def test_clear_errors_for_unsupported_dask_inputs(client):
     bad[250, 4] = np.nan
     with pytest.raises(ValueError, match=r"block 2 \(rows 200..299\).*non-finite"):
         NeymanPearsonClassifier().fit(da.from_array(bad, chunks=(100, X.shape[1])), y)
+    _assert_released(client)       # the blocks prepared before the bad one are not pinned by the error

@@ -153,6 +153,19 @@ def test_header_layout(tmp_path):
     assert np.array_equal(np.frombuffer(raw, "<i4", count, offset), ds.X.indices)
 
 
+def test_the_binary_flag_of_a_header_is_not_trusted(tmp_path):
+    # a consistent header (CRC fixed) claiming every value is 1 over values that are not: the
+    # products must still read the values
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
+    write_fcsr(X, tmp_path / "v.fcsr", np.array([1.0, -1.0]))
+    _rewrite_header(tmp_path / "v.fcsr", flags=1)
+    back = read_fcsr(tmp_path / "v.fcsr", verify=True)
+    assert not back.is_binary_features
+    from fastcon.problems._design import DesignMatrix
+    out = np.empty(2)
+    np.testing.assert_array_equal(DesignMatrix(back).matvec(np.ones(3), out), [3.0, 3.0])
+
+
 # ------------------------------------------------------------------------------- damaged files
 def _rewrite_header(path, **fields):
     """Change header fields at their offsets and fix the header checksum (a consistent but wrong header)."""

@@ -181,6 +181,9 @@ def convert_libsvm(source, target, *, n_features=None, zero_based="auto", chunk_
     group_feature=...)`` array for array, whatever ``chunk_mb``.
     """
     t0 = time.perf_counter()
+    if (isinstance(source, (str, os.PathLike)) and os.path.exists(source) and os.path.exists(target)
+            and os.path.samefile(source, target)):
+        raise ValueError(f"target: {os.fspath(target)!r} is the source file; converting would replace it")
     n_features = check_parse_options(zero_based, n_features)
     if not (isinstance(chunk_mb, (int, float, np.integer, np.floating)) and not isinstance(chunk_mb, bool)
             and 0 < chunk_mb < 2 ** 20):

@@ -333,9 +333,14 @@ class Dataset:
         n_groups = len(group_names) if group_names is not None else (int(groups.max()) + 1 if n else 0)
         if n and groups.max() >= n_groups:
             raise ValueError(f"groups: id {int(groups.max())} but only {n_groups} group_names")
-        counts = np.bincount(groups, minlength=n_groups)
-        if np.any(counts == 0):
-            empty = int(np.flatnonzero(counts == 0)[0])
+        if n_groups > n:   # more ids than rows leave one empty: found without a count per id (a file's ids can be huge)
+            present = np.unique(groups)
+            gaps = np.flatnonzero(present != np.arange(present.size))
+            empty = int(gaps[0]) if gaps.size else int(present.size)
+        else:
+            counts = np.bincount(groups, minlength=n_groups)
+            empty = int(np.flatnonzero(counts == 0)[0]) if np.any(counts == 0) else None
+        if empty is not None:
             label = group_names[empty] if group_names is not None else empty
             raise ValueError(f"groups: group {label!r} is empty")
         names = [str(g) for g in group_names] if group_names is not None else [str(g) for g in range(n_groups)]

@@ -103,6 +103,10 @@ _DTYPES = {"indptr": ("<i4", "<i8"), "indices": ("<i4", "<i8"), "data": ("<f8",)
            "groups": ("<i8",), "sample_weight": ("<f8",), "meta": ("|u1",)}
 
 
+#: Largest row, column or entry count a header may declare (int64 indexing with room to spare).
+_MAX_COUNT = 2 ** 62
+
+
 def index_dtype(n_rows, n_cols, nnz) -> np.dtype:
     """The dtype of ``indptr`` and ``indices``: int32 when all three sizes are below 2**31, else int64.
 
@@ -197,6 +201,9 @@ def _decode_header(head, file_size, where) -> FcsrHeader:
                          "fastcon?)")
     if alignment != ALIGNMENT:
         raise ValueError(f"{where}: alignment: {alignment}, version {VERSION} aligns sections to {ALIGNMENT} bytes")
+    for field, value in (("n_rows", n_rows), ("n_cols", n_cols), ("nnz", nnz)):
+        if value > _MAX_COUNT:   # scipy and numpy index with int64; a fit allocates 8 bytes per column
+            raise ValueError(f"{where}: {field}: {value} is beyond {_MAX_COUNT} (2**62)")
     layout, task = LAYOUTS[layout], TASKS[task]
     sections = {}
     for k, name in enumerate(SECTIONS):
@@ -487,7 +494,12 @@ def _label_values(meta, where):
     if labels is None:
         return None
     try:
-        return np.array(labels["values"], dtype=np.dtype(labels["dtype"]))
+        dtype = np.dtype(labels["dtype"])
+        values = labels["values"]
+        # numbers only, at most two per class: a string dtype from the file could ask for any size
+        if dtype.kind not in "biuf" or not isinstance(values, list) or len(values) > 2 ** 20:
+            raise ValueError(f"expected a list of numeric labels, got dtype {dtype.str!r}")
+        return np.array(values, dtype=dtype)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{where}: meta.label_values: cannot be read ({exc})") from None
 
@@ -574,6 +586,7 @@ def read_fcsr(path, mmap=True, verify=False) -> Dataset:
     label_values = _label_values(meta, where)
     if label_values is not None:
         ds.label_values = label_values
-    if ds.is_sparse:
-        ds.is_binary_features = header.binary_values   # the header's checksum vouches for the flag
+    # The header's "every value is 1" flag is not trusted: a CRC-32 only catches accidents, and a
+    # wrong flag would make every product skip the values. Dataset scans data for it (stopping at
+    # the first value that is not 1).
     return ds

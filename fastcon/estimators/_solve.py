@@ -136,13 +136,6 @@ def _next_bound(points, tolerance, target):
     return hi * float(np.clip(target / h_hi, 0.25, 0.8))
 
 
-#: `calibrate_bound` stops when this many solves in a row, none meeting the tolerance, all ended
-#: more than the fraction ``_WORSE`` above the smallest hard value before them (a plateau, the same
-#: value again, goes on: a sharper smoothing can step off it).
-_PATIENCE = 4
-_WORSE = 0.01
-
-
 def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8, adapt_smoothing=True,
                     max_bound=None, converged=None):
     r"""Find a surrogate bound whose solution meets ``hard_metric <= tolerance``, as loose as the rounds allow.
@@ -159,13 +152,8 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
       :math:`h` against :math:`\log\kappa`, kept within the middle 80% of the bracket), until
       they are within 5% of each other.
 
-    The loop ends when :math:`h \in [\text{lower}\cdot\text{tolerance}, \text{tolerance}]`, after
-    ``max_rounds`` solves, or when no solve has met the tolerance and each of the last four (tighter
-    bounds, sharper smoothing) ended more than 1% above the smallest :math:`h` before them: on wide
-    sparse data a tighter smoothed bound can pile scores up at the threshold and *raise* the hard
-    gap (a DP
-    fit at 0.02 on 20,000 x 50,000 rows: 0.029 at the first solve, 0.031-0.035 at the eleven
-    tighter ones, 1,379 passes over the data for nothing). When the smoothed rates track the hard ones too loosely (an active
+    The loop ends when :math:`h \in [\text{lower}\cdot\text{tolerance}, \text{tolerance}]` or after
+    ``max_rounds`` solves. When the smoothed rates track the hard ones too loosely (an active
     constraint whose hard gap exceeds :math:`\kappa` by more than 3/4 of the tolerance although a
     tighter :math:`\kappa` lowered it by less than a fifth, a violated tolerance although
     :math:`\kappa` fell below tolerance/16, or two shrinking steps that did not lower :math:`h`),
@@ -220,10 +208,6 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         points.append((bound, h, active))
         if lower * tolerance <= h <= tolerance or (h <= tolerance and not active):
             break
-        hard = record.hard_values
-        if (len(hard) > _PATIENCE and min(hard) > tolerance
-                and min(hard[-_PATIENCE:]) > (1.0 + _WORSE) * min(hard[:-_PATIENCE])):
-            break   # tighter bounds and sharper smoothing made the gap worse: more rounds would too
         violated = [p for p in points if p[1] > tolerance]
         # the hard gap exceeds the smoothed one by h - bound: more than 3/4 of the tolerance leaves
         # less than a quarter for the bound, and when a tighter bound did not lower h by a fifth

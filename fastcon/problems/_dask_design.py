@@ -237,9 +237,15 @@ class DaskDesign:
         kept = [b for b in range(len(blocks)) if sizes[b] > 0]
         futures = client.compute([prepare(blocks[b], b, int(self.offsets[b])) for b in kept])
         wait(futures)
-        for f in futures:
-            if f.status == "error":
-                f.result()                      # raises the worker's error here
+        failed = [f for f in futures if f.status == "error"]
+        if failed:
+            # a fresh error, and the prepared blocks released: re-raising the future's own exception
+            # would keep its traceback, whose frames hold every future, and so the blocks on the workers
+            error = failed[0].exception()
+            message, kind = str(error), type(error) if isinstance(error, ValueError) else RuntimeError
+            client.cancel(futures)
+            del futures, failed, error
+            raise kind(message) from None
         self._blocks = dict(zip(kept, futures))
         info = client.gather(client.map(_block_info, futures, pure=False))
         self.nnz = int(sum(i[1] for i in info))
