@@ -90,7 +90,7 @@ def load_data(folder):
     return X[:n], y[:n], g[:n], X[n:], y[n:], g[n:], meta
 
 
-def _count_passes():
+def count_passes():
     """Count the rows every product of `DesignMatrix` reads (all of a fit's solves, held-out scores too)."""
     from fastcon.problems import _design
 
@@ -125,7 +125,7 @@ def run_fit(name, folder):
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     warnings.simplefilter("ignore")
     _warm_up(name, X, y, g)
-    read = _count_passes() if name.startswith("fastcon") else None
+    read = count_passes() if name.startswith("fastcon") else None
     start = time.perf_counter()
     if name == "snapml":
         from snapml import LogisticRegression

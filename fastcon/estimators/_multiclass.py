@@ -127,8 +127,8 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
        (`fastcon.estimators._umbrella.certified_class_shift`). The statement, over the draw of
        the rows: :math:`P(\text{certified and } \exists k: e_k > \alpha_k) \le \delta`, that
        is, a certified fit meets **every** bound on new rows at once except with probability
-       :math:`\delta`; a fit that is not certified carries no guarantee. With two classes this is the umbrella rule of Tong, Feng & Li (Science Advances,
-       2018). The shift moves errors between the bounded classes and the others, not between two
+       :math:`\delta`; a fit that is not certified carries no guarantee. With two classes this is
+       the umbrella rule of Tong, Feng & Li (Science Advances, 2018). The shift moves errors between the bounded classes and the others, not between two
        bounded classes: when those confusions alone exceed a bound, or the held-out rows are too
        few to tell, no shift is certified; the most conservative one is kept and a UserWarning
        says so (``certification_["certified"]`` is False). Refitting on all rows after the shift
@@ -375,11 +375,14 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         def raw_scores(W):   # X W^T as `predict` computes it (a contiguous W, as coef_ is stored)
             return np.asarray(safe_sparse_dot(X, np.ascontiguousarray(W).T, dense_output=True))
 
-        def hard_errors(x, shift=0.0):
-            """Each class's (weighted) error on the fitted rows."""
-            W, b = weights_of(x)
-            wrong = np.argmax(raw_scores(W) + (b + shift), axis=1) != y_index
+        def errors_of(raw, intercepts):
+            """Each class's (weighted) error on the fitted rows, from ``X W^T`` and the intercepts."""
+            wrong = np.argmax(raw + intercepts, axis=1) != y_index
             return np.bincount(y_index[fitted], weights=(weight * wrong)[fitted], minlength=C) / class_weight
+
+        def hard_errors(x):
+            W, b = weights_of(x)
+            return errors_of(raw_scores(W), b)
 
         x, multipliers = np.zeros(C * d_full), None
         r = alpha.copy()
@@ -439,11 +442,11 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         b = np.array(b, dtype=np.float64)
         self.shift_, self.certification_ = np.zeros(C), None
         if calibration:
-            certificate = certified_class_shift(raw_scores(W), b, y_index, calibration, bounds, fitted,
-                                                float(self.delta))
+            raw = raw_scores(W)
+            certificate = certified_class_shift(raw, b, y_index, calibration, bounds, fitted, float(self.delta))
             self.shift_ = certificate["shift"]
             b = b + self.shift_
-            h_all = hard_errors(x, self.shift_)
+            h_all = errors_of(raw, b)
             self.certification_ = {
                 "delta": float(self.delta), "certified": certificate["certified"],
                 "p_value": certificate["p_value"], "candidates_tested": certificate["tested"],

@@ -82,8 +82,8 @@ def certified_class_shift(raw, intercept, y_index, calibration, bounds, fitted, 
     candidate misses a bound is then at most :math:`\delta` over the draw of the held-out rows
     (no union bound over candidates or classes is needed), and the last one rejected before the
     first failure, the smallest shift tested, is kept. When the first candidate already fails,
-    nothing is certified: :math:`P(\text{certified and some } e_k > \alpha_k) \le \delta`. With two classes this is the umbrella rule of Tong, Feng & Li (2018)
-    on a grid.
+    nothing is certified: :math:`P(\text{certified and some } e_k > \alpha_k) \le \delta`. With
+    two classes this is the umbrella rule of Tong, Feng & Li (2018) on a grid.
 
     Parameters
     ----------

@@ -9,8 +9,8 @@ product then runs fastcon's own kernels (`fastcon._kernels._linalg`) on the work
   tasks when at most `DaskDesign.inline_bytes`), each worker computes the scores of its blocks
   (one task per worker), the client gathers them into ``out``.
 * ``rmatvec(c, out, rows)``: each worker's part of ``c`` is scattered to it (all workers at once;
-  inside the tasks when small), each worker accumulates :math:`\sum_b X_b^\top c_b` over its blocks into one d-vector, the d-vectors are
-  summed pairwise worker to worker (a tree of depth :math:`\lceil\log_2 P\rceil`) and the client
+  inside the tasks when small), each worker accumulates :math:`\sum_b X_b^\top c_b` over its
+  blocks into one d-vector, the d-vectors are summed pairwise worker to worker (a tree of depth :math:`\lceil\log_2 P\rceil`) and the client
   adds the total into ``out``.
 
 What lives where, and what it costs. X stays on the workers. The scores :math:`z = Xw + b` and the
