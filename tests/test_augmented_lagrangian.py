@@ -116,3 +116,64 @@ def test_fused_lagrangian_equals_the_generic_one(constraint, fit_intercept, spar
         np.testing.assert_array_equal(seen[0], g1)           # the multipliers see the values at x
         np.testing.assert_allclose(out_fused, out_generic, rtol=0, atol=1e-12)
         np.testing.assert_allclose(fused.constraint_values(x), g2, rtol=0, atol=1e-14)
+
+
+# ----------------------------------------------------------------------------- scaling by the curvature diagonal
+def _ill_scaled_np_problem(sparse, fit_intercept=True, domain_box=False):
+    """A DP-constrained logistic problem whose column scales span four orders of magnitude."""
+    rng = np.random.default_rng(11)
+    n, d = 400, 8
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.7) * np.logspace(-2, 2, d)
+    y01 = (X[:, 2] / X[:, 2].std() + X[:, 5] / X[:, 5].std() + rng.normal(size=n) > 0).astype(np.int64)
+    dataset = Dataset(sp.csr_matrix(X) if sparse else X, 2 * y01 - 1)
+    scores = LinearScores(dataset, fit_intercept)
+    objective = LinearLoss(scores, dataset.y, np.ones(n), "logistic", 1e-3)
+    block = group_fairness_constraints(scores, y01, rng.integers(0, 2, n), "demographic_parity", 0.02,
+                                       smoothing=0.5)
+    problem = LinearModelProblem(objective, [block])
+    if domain_box:
+        problem.domain = Box(np.full(problem.dim, -50.0), np.full(problem.dim, 50.0))
+    return problem
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_curvature_diagonal_is_the_hessian_diagonal_at_zero(sparse, fit_intercept):
+    # the logistic loss has phi''(0) = 1/4 = its supremum: at x = 0 the estimate is exact
+    problem = _ill_scaled_np_problem(sparse, fit_intercept)
+    objective = problem.objective
+    h = problem.curvature_diagonal()
+    x0 = np.zeros(problem.dim)
+    grad_plus, grad_minus = np.empty(problem.dim), np.empty(problem.dim)
+    for j in range(problem.dim):
+        step = 1e-4 / np.sqrt(h[j])
+        e = np.zeros(problem.dim)
+        e[j] = step
+        objective.value_and_subgradient(x0 + e, grad_plus)
+        objective.value_and_subgradient(x0 - e, grad_minus)
+        assert (grad_plus[j] - grad_minus[j]) / (2 * step) == pytest.approx(h[j], rel=1e-6)
+
+
+def test_an_objective_without_a_diagonal_is_solved_unscaled():
+    problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
+    assert problem.curvature_diagonal() is None
+    a = augmented_lagrangian(problem, tolerance=1e-8, stationarity_tolerance=1e-8)
+    b = augmented_lagrangian(problem, tolerance=1e-8, stationarity_tolerance=1e-8, precondition=False)
+    np.testing.assert_array_equal(a.x, b.x)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("domain_box", [False, True])
+def test_scaled_and_unscaled_solves_reach_the_same_kkt_point_the_scaled_one_sooner(sparse, domain_box):
+    problem = _ill_scaled_np_problem(sparse, domain_box=domain_box)
+    scaled = augmented_lagrangian(problem, stationarity_tolerance=1e-6, tolerance=1e-6)
+    plain = augmented_lagrangian(problem, stationarity_tolerance=1e-6, tolerance=1e-6, precondition=False)
+    assert scaled.status == "converged"
+    # the stopping test is in x, whatever the scaling: stationarity recomputed from scratch
+    grad = np.empty(problem.dim)
+    problem.lagrangian(scaled.x, lambda g: scaled.multipliers, grad)
+    assert np.max(np.abs(grad)) <= 1e-6
+    assert plain.status == "converged"
+    np.testing.assert_allclose(scaled.objective, plain.objective, rtol=1e-6)
+    np.testing.assert_allclose(problem.constraint_values(scaled.x), problem.constraint_values(plain.x), atol=1e-5)
+    assert scaled.info["evaluations"] < plain.info["evaluations"] / 2

@@ -118,6 +118,10 @@ def test_dask_design_products_equal_design_matrix(client, sparse):
         design.rmatvec(c[:m], ga, r)
         memory.rmatvec(c[:m], gb, r)
         np.testing.assert_allclose(ga, gb, rtol=1e-13, atol=1e-13)
+        ga, gb = np.full(40, 0.5), np.full(40, 0.5)             # so do the column sums of squares
+        design.weighted_column_squares(c[:m], ga, r)
+        memory.weighted_column_squares(c[:m], gb, r)
+        np.testing.assert_allclose(ga, gb, rtol=1e-13, atol=1e-13)
         a2, ap, b2, bp = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
         design.matvec2(w, 2 * w, a2, ap, r)
         memory.matvec2(w, 2 * w, b2, bp, r)

@@ -91,6 +91,12 @@ def test_linalg_matches_reference(problem):
     (la.dense_rmatvec if kind == "dense" else la.csr_rmatvec)(*args, rows, c, acc, scratch)
     assert_close(acc, start + ref.rmatvec(X, rows, c), np.abs(start) + ref.rmatvec(absX, rows, np.abs(c)))
 
+    acc = start.copy()
+    (la.dense_weighted_column_squares if kind == "dense" else la.csr_weighted_column_squares)(
+        *args, rows, c, acc)
+    assert_close(acc, start + ref.weighted_column_squares(X, rows, c),
+                 np.abs(start) + ref.weighted_column_squares(X, rows, np.abs(c)))
+
 
 @settings(max_examples=60, deadline=None)
 @given(problems(), st.sampled_from(LOSS_NAMES))

@@ -27,6 +27,7 @@ __all__ = [
     "n_chunks_for", "chunk_scratch",
     "csr_matvec", "csr_rmatvec", "csr_matvec2",
     "dense_matvec", "dense_rmatvec", "dense_matvec2",
+    "csr_weighted_column_squares", "dense_weighted_column_squares",
 ]
 
 JIT = dict(cache=True, boundscheck=False, fastmath=False, nogil=True)
@@ -247,6 +248,24 @@ def csr_rmatvec(indptr, indices, data, rows, c, out, scratch):
     _reduce_chunks(scratch, out)
 
 
+@njit(**JIT)
+def csr_weighted_column_squares(indptr, indices, data, rows, c, out):
+    r"""Accumulate :math:`\mathrm{out}_k \mathrel{+}= \sum_j c_j\, a_{r_j k}^2` (weighted column sums of squares).
+
+    The diagonal of :math:`X^\top \operatorname{diag}(c) X`: a loss's Gauss–Newton curvature per
+    weight, which a quasi-Newton solver uses to scale its variables. One serial pass (it is made
+    once per fit, not per iteration). Arguments as in :func:`csr_rmatvec` (``data=None``: every
+    entry is 1, so the result is :math:`X^\top c`).
+    """
+    m = _count(rows, indptr.shape[0] - 1)
+    for j in range(np.uint64(m)):
+        cj = c[j]
+        i = _row_at(rows, j)
+        for k in range(indptr[i], indptr[i + _ONE]):
+            v = _entry(data, k)
+            out[indices[k]] += cj * (v * v)
+
+
 @njit(inline="always")
 def _reduce_chunks(scratch, out):
     """``out += sum_k scratch[k, :d]`` in chunk order (fixed order: thread-count independent)."""
@@ -341,3 +360,16 @@ def dense_rmatvec(X, rows, c, out, scratch):
             if cj != 0.0:
                 _dense_axpy(X, _row_at(rows, j), cj, acc)
     _reduce_chunks(scratch, out)
+
+
+@njit(**JIT)
+def dense_weighted_column_squares(X, rows, c, out):
+    r"""Accumulate :math:`\mathrm{out}_k \mathrel{+}= \sum_j c_j\, X_{r_j k}^2` for dense ``X`` (see
+    :func:`csr_weighted_column_squares`)."""
+    m = _count(rows, X.shape[0])
+    for j in range(np.uint64(m)):
+        cj = c[j]
+        i = _row_at(rows, j)
+        for col in range(X.shape[1]):
+            v = X[i, col]
+            out[col] += cj * (v * v)

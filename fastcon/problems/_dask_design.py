@@ -158,6 +158,14 @@ def _worker_rmatvec(designs, rows, cs, n_features):
     return out
 
 
+def _worker_column_squares(designs, rows, cs, n_features):
+    r""":math:`\sum_b` of each block's weighted column sums of squares (`DesignMatrix.weighted_column_squares`)."""
+    out = np.zeros(n_features)
+    for design, r, c in zip(designs, rows, cs):
+        design.weighted_column_squares(c, out, r)
+    return out
+
+
 def _worker_row_norms(designs):
     return np.concatenate([d.row_norms() for d in designs]) if designs else np.empty(0)
 
@@ -363,11 +371,19 @@ class DaskDesign:
 
     def rmatvec(self, c, out, rows=None):
         """``out += sum_j c[j] a_{rows[j]}``: per-worker sums on the workers, a pairwise tree, one d-vector back."""
+        return self._column_reduce(_worker_rmatvec, c, out, rows)
+
+    def weighted_column_squares(self, c, out, rows=None):
+        """``out += sum_j c[j] a_{rows[j]}**2`` entrywise, reduced as :meth:`rmatvec` is."""
+        return self._column_reduce(_worker_column_squares, c, out, rows)
+
+    def _column_reduce(self, worker_fn, c, out, rows):
+        """``out +=`` the sum over workers of ``worker_fn(designs, rows, c, d)``, summed in a pairwise tree."""
         layout = self._all_rows if rows is None else self._layout(rows)
         c = np.asarray(c, dtype=np.float64)
         # copies: c may change after the call
         pieces = self._send(layout, [[np.array(c[place]) for place in part.places] for part in layout])
-        partials = [(part.address, self._submit(_worker_rmatvec, part, cf, self.n_features))
+        partials = [(part.address, self._submit(worker_fn, part, cf, self.n_features))
                     for part, cf in zip(layout, pieces)]
         while len(partials) > 1:
             paired = []

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._kernels._linalg import (
-    chunk_scratch, csr_matvec, csr_matvec2, csr_rmatvec, dense_matvec, dense_matvec2, dense_rmatvec,
+    chunk_scratch, csr_matvec, csr_matvec2, csr_rmatvec, csr_weighted_column_squares, dense_matvec, dense_matvec2,
+    dense_rmatvec, dense_weighted_column_squares,
 )
 
 __all__ = ["DesignMatrix", "design_of"]
@@ -66,6 +67,14 @@ class DesignMatrix:
             csr_rmatvec(*self._csr, rows, c, out, scratch)
         else:
             dense_rmatvec(self._X, rows, c, out, scratch)
+        return out
+
+    def weighted_column_squares(self, c, out, rows=None):
+        """``out += sum_j c[j] a_{rows[j]}**2`` entrywise: the diagonal of ``X_rows^T diag(c) X_rows``."""
+        if self.is_sparse:
+            csr_weighted_column_squares(*self._csr, rows, c, out)
+        else:
+            dense_weighted_column_squares(self._X, rows, c, out)
         return out
 
     def row_norms(self) -> np.ndarray:

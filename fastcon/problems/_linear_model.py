@@ -28,6 +28,10 @@ from ._validation import check_out, check_rows, check_x
 
 __all__ = ["LinearScores", "LinearLoss", "LinearModelProblem"]
 
+#: :math:`\sup_z |\phi''(z)|` of each margin loss: the logistic loss's 1/4, the squared hinge's 2,
+#: the sigmoid loss's :math:`1/(6\sqrt3)`; the hinge has no curvature (0).
+LOSS_CURVATURE = {"logistic": 0.25, "squared_hinge": 2.0, "sigmoid": 1.0 / (6.0 * np.sqrt(3.0)), "hinge": 0.0}
+
 
 class LinearScores:
     r"""Scores :math:`z = Xw + b` of a dataset at :math:`x = (w, b)`, cached for the last point.
@@ -79,6 +83,15 @@ class LinearScores:
         self.design.matvec(x[:self.n_weights], out, rows)
         if self.fit_intercept:
             out += x[self.n_weights]
+        return out
+
+    def gauss_newton_diagonal(self, c, out):
+        r"""``out = (sum_i c_i a_i^2, sum_i c_i)``: the diagonal of :math:`J^\top \operatorname{diag}(c) J`,
+        :math:`J = \partial z/\partial x` (squares entrywise; the intercept's column is ones)."""
+        out[:self.n_weights] = 0.0
+        self.design.weighted_column_squares(c, out[:self.n_weights], self.rows)
+        if self.fit_intercept:
+            out[self.n_weights] = c.sum()
         return out
 
     def backprop(self, v, out):
@@ -153,6 +166,19 @@ class LinearLoss:
     def add_ridge_gradient(self, x, out):
         k = self.scores.n_weights
         out[:k] += self.alpha * x[:k]
+
+    def curvature_diagonal(self) -> np.ndarray:
+        r"""An estimate of the Hessian's diagonal, :math:`\kappa\sum_i c_i a_{ij}^2 + \lambda`.
+
+        :math:`\kappa = \sup|\phi''|` (`LOSS_CURVATURE`): the Gauss–Newton diagonal at the
+        loss's largest curvature (at :math:`w = 0` for the logistic loss), plus the ridge on
+        :math:`w`. One pass over X; a quasi-Newton solver scales its variables by
+        :math:`1/\sqrt{\cdot}` of it (`fastcon.solvers.augmented_lagrangian`).
+        """
+        h = self.scores.gauss_newton_diagonal(self.weight, np.empty(self.n_features))
+        h *= LOSS_CURVATURE[self.loss]
+        h[:self.scores.n_weights] += self.alpha
+        return h
 
 
 class _ConstraintView:

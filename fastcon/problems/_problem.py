@@ -109,6 +109,16 @@ class ConstrainedProblem:
                 out += weight * self._work
         return f, g
 
+    def curvature_diagonal(self):
+        """A positive estimate of the objective's Hessian diagonal, or None when the problem has none.
+
+        Solvers that scale their variables (`fastcon.solvers.augmented_lagrangian`) ask for it; the
+        objective answers for itself (``objective.curvature_diagonal()``, e.g.
+        `fastcon.problems.LinearLoss`), and an objective without one leaves the variables unscaled.
+        """
+        own = getattr(self.objective, "curvature_diagonal", None)
+        return None if own is None else own()
+
     def max_violation(self, x) -> float:
         """:math:`\\max(0, g(x))`."""
         return max(0.0, self.g(x)[0])

@@ -20,6 +20,13 @@ def rmatvec(X, rows, c):
     return np.asarray(_take(X, rows).T @ c, dtype=np.float64).ravel()
 
 
+def weighted_column_squares(X, rows, c):
+    r""":math:`\sum_j c_j a_{r_j}^2`, squared entrywise: the diagonal of :math:`X_r^\top \operatorname{diag}(c) X_r`."""
+    Xr = _take(X, rows)
+    squares = Xr.multiply(Xr) if hasattr(Xr, "multiply") else Xr * Xr
+    return np.asarray(squares.T @ c, dtype=np.float64).ravel()
+
+
 # --------------------------------------------------------------------------- losses of z
 def hinge(z):
     return np.maximum(0.0, 1.0 - z), np.where(z < 1.0, -1.0, 0.0)
