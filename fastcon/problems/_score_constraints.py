@@ -84,12 +84,22 @@ class RateGapConstraints(_PairBound):
         One description per pair.
     weight : float64[n], optional
         Row weights of the cell sums (default 1: rates are plain means).
+    band : float
+        :math:`\mu \ge 0`. With :math:`\mu > 0` constraint :math:`k` reads its first rate at
+        :math:`\theta_j - \mu\tau` and its second at :math:`\theta_j + \mu\tau`:
+        :math:`r_{a_k}(\theta_j - \mu\tau) - r_{b_k}(\theta_j + \mu\tau) - \kappa \le 0`. The first
+        rate then counts a row at :math:`z_i = \theta_j` as :math:`\sigma(\mu)` (close to the step's
+        1) and the second as :math:`\sigma(-\mu)` (close to its 0), so scores gathered just above
+        the threshold in the higher group, or just below it in the lower one, no longer shrink the
+        smoothed gap while the hard one stays (the piling-up that made a DP fit meet
+        :math:`\kappa = 2\cdot10^{-4}` in sigmoid rates at a hard gap of 0.05: docs/benchmarks.md,
+        "Large data"). Default 0: both rates at :math:`\theta_j`.
 
     Constraint values are ordered pair-major: index ``k * m + j`` is pair ``k`` at ``thresholds[j]``.
     The block keeps :math:`O(n + (n_{cells} + R + K)\,m)` numbers (`rate_block_bytes`).
     """
 
-    def __init__(self, scores, cell, rate_matrix, pairs, bound, thresholds, smoothing, names, weight=None):
+    def __init__(self, scores, cell, rate_matrix, pairs, bound, thresholds, smoothing, names, weight=None, band=0.0):
         self.scores = scores
         self.cell = np.ascontiguousarray(cell, dtype=np.int64)
         self.weight = np.ones(self.cell.shape[0]) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
@@ -113,9 +123,29 @@ class RateGapConstraints(_PairBound):
                                          (np.r_[k, k[second]], np.r_[pairs[:, 0], pairs[second, 1]])),
                                         shape=(pairs.shape[0], n_rates))
         self._pair_diff_t = self._pair_diff.T.tocsr()
+        # the two sides of D apart, for the band: D = first - second
+        self._first = sp.csr_matrix((np.ones(k.size), (k, pairs[:, 0])), shape=(pairs.shape[0], n_rates))
+        self._second = sp.csr_matrix((np.ones(int(second.sum())), (k[second], pairs[second, 1])),
+                                     shape=(pairs.shape[0], n_rates))
         self._sums = np.empty((self.rate_matrix.shape[1], self.thresholds.shape[0]))
         self.n_pairs = pairs.shape[0]
         self.bound = bound
+        self.band = band
+
+    @property
+    def band(self):
+        return self._band
+
+    @band.setter
+    def band(self, value):
+        value = float(value)
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"band: must be a finite number >= 0, got {value}")
+        self._band = value
+
+    def _shifted(self, sign):
+        r"""The grid moved by ``sign`` bands: :math:`\theta + \text{sign}\,\mu\tau`."""
+        return self.thresholds + sign * self._band * self.smoothing
 
     @property
     def n_constraints(self) -> int:
@@ -127,21 +157,36 @@ class RateGapConstraints(_PairBound):
         return self.rate_matrix @ self._sums
 
     def values_from_scores(self, z) -> np.ndarray:
-        rates = self.rates_from_scores(z)
-        return (self._pair_diff @ rates - self._bound[:, None]).ravel()
+        if self._band == 0.0:
+            rates = self.rates_from_scores(z)
+            return (self._pair_diff @ rates - self._bound[:, None]).ravel()
+        gamma = 1.0 / self.smoothing
+        cell_sigmoid_sums(z, self.cell, self.weight, gamma, self._shifted(-1.0), self._sums)
+        first = self._first @ (self.rate_matrix @ self._sums)
+        cell_sigmoid_sums(z, self.cell, self.weight, gamma, self._shifted(1.0), self._sums)
+        second = self._second @ (self.rate_matrix @ self._sums)
+        return (first - second - self._bound[:, None]).ravel()
 
     def vjp_from_scores(self, z, weights, v):
         r"""``v += d(sum_k weights_k g_k)/dz``."""
         lam = np.asarray(weights, dtype=np.float64).reshape(self.n_pairs, self.thresholds.shape[0])
         if not np.any(lam):
             return
-        coef = np.ascontiguousarray(self.rate_matrix.T @ (self._pair_diff_t @ lam))     # (n_cells, m)
+        if self._band == 0.0:
+            self._sigmoid_vjp(z, self.thresholds, self.rate_matrix.T @ (self._pair_diff_t @ lam), v)
+            return
+        self._sigmoid_vjp(z, self._shifted(-1.0), self.rate_matrix.T @ (self._first.T @ lam), v)
+        self._sigmoid_vjp(z, self._shifted(1.0), -(self.rate_matrix.T @ (self._second.T @ lam)), v)
+
+    def _sigmoid_vjp(self, z, grid, coef, v):
+        r"""``v +=`` the scores' gradient of :math:`\sum` ``coef`` (n_cells, m) times the cell sums on ``grid``."""
+        coef = np.ascontiguousarray(coef)
         active = np.flatnonzero(np.any(coef != 0.0, axis=0))
         if active.size == coef.shape[1]:
-            cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing, self.thresholds, coef, v)
+            cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing, grid, coef, v)
         elif active.size:
             cell_sigmoid_vjp(z, self.cell, self.weight, 1.0 / self.smoothing,
-                             np.ascontiguousarray(self.thresholds[active]), np.ascontiguousarray(coef[:, active]), v)
+                             np.ascontiguousarray(grid[active]), np.ascontiguousarray(coef[:, active]), v)
 
 
 def rate_block_bytes(n_samples, n_cells, n_rates, n_pairs, n_thresholds) -> int:
@@ -250,7 +295,7 @@ def _ordered_pairs(n_rates, offset):
 
 
 def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smoothing=1.0, thresholds=None,
-                               group_labels=None, sample_weight=None):
+                               group_labels=None, sample_weight=None, band=0.0):
     r"""The constraint block of a named group-fairness constraint on a linear model's scores.
 
     Parameters
@@ -274,6 +319,8 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
     sample_weight : array of shape (n,), optional
         Row weights of the rates (weighted means); not for ``"wasserstein"``, whose quantile
         matching is unweighted (a ValueError).
+    band : float
+        The rate blocks' :math:`\mu` (`RateGapConstraints`); not used by ``"wasserstein"``.
 
     Returns
     -------
@@ -334,7 +381,7 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
         names += [f"{what}({labels[a - f * n_groups]!r}) - {what}({labels[b - f * n_groups]!r})" for a, b in index]
     pairs = np.concatenate(pairs) if pairs else np.empty((0, 2), dtype=np.int64)
     return RateGapConstraints(scores, cell, rate_matrix, pairs, bound, grid, smoothing, names,
-                              weight=sample_weight)
+                              weight=sample_weight, band=band)
 
 
 def rate_bound_constraint(scores, rows, bound, *, smoothing=1.0, name="rate", sample_weight=None):
