@@ -209,6 +209,35 @@ def test_a9a_linalg(a9a, binary, thread_counts):
     assert_close(g1, X.T @ c, abs(X).T @ np.abs(c))
 
 
+def test_wide_rmatvec_reduction_is_thread_independent_and_exact(thread_counts):
+    # d spans several column blocks of the parallel chunk reduction (one of them partial)
+    d = 3 * la.REDUCE_BLOCK + 5
+    rng = np.random.default_rng(4)
+    X = sp.random(3000, d, density=40 / d, format="csr", random_state=rng)
+    X.sort_indices()
+    args = csr_args(X, False)
+    c = rng.standard_normal(3000)
+    scratch = np.zeros((4, d))
+
+    def run():
+        acc = np.full(d, 0.25)
+        la.csr_rmatvec(*args, None, c, acc, scratch)
+        return acc
+
+    g1, g2 = thread_counts(run)
+    assert np.array_equal(g1, g2)
+    # the chunks' partial sums added in chunk order, as a plain loop does
+    want = np.full(d, 0.25)
+    for k in range(4):
+        lo, hi = (k * 3000) // 4, ((k + 1) * 3000) // 4
+        part = np.zeros(d)
+        for i in range(lo, hi):
+            for p in range(X.indptr[i], X.indptr[i + 1]):
+                part[X.indices[p]] += c[i] * X.data[p]
+        want += part
+    assert np.array_equal(g1, want)
+
+
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_a9a_losses_thread_independent(a9a, loss, thread_counts):
     X, y = a9a
