@@ -22,6 +22,7 @@ from ..estimators._linear import ConstrainedClassifier
 from ..estimators._report import ConstraintReport, _solve_summary, class_error_report
 from ..estimators._solve import Calibration, calibrate_bound
 from ..metrics import np_umbrella_threshold
+from ..problems._dask_design import is_dask_collection
 from ..estimators._umbrella import calibration_rows, strict_threshold
 from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
 from ..solvers._common import check_choice
@@ -94,9 +95,23 @@ class _GBMClassifier(ConstrainedClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Or a `dask.array` with one column chunk: each block is scored on the worker that holds
+            it, the scores returned as a numpy array (`fastcon.boosting._dask`).
         """
         check_is_fitted(self, "ensemble_")
+        if is_dask_collection(X):                 # scored block by block on the workers (fastcon.boosting._dask)
+            from ._dask import dask_features
+
+            return self._ensemble_scores(dask_features(self, X))
         X = self._features_for_predict(X)
+        return self._ensemble_scores(X)
+
+    def _ensemble_scores(self, X):
+        """``ensemble_``'s scores of checked rows; a dask X is scored on the workers that hold its blocks."""
+        if is_dask_collection(X):
+            from ._dask import dask_ensemble_scores
+
+            return dask_ensemble_scores(self.ensemble_, X)
         return self.ensemble_.predict_scores(X)
 
     def predict(self, X):
@@ -139,10 +154,17 @@ class _GBMClassifier(ConstrainedClassifier):
         # degenerate models: ABPP / CBPR end with "max_iter" by design (no stopping test by default;
         # whether the bounds are met is warned by fit), but a model without trees or with non-finite
         # training scores is no fit at all
-        if not np.all(np.isfinite(result.x)):
+        # a Dask model's training scores are on the workers: it reduces the two checks there
+        checks = getattr(model, "score_checks", None)
+        if checks is not None:
+            finite, constant = checks(result.state)
+        else:
+            finite = np.all(np.isfinite(result.x))
+            constant = finite and np.all(np.ptp(result.x, axis=0) == 0.0)
+        if not finite:
             warnings.warn(f"{type(self).__name__}: the kept solve's training scores are not finite (the solve "
                           "diverged); lower primal_step or dual_step", ConvergenceWarning, stacklevel=3)
-        elif self.n_rounds_ == 0 or np.all(np.ptp(result.x, axis=0) == 0.0):
+        elif self.n_rounds_ == 0 or constant:
             warnings.warn(f"{type(self).__name__}: the model is constant (no tree split the training rows: "
                           f"{self.n_rounds_} rounds, every row has the same score), so predict returns one class; "
                           "check the features and params that forbid splits (min_gain_to_split / gamma, "
@@ -314,9 +336,13 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            CSR stays sparse.
+            CSR stays sparse. Or a `dask.array` with one column chunk (numpy or CSR blocks) and a
+            running `distributed.Client`: the boosting rounds run on the workers through
+            ``xgboost.dask`` / ``lightgbm.dask`` with the same objective, X stays there
+            (`fastcon.boosting._dask`; ``solve_result_.x`` then holds the prox steps' coefficients,
+            not the training scores).
         y : array-like of shape (n_samples,)
-            Labels of any type, two or more classes.
+            Labels of any type, two or more classes (in memory with a dask X).
         """
         from ..solvers.abpp import abpp
 
@@ -329,6 +355,10 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
                                  "training rows)")
             check_fraction("calibration_fraction", self.calibration_fraction)
             check_random_state(self.random_state, draw=False)
+        if is_dask_collection(X):   # the same fit on the workers' rows (fastcon.boosting._dask)
+            from ._dask import fit_neyman_pearson
+
+            return fit_neyman_pearson(self, X, y)
         X, labels, self.classes_ = self._check_target(X, y)
         J = self.classes_.size
         bounds = self._class_bounds()
@@ -417,7 +447,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         """The umbrella threshold on the held-out rows' ensemble scores (``threshold_``, ``umbrella_``)."""
         delta = float(self.delta)
         sign = 1.0 if constrained == 0 else -1.0
-        s0 = sign * self.ensemble_.predict_scores(X_cal)   # higher: the other class
+        s0 = sign * self._ensemble_scores(X_cal)   # higher: the other class
         self.threshold_ = strict_threshold(s0, float(np_umbrella_threshold(s0, alpha, delta)))
         self.umbrella_ = {"calibration_rows": int(s0.size), "fit_rows": int(n_fit), "delta": delta,
                           "calibration_type_one_error": float(np.mean(s0 > self.threshold_))}
@@ -542,6 +572,8 @@ class FairGBMClassifier(_GBMClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            Or a `dask.array`, as in `NeymanPearsonGBMClassifier.fit` (``sensitive_features`` then
+            an in-memory array of the groups).
         y : array-like of shape (n_samples,)
             Labels of any type, two or more classes.
         sensitive_features : array-like, column name(s) or position(s)
@@ -567,6 +599,10 @@ class FairGBMClassifier(_GBMClassifier):
         # columns only of a DataFrame X holding them all, else it is one label per row; the columns
         # dropped (names, or non-negative positions) are dropped again from the X of predict
         X, sensitive, self.sensitive_columns_ = resolve_sensitive(X, sensitive_features, self.drop_sensitive)
+        if is_dask_collection(X):   # the same fit on the workers' rows (fastcon.boosting._dask)
+            from ._dask import fit_fair
+
+            return fit_fair(self, X, y, sensitive)
         X, labels, self.classes_ = self._check_target(X, y)
         groups = encode_fit_groups(sensitive, X.shape[0])
         if groups.n_groups < 2:
