@@ -158,15 +158,18 @@ class FairClassifier(LinearConstrainedClassifier):
         constraints the width of the ramp). The calibration halves it (at most four times; not for
         ``"roc"``) when the smoothed rates track the hard ones too loosely to meet ``tolerance``
         (`fastcon.estimators._solve.calibrate_bound`; measurements in docs/design.md, "Estimators").
-    band : float
-        :math:`\mu \ge 0`, in units of the smoothing (above). The rate constraints compare the
-        larger rate at :math:`-\mu\tau` with the smaller at :math:`+\mu\tau`; 0 reads both at the
-        threshold (the default). On a 50,000 x 1,000,000 sparse set (DP 0.02; docs/benchmarks.md,
-        "Large data") ``band=0`` ran 12 solves whose hard training gaps stayed at 0.033-0.054 while
-        the smoothed gap fell to :math:`2\cdot10^{-4}` (held-out gap 0.042); ``band=1`` met 0.02
-        in 3 solves (held-out gap 0.014). On small samples it can cost much accuracy (equalized
-        odds on 500 rows: 0.816 -> 0.584 on one of seven draws), hence the default 0. Not used by
-        ``"wasserstein"`` and the partial constraints.
+    band : float, optional
+        :math:`\mu \ge 0`, in units of the smoothing (above): the rate constraints compare the
+        larger rate at :math:`-\mu\tau` with the smaller at :math:`+\mu\tau` (0: both at the
+        threshold). None (default): 0, and 1 from the solve where the calibration finds the
+        smoothed gap tracking the hard one loosely (`fastcon.estimators._solve.calibrate_bound`),
+        before any halving of the smoothing; ``calibration_["bands"]`` has each solve's. Measured
+        (docs/benchmarks.md, "Large data"): on a 50,000 x 1,000,000 sparse set (DP 0.02) band 0
+        ran 12 solves whose hard training gaps stayed at 0.033-0.054 while the smoothed gap fell
+        to :math:`2\cdot10^{-4}`; band 1 met 0.02 in 3 solves (held-out gap 0.014 against 0.042).
+        A fixed band 1 can cost accuracy on small samples where band 0 meets the tolerance
+        (equalized odds on 500 rows: 0.816 -> 0.584 on one of seven draws), hence 0 first. Not
+        used by ``"wasserstein"`` and the partial constraints.
     n_thresholds : int
         Grid size of ``"roc"`` (the grid spans the unconstrained model's scores).
     interval : (float, float), optional
@@ -244,7 +247,7 @@ class FairClassifier(LinearConstrainedClassifier):
     """
 
     def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=None,
-                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, band=0.0, n_thresholds=50,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, band=None, n_thresholds=50,
                  interval=None, n_levels=10, validation_fraction=None, confidence=None, max_calibration=None,
                  drop_sensitive=False, random_state=None, verbose=False):
         self.constraint = constraint
@@ -277,7 +280,8 @@ class FairClassifier(LinearConstrainedClassifier):
         check_choice("loss", self.loss, ("logistic", "hinge"))
         for name in ("tolerance", "smoothing", "tol"):
             check_real(name, getattr(self, name), positive=True)
-        check_real("band", self.band)
+        if self.band is not None:
+            check_real("band", self.band)
         if self.constraint in PARTIAL_CONSTRAINTS and not self.tolerance < 1.0:
             raise ValueError(f"tolerance: must be below 1 for constraint={self.constraint!r} (the metric never "
                              f"exceeds 1, so every model meets {self.tolerance!r}), got {self.tolerance!r}")
@@ -402,7 +406,7 @@ class FairClassifier(LinearConstrainedClassifier):
         g_fit = _check_all_groups_present(g_fit, n_groups)
         block = group_fairness_constraints(scores, y_fit, g_fit, self.constraint, float(self.tolerance),
                                            smoothing=float(self.smoothing), thresholds=thresholds,
-                                           group_labels=self.groups_, band=float(self.band),
+                                           group_labels=self.groups_,
                                            sample_weight=None if sample_weight is None else w_fit)
         problem = LinearModelProblem(objective, [block], name=f"FairClassifier({self.constraint})")
         # the first constrained solve starts at x = 0, where every group has the same rates (and
@@ -411,9 +415,14 @@ class FairClassifier(LinearConstrainedClassifier):
         # From the unconstrained model the sigmoid rates
         # could saturate on the way (huge scores, vanishing gradients) at an infeasible stationary
         # point: equalized odds on a 500-row sample ended there with the penalty at 1e29.
-        state = {"x": np.zeros(scores.n_features), "multipliers": None}
+        state = {"x": np.zeros(scores.n_features), "multipliers": None, "band": 0.0}
+        # the rate blocks read their pairs across a band; the transport block has none
+        bands = ((0.0, 1.0) if self.band is None else (float(self.band),)) if self.constraint in _RATE_GAP_CONSTRAINTS \
+            else (0.0,)
 
-        def solve_at(bound, smoothing):
+        def solve_at(bound, smoothing, band):
+            if band != state["band"]:   # another surrogate: its multipliers are not a warm start
+                block.band, state["band"], state["multipliers"] = band, band, None
             block.bound, block.smoothing = bound, smoothing
             result = solve_linear(problem, solver, state["x"], state["multipliers"], self.max_iter, self.verbose,
                                   self.tol)
@@ -446,7 +455,8 @@ class FairClassifier(LinearConstrainedClassifier):
             x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
                                                 max_rounds=self._calibration_rounds(),
                                                 adapt_smoothing=self.constraint != "roc",
-                                                converged=lambda r: converged(r, solver))
+                                                converged=lambda r: converged(r, solver),
+                                                bands=bands)
         self._set_fitted(x, X, result, record, check_rows, solver, ridge)
         if certify_rows is not None:
             s = scores.scores_on(x, certify_rows, np.empty(certify_rows.size))
