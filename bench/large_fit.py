@@ -37,7 +37,7 @@ import scipy.sparse as sp
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-FITS = ("snapml", "fastcon_dp", "fastcon_dp_band", "fastcon_np", "sklearn")
+FITS = ("snapml", "fastcon_dp", "fastcon_dp_straddle", "fastcon_np", "sklearn")
 
 
 def _spec(args):
@@ -140,9 +140,9 @@ def run_fit(name, folder):
         from fastcon.estimators import FairClassifier
         model = FairClassifier("demographic_parity", tolerance=0.02, random_state=0).fit(X, y, sensitive_features=g)
         decision = model.decision_function
-    elif name == "fastcon_dp_band":   # the rates of a pair read on either side of the threshold
+    elif name == "fastcon_dp_straddle":   # the rates of a pair read on either side of the threshold
         from fastcon.estimators import FairClassifier
-        model = FairClassifier("demographic_parity", tolerance=0.02, band=1.0, random_state=0).fit(
+        model = FairClassifier("demographic_parity", tolerance=0.02, straddle=1.0, random_state=0).fit(
             X, y, sensitive_features=g)
         decision = model.decision_function
     elif name == "fastcon_np":

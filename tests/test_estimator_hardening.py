@@ -70,22 +70,22 @@ def test_the_kept_solve_is_the_best_seen_at_any_smoothing():
     assert (k, met) == (1, False)                        # none met: the smallest violation
 
 
-def test_a_gap_that_does_not_follow_the_bound_moves_to_the_next_band_before_any_halving():
-    # the 1M x 1M DP fit's trace with band 0: tighter bounds, larger hard gaps (scores gathering
-    # just above 0); with the band the smoothed gap overestimates the hard one and the loop loosens
+def test_a_gap_that_does_not_follow_the_bound_moves_to_the_next_straddle_before_any_halving():
+    # the 1M x 1M DP fit's trace with straddle 0: tighter bounds, larger hard gaps (scores gathering
+    # just above 0); with the straddle the smoothed gap overestimates the hard one and the loop loosens
     calls = []
 
-    def solve_at(bound, smoothing, band):
-        calls.append((bound, smoothing, band))
-        h = {0.0: 0.030 + 0.5 * (0.02 - bound), 1.0: 0.7 * bound}[band]
+    def solve_at(bound, smoothing, straddle):
+        calls.append((bound, smoothing, straddle))
+        h = {0.0: 0.030 + 0.5 * (0.02 - bound), 1.0: 0.7 * bound}[straddle]
         return np.array([h]), _result("converged", 1.0 - bound)
 
-    x, result, record = calibrate_bound(solve_at, lambda x: float(x[0]), 0.02, 0.5, max_rounds=8, bands=(0.0, 1.0))
+    x, result, record = calibrate_bound(solve_at, lambda x: float(x[0]), 0.02, 0.5, max_rounds=8, straddles=(0.0, 1.0))
     assert record.met and 0.016 <= float(x[0]) <= 0.02
-    assert [c[2] for c in calls][:2] == [0.0, 0.0] and calls[2] == (0.02, 0.5, 1.0)   # the band, at the tolerance
+    assert [c[2] for c in calls][:2] == [0.0, 0.0] and calls[2] == (0.02, 0.5, 1.0)   # the straddle, at the tolerance
     assert all(c[1] == 0.5 for c in calls)                     # no halving was needed
-    assert record.bands == [c[2] for c in calls] and record.as_dict("training rows")["bands"] == record.bands
-    assert record.bands[record.chosen] == 1.0
+    assert record.straddles == [c[2] for c in calls] and record.as_dict("training rows")["straddles"] == record.straddles
+    assert record.straddles[record.chosen] == 1.0
 
 
 # ----------------------------------------------------------------------------- weighted reports

@@ -56,21 +56,21 @@ def test_calibration_meets_the_tolerance_on_many_samples(seed, constraint):
 
 
 @pytest.mark.parametrize("constraint", ["demographic_parity", "equalized_odds", "roc"])
-def test_a_band_reads_the_rates_of_a_pair_on_either_side_of_the_threshold(constraint):
+def test_a_straddle_reads_the_rates_of_a_pair_on_either_side_of_the_threshold(constraint):
     X, y, g = make_groups_data(600, 2)
     tol = TOLERANCE[constraint]
-    est = FairClassifier(constraint, tol, band=1.0).fit(X, y, sensitive_features=g)
+    est = FairClassifier(constraint, tol, straddle=1.0).fit(X, y, sensitive_features=g)
     assert est.calibration_["met"] and hard_gap(constraint, est.decision_function(X), y, g) <= tol
     block = group_fairness_constraints(LinearScores(Dataset(X, 2 * y - 1)), y, g, constraint, 0.0, smoothing=0.5,
-                                       band=1.0, thresholds=np.linspace(-1, 1, 3))
+                                       straddle=1.0, thresholds=np.linspace(-1, 1, 3))
     # at x = 0 every score is 0: the first rate of a pair is sigma((0 - theta)/tau + 1), the second
     # sigma((0 - theta)/tau - 1), for the grid point theta (0 but for "roc"); values pair-major
     grid = np.linspace(-1, 1, 3) if constraint == "roc" else np.zeros(1)
     values = block.values_from_scores(np.zeros(len(y))).reshape(-1, grid.size)
     want = expit(-grid / 0.5 + 1.0) - expit(-grid / 0.5 - 1.0)
     np.testing.assert_allclose(values, np.broadcast_to(want, values.shape), rtol=1e-13)
-    with pytest.raises(ValueError, match="^band: must be non-negative"):
-        FairClassifier(constraint, tol, band=-0.5).fit(X, y, sensitive_features=g)
+    with pytest.raises(ValueError, match="^straddle: must be non-negative"):
+        FairClassifier(constraint, tol, straddle=-0.5).fit(X, y, sensitive_features=g)
 
 
 @pytest.mark.parametrize("n_groups", [2, 3])

@@ -98,7 +98,7 @@ def test_transport_gap_identical_laws_is_zero(rng):
 
 
 # ----------------------------------------------------------------------------- constraint blocks through LinearModelProblem
-def _problem(rng, constraint, sparse, fit_intercept, n=240, d=5, band=0.0):
+def _problem(rng, constraint, sparse, fit_intercept, n=240, d=5, straddle=0.0):
     X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.7)
     y01 = rng.integers(0, 2, n)
     groups = rng.integers(0, 3, n)
@@ -106,13 +106,13 @@ def _problem(rng, constraint, sparse, fit_intercept, n=240, d=5, band=0.0):
     scores = LinearScores(dataset, fit_intercept)
     objective = LinearLoss(scores, dataset.y, np.ones(n), "logistic", 0.1)
     block = group_fairness_constraints(scores, y01, groups, constraint, 0.05, smoothing=0.8,
-                                       thresholds=np.linspace(-1.5, 1.5, 4), band=band)
+                                       thresholds=np.linspace(-1.5, 1.5, 4), straddle=straddle)
     return LinearModelProblem(objective, [block]), X, y01, groups
 
 
-def _hard_free_values(constraint, z, y01, groups, tau, thresholds, bound, band=0.0):
+def _hard_free_values(constraint, z, y01, groups, tau, thresholds, bound, straddle=0.0):
     """The block's values from their definition: smoothed rates of every group, every ordered pair,
-    the first rate of a pair at theta - band tau and the second at theta + band tau."""
+    the first rate of a pair at theta - straddle tau and the second at theta + straddle tau."""
     from scipy.special import expit
     families = {"demographic_parity": [(0, 1)], "roc": [(0, 1)], "equal_opportunity": [(1,)],
                 "false_positive_parity": [(0,)], "equalized_odds": [(1,), (0,)]}[constraint]
@@ -122,17 +122,17 @@ def _hard_free_values(constraint, z, y01, groups, tau, thresholds, bound, band=0
         def rates(shift):
             return [expit((z[(groups == k) & np.isin(y01, labels)][:, None] - grid - shift) / tau).mean(axis=0)
                     for k in range(3)]
-        first, second = rates(-band * tau), rates(band * tau)
+        first, second = rates(-straddle * tau), rates(straddle * tau)
         values += [first[a] - second[b] - bound for a in range(3) for b in range(3) if a != b]
     return np.concatenate(values)
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 @pytest.mark.parametrize("fit_intercept", [True, False], ids=["intercept", "no-intercept"])
-@pytest.mark.parametrize("constraint, band", [(c, 0.0) for c in FAIRNESS_CONSTRAINTS]
+@pytest.mark.parametrize("constraint, straddle", [(c, 0.0) for c in FAIRNESS_CONSTRAINTS]
                          + [(c, 1.5) for c in FAIRNESS_CONSTRAINTS if c != "wasserstein"])
-def test_block_values_and_gradients(rng, constraint, band, fit_intercept, sparse):
-    problem, X, y01, groups = _problem(rng, constraint, sparse, fit_intercept, band=band)
+def test_block_values_and_gradients(rng, constraint, straddle, fit_intercept, sparse):
+    problem, X, y01, groups = _problem(rng, constraint, sparse, fit_intercept, straddle=straddle)
     dim = problem.dim
     assert dim == X.shape[1] + fit_intercept
     x = rng.normal(0, 0.5, dim)
@@ -142,7 +142,7 @@ def test_block_values_and_gradients(rng, constraint, band, fit_intercept, sparse
         mu = problem.blocks[0].huber
         want = [ref.transport_gap(z[groups == a], z[groups == b], mu) - 0.05 for a in range(3) for b in range(a + 1, 3)]
     else:
-        want = _hard_free_values(constraint, z, y01, groups, 0.8, np.linspace(-1.5, 1.5, 4), 0.05, band)
+        want = _hard_free_values(constraint, z, y01, groups, 0.8, np.linspace(-1.5, 1.5, 4), 0.05, straddle)
     np.testing.assert_allclose(values, want, rtol=1e-12, atol=1e-14)
     # every constraint's gradient against central differences in x (W1: piecewise linear, tiny step)
     h = 1e-9 if constraint == "wasserstein" else 1e-6

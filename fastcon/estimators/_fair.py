@@ -68,7 +68,7 @@ class FairClassifier(LinearConstrainedClassifier):
 
     where :math:`\tilde r_k(\cdot; \theta)` is a smoothed rate of group :math:`k` (the mean of
     :math:`\sigma((s_i - \theta)/\tau)` over the rows the rate counts, :math:`s_i = w^\top x_i + b`)
-    and :math:`\mu` = ``band``: the larger rate is read a little below the decision threshold and
+    and :math:`\mu` = ``straddle``: the larger rate is read a little below the decision threshold and
     the smaller a little above it, so that a model cannot shrink the smoothed gap by gathering
     scores just above 0 in one group while the hard gap stays (`fastcon.problems.RateGapConstraints`),
     then
@@ -158,16 +158,16 @@ class FairClassifier(LinearConstrainedClassifier):
         constraints the width of the ramp). The calibration halves it (at most four times; not for
         ``"roc"``) when the smoothed rates track the hard ones too loosely to meet ``tolerance``
         (`fastcon.estimators._solve.calibrate_bound`; measurements in docs/design.md, "Estimators").
-    band : float, optional
+    straddle : float, optional
         :math:`\mu \ge 0`, in units of the smoothing (above): the rate constraints compare the
         larger rate at :math:`-\mu\tau` with the smaller at :math:`+\mu\tau` (0: both at the
         threshold). None (default): 0, and 1 from the solve where the calibration finds the
         smoothed gap tracking the hard one loosely (`fastcon.estimators._solve.calibrate_bound`),
-        before any halving of the smoothing; ``calibration_["bands"]`` has each solve's. Measured
-        (docs/benchmarks.md, "Large data"): on a 50,000 x 1,000,000 sparse set (DP 0.02) band 0
+        before any halving of the smoothing; ``calibration_["straddles"]`` has each solve's. Measured
+        (docs/benchmarks.md, "Large data"): on a 50,000 x 1,000,000 sparse set (DP 0.02) straddle 0
         ran 12 solves whose hard training gaps stayed at 0.033-0.054 while the smoothed gap fell
-        to :math:`2\cdot10^{-4}`; band 1 met 0.02 in 3 solves (held-out gap 0.014 against 0.042).
-        A fixed band 1 can cost accuracy on small samples where band 0 meets the tolerance
+        to :math:`2\cdot10^{-4}`; straddle 1 met 0.02 in 3 solves (held-out gap 0.014 against 0.042).
+        A fixed straddle 1 can cost accuracy on small samples where straddle 0 meets the tolerance
         (equalized odds on 500 rows: 0.816 -> 0.584 on one of seven draws), hence 0 first. Not
         used by ``"wasserstein"`` and the partial constraints.
     n_thresholds : int
@@ -247,7 +247,8 @@ class FairClassifier(LinearConstrainedClassifier):
     """
 
     def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=None,
-                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, band=None, n_thresholds=50,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, straddle=None,
+                 n_thresholds=50,
                  interval=None, n_levels=10, validation_fraction=None, confidence=None, max_calibration=None,
                  drop_sensitive=False, random_state=None, verbose=False):
         self.constraint = constraint
@@ -259,7 +260,7 @@ class FairClassifier(LinearConstrainedClassifier):
         self.max_iter = max_iter
         self.tol = tol
         self.smoothing = smoothing
-        self.band = band
+        self.straddle = straddle
         self.n_thresholds = n_thresholds
         self.interval = interval
         self.n_levels = n_levels
@@ -280,8 +281,8 @@ class FairClassifier(LinearConstrainedClassifier):
         check_choice("loss", self.loss, ("logistic", "hinge"))
         for name in ("tolerance", "smoothing", "tol"):
             check_real(name, getattr(self, name), positive=True)
-        if self.band is not None:
-            check_real("band", self.band)
+        if self.straddle is not None:
+            check_real("straddle", self.straddle)
         if self.constraint in PARTIAL_CONSTRAINTS and not self.tolerance < 1.0:
             raise ValueError(f"tolerance: must be below 1 for constraint={self.constraint!r} (the metric never "
                              f"exceeds 1, so every model meets {self.tolerance!r}), got {self.tolerance!r}")
@@ -410,19 +411,19 @@ class FairClassifier(LinearConstrainedClassifier):
                                            sample_weight=None if sample_weight is None else w_fit)
         problem = LinearModelProblem(objective, [block], name=f"FairClassifier({self.constraint})")
         # the first constrained solve starts at x = 0, where every group has the same rates (and
-        # scores): feasible for every constraint with band = 0, violated by 2 sigma(band) - 1 - kappa
+        # scores): feasible for every constraint with straddle = 0, violated by 2 sigma(straddle) - 1 - kappa
         # otherwise, a violation spread evenly over the groups that moving scores off 0 removes.
         # From the unconstrained model the sigmoid rates
         # could saturate on the way (huge scores, vanishing gradients) at an infeasible stationary
         # point: equalized odds on a 500-row sample ended there with the penalty at 1e29.
-        state = {"x": np.zeros(scores.n_features), "multipliers": None, "band": 0.0}
-        # the rate blocks read their pairs across a band; the transport block has none
-        bands = ((0.0, 1.0) if self.band is None else (float(self.band),)) if self.constraint in _RATE_GAP_CONSTRAINTS \
-            else (0.0,)
+        state = {"x": np.zeros(scores.n_features), "multipliers": None, "straddle": 0.0}
+        # the rate blocks' pairs straddle the threshold; the transport block has no pairs of rates
+        straddles = (((0.0, 1.0) if self.straddle is None else (float(self.straddle),))
+                     if self.constraint in _RATE_GAP_CONSTRAINTS else (0.0,))
 
-        def solve_at(bound, smoothing, band):
-            if band != state["band"]:   # another surrogate: its multipliers are not a warm start
-                block.band, state["band"], state["multipliers"] = band, band, None
+        def solve_at(bound, smoothing, straddle):
+            if straddle != state["straddle"]:   # another surrogate: its multipliers are not a warm start
+                block.straddle, state["straddle"], state["multipliers"] = straddle, straddle, None
             block.bound, block.smoothing = bound, smoothing
             result = solve_linear(problem, solver, state["x"], state["multipliers"], self.max_iter, self.verbose,
                                   self.tol)
@@ -456,7 +457,7 @@ class FairClassifier(LinearConstrainedClassifier):
                                                 max_rounds=self._calibration_rounds(),
                                                 adapt_smoothing=self.constraint != "roc",
                                                 converged=lambda r: converged(r, solver),
-                                                bands=bands)
+                                                straddles=straddles)
         self._set_fitted(x, X, result, record, check_rows, solver, ridge)
         if certify_rows is not None:
             s = scores.scores_on(x, certify_rows, np.empty(certify_rows.size))

@@ -68,7 +68,7 @@ _ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
 #: Parameters added after files were written whose default changed what ``fit`` does: a file that
 #: does not name one was fitted with the behaviour of the value here, so ``get_params`` and a refit
 #: of the loaded estimator say and do what the saved one did.
-_LEGACY_DEFAULTS = {"MultiClassNeymanPearsonClassifier": {"delta": None}, "FairClassifier": {"band": 0.0}}
+_LEGACY_DEFAULTS = {"MultiClassNeymanPearsonClassifier": {"delta": None}, "FairClassifier": {"straddle": 0.0}}
 _MARKERS = ("__array__", "__object_array__", "__tuple__", "__dict__", "__float__", "__solve_result__",
             "__group_encoding__", "__interval_choice__")
 

@@ -87,7 +87,7 @@ class Calibration:
     """Record of the bound calibration: one entry per solve."""
     bounds: list = field(default_factory=list)
     smoothings: list = field(default_factory=list)
-    bands: list = field(default_factory=list)
+    straddles: list = field(default_factory=list)
     hard_values: list = field(default_factory=list)
     objectives: list = field(default_factory=list)
     statuses: list = field(default_factory=list)
@@ -96,7 +96,7 @@ class Calibration:
     converged: bool = True
 
     def as_dict(self, measured_on):
-        return {"bounds": self.bounds, "smoothings": self.smoothings, "bands": self.bands,
+        return {"bounds": self.bounds, "smoothings": self.smoothings, "straddles": self.straddles,
                 "hard_values": self.hard_values,
                 "objectives": self.objectives, "statuses": self.statuses, "chosen": self.chosen, "met": self.met,
                 "converged": self.converged, "measured_on": measured_on}
@@ -139,7 +139,7 @@ def _next_bound(points, tolerance, target):
 
 
 def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8, adapt_smoothing=True,
-                    max_bound=None, converged=None, bands=None):
+                    max_bound=None, converged=None, straddles=None):
     r"""Find a surrogate bound whose solution meets ``hard_metric <= tolerance``, as loose as the rounds allow.
 
     The hard gap :math:`h(\kappa)` of the solution at surrogate bound :math:`\kappa` is a step
@@ -168,17 +168,17 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
     the tolerance the one with the smallest objective (converged solves first), else the one
     with the smallest hard value; ``Calibration.chosen`` is its round.
 
-    With ``bands`` the same signals first move to the next band, at :math:`\kappa` = tolerance again (`fastcon.problems.RateGapConstraints`:
+    With ``straddles`` the same signals first move to the next straddle, at :math:`\kappa` = tolerance again (`fastcon.problems.RateGapConstraints`:
     the two rates of a pair read on either side of the threshold), and halve :math:`\tau` only once
-    the bands are used up: a tighter bound or a sharper sigmoid only moved the scores that gather
+    the straddles are used up: a tighter bound or a sharper sigmoid only moved the scores that gather
     just above the threshold closer to it (1M x 1M DP: hard gaps 0.030 -> 0.052 while the bound
-    fell to :math:`1.7\cdot10^{-4}` and :math:`\tau` to 1/32), where a band counts them.
+    fell to :math:`1.7\cdot10^{-4}` and :math:`\tau` to 1/32), where a straddle counts them.
 
     Parameters
     ----------
     solve_at : callable
-        ``(bound, smoothing) -> (x, SolveResult)``, warm-started by the caller; with ``bands``,
-        ``(bound, smoothing, band) -> (x, SolveResult)``.
+        ``(bound, smoothing) -> (x, SolveResult)``, warm-started by the caller; with ``straddles``,
+        ``(bound, smoothing, straddle) -> (x, SolveResult)``.
     hard_metric : callable
         ``x -> float``, the hard quantity bounded by ``tolerance``.
     smoothing : float
@@ -195,8 +195,8 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
     converged : callable, optional
         ``SolveResult -> bool``, whether a solve ended as its solver ends when all went well
         (default: status ``"converged"``); `best_solve` prefers those.
-    bands : sequence of float, optional
-        Bands to solve with, in order (``Calibration.bands`` records each solve's); None: the
+    straddles : sequence of float, optional
+        Straddles to solve with, in order (``Calibration.straddles`` records each solve's); None: the
         caller has none (``solve_at`` takes two arguments).
 
     Returns
@@ -206,14 +206,14 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
     record = Calibration()
     solutions = []
     tau, bound, halvings, points = smoothing, tolerance, 0, []
-    band_at = 0
+    straddle_at = 0
     target = 0.9 * tolerance
     for _ in range(max_rounds):
-        if bands is None:
+        if straddles is None:
             x, result = solve_at(bound, tau)
         else:
-            x, result = solve_at(bound, tau, bands[band_at])
-            record.bands.append(float(bands[band_at]))
+            x, result = solve_at(bound, tau, straddles[straddle_at])
+            record.straddles.append(float(straddles[straddle_at]))
         h = float(hard_metric(x))
         active = result.multipliers is None or bool(np.any(result.multipliers > 0))
         record.bounds.append(float(bound))
@@ -234,9 +234,9 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         loose = active and h - bound > 0.75 * tolerance and bool(looser) and h > 0.8 * min(looser)[1]
         stuck = len(violated) == len(points) and (
             bound < tolerance / 16 or (len(points) >= 3 and points[-1][1] >= 0.95 * points[-3][1]))
-        if (loose or stuck) and bands is not None and band_at + 1 < len(bands):
-            # a band makes the smoothed gap an overestimate of the hard one: start again at the tolerance
-            band_at, bound, points = band_at + 1, tolerance, []
+        if (loose or stuck) and straddles is not None and straddle_at + 1 < len(straddles):
+            # a straddle makes the smoothed gap an overestimate of the hard one: start again at the tolerance
+            straddle_at, bound, points = straddle_at + 1, tolerance, []
             continue
         if adapt_smoothing and (loose or stuck) and halvings < 4:
             tau, bound, halvings, points = tau / 2, min(tolerance, bound), halvings + 1, []

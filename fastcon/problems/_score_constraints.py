@@ -84,7 +84,7 @@ class RateGapConstraints(_PairBound):
         One description per pair.
     weight : float64[n], optional
         Row weights of the cell sums (default 1: rates are plain means).
-    band : float
+    straddle : float
         :math:`\mu \ge 0`. With :math:`\mu > 0` constraint :math:`k` reads its first rate at
         :math:`\theta_j - \mu\tau` and its second at :math:`\theta_j + \mu\tau`:
         :math:`r_{a_k}(\theta_j - \mu\tau) - r_{b_k}(\theta_j + \mu\tau) - \kappa \le 0`. The first
@@ -99,7 +99,7 @@ class RateGapConstraints(_PairBound):
     The block keeps :math:`O(n + (n_{cells} + R + K)\,m)` numbers (`rate_block_bytes`).
     """
 
-    def __init__(self, scores, cell, rate_matrix, pairs, bound, thresholds, smoothing, names, weight=None, band=0.0):
+    def __init__(self, scores, cell, rate_matrix, pairs, bound, thresholds, smoothing, names, weight=None, straddle=0.0):
         self.scores = scores
         self.cell = np.ascontiguousarray(cell, dtype=np.int64)
         self.weight = np.ones(self.cell.shape[0]) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
@@ -123,29 +123,29 @@ class RateGapConstraints(_PairBound):
                                          (np.r_[k, k[second]], np.r_[pairs[:, 0], pairs[second, 1]])),
                                         shape=(pairs.shape[0], n_rates))
         self._pair_diff_t = self._pair_diff.T.tocsr()
-        # the two sides of D apart, for the band: D = first - second
+        # the two sides of D apart, for the straddle: D = first - second
         self._first = sp.csr_matrix((np.ones(k.size), (k, pairs[:, 0])), shape=(pairs.shape[0], n_rates))
         self._second = sp.csr_matrix((np.ones(int(second.sum())), (k[second], pairs[second, 1])),
                                      shape=(pairs.shape[0], n_rates))
         self._sums = np.empty((self.rate_matrix.shape[1], self.thresholds.shape[0]))
         self.n_pairs = pairs.shape[0]
         self.bound = bound
-        self.band = band
+        self.straddle = straddle
 
     @property
-    def band(self):
-        return self._band
+    def straddle(self):
+        return self._straddle
 
-    @band.setter
-    def band(self, value):
+    @straddle.setter
+    def straddle(self, value):
         value = float(value)
         if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"band: must be a finite number >= 0, got {value}")
-        self._band = value
+            raise ValueError(f"straddle: must be a finite number >= 0, got {value}")
+        self._straddle = value
 
     def _shifted(self, sign):
-        r"""The grid moved by ``sign`` bands: :math:`\theta + \text{sign}\,\mu\tau`."""
-        return self.thresholds + sign * self._band * self.smoothing
+        r"""The grid moved by ``sign`` straddles: :math:`\theta + \text{sign}\,\mu\tau`."""
+        return self.thresholds + sign * self._straddle * self.smoothing
 
     @property
     def n_constraints(self) -> int:
@@ -157,7 +157,7 @@ class RateGapConstraints(_PairBound):
         return self.rate_matrix @ self._sums
 
     def values_from_scores(self, z) -> np.ndarray:
-        if self._band == 0.0:
+        if self._straddle == 0.0:
             rates = self.rates_from_scores(z)
             return (self._pair_diff @ rates - self._bound[:, None]).ravel()
         gamma = 1.0 / self.smoothing
@@ -172,7 +172,7 @@ class RateGapConstraints(_PairBound):
         lam = np.asarray(weights, dtype=np.float64).reshape(self.n_pairs, self.thresholds.shape[0])
         if not np.any(lam):
             return
-        if self._band == 0.0:
+        if self._straddle == 0.0:
             self._sigmoid_vjp(z, self.thresholds, self.rate_matrix.T @ (self._pair_diff_t @ lam), v)
             return
         self._sigmoid_vjp(z, self._shifted(-1.0), self.rate_matrix.T @ (self._first.T @ lam), v)
@@ -295,7 +295,7 @@ def _ordered_pairs(n_rates, offset):
 
 
 def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smoothing=1.0, thresholds=None,
-                               group_labels=None, sample_weight=None, band=0.0):
+                               group_labels=None, sample_weight=None, straddle=0.0):
     r"""The constraint block of a named group-fairness constraint on a linear model's scores.
 
     Parameters
@@ -319,7 +319,7 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
     sample_weight : array of shape (n,), optional
         Row weights of the rates (weighted means); not for ``"wasserstein"``, whose quantile
         matching is unweighted (a ValueError).
-    band : float
+    straddle : float
         The rate blocks' :math:`\mu` (`RateGapConstraints`); not used by ``"wasserstein"``.
 
     Returns
@@ -381,7 +381,7 @@ def group_fairness_constraints(scores, y01, groups, constraint, bound, *, smooth
         names += [f"{what}({labels[a - f * n_groups]!r}) - {what}({labels[b - f * n_groups]!r})" for a, b in index]
     pairs = np.concatenate(pairs) if pairs else np.empty((0, 2), dtype=np.int64)
     return RateGapConstraints(scores, cell, rate_matrix, pairs, bound, grid, smoothing, names,
-                              weight=sample_weight, band=band)
+                              weight=sample_weight, straddle=straddle)
 
 
 def rate_bound_constraint(scores, rows, bound, *, smoothing=1.0, name="rate", sample_weight=None):
