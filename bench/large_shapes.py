@@ -508,6 +508,7 @@ def main():
         spec = spec_of(shape, args.scale)
         folder = folder_of(spec, args.cache)
         plans.append((spec, folder, steps))
+    pathlib.Path(args.cache).mkdir(parents=True, exist_ok=True)   # a new --cache folder: its disk is asked about
     check_disk(plans, args.cache)
     for spec, folder, steps in plans:
         folder.mkdir(parents=True, exist_ok=True)
