@@ -10,11 +10,9 @@ The features take few distinct values (`_data`: 5, `_data3`: about 60): XGBoost'
 LightGBM's distributed bins then equal the in-memory ones (every cut lies between two values), so the trees can be
 compared exactly. What differs by design is said where it is tested.
 """
-import gc
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -35,21 +33,13 @@ except ImportError:
 needs_xgboost_dask = pytest.mark.skipif(not XGBOOST_DASK, reason="xgboost.dask needs dask.dataframe (pyarrow)")
 BACKENDS = [pytest.param("xgboost", marks=needs_xgboost_dask), "lightgbm"]
 
+from dask_helpers import assert_released, client, gathered, guarded  # noqa: E402,F401 (fixtures)
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from fastcon.boosting import FairGBMClassifier, NeymanPearsonGBMClassifier, load  # noqa: E402
 
 #: Small trees whose leaves never come near LightGBM's ``min_data_in_leaf`` (see test_lightgbm_multiclass_...)
 PARAMS = {"xgboost": {"max_depth": 3}, "lightgbm": {"num_leaves": 7, "min_data_in_leaf": 5}}
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=40)
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
 
 
 def _data(n=2000, d=8, seed=0):
@@ -74,43 +64,6 @@ def _data3(n=1500, d=6, seed=1):
     return X, np.argmax(z, axis=1)
 
 
-class _Guarded(da.Array):
-    """A dask array whose values cannot be brought to the client: ``np.asarray``/``compute``/``persist`` raise."""
-    __slots__ = ()
-
-    def __array__(self, *args, **kwargs):
-        raise AssertionError("np.asarray(X) would materialise X on the client")
-
-    def __dask_postcompute__(self):
-        raise AssertionError("computing X would materialise it on the client")
-
-    def persist(self, **kwargs):
-        raise AssertionError("X.persist() would hold X on the client with the local scheduler")
-
-
-def _guarded(X):
-    X.__class__ = _Guarded
-    return X
-
-
-@pytest.fixture
-def gathered(monkeypatch):
-    """Sizes (bytes) of every array the client gathers from the workers."""
-    sizes = []
-    original = distributed.Client._gather
-
-    async def recording(self, futures, *args, **kwargs):
-        result = await original(self, futures, *args, **kwargs)
-        values = result if isinstance(result, (list, tuple)) else [result]
-        for v in values:
-            items = v if isinstance(v, (list, tuple)) else [v]
-            sizes.append(sum(getattr(x, "nbytes", 0) for x in items))
-        return result
-
-    monkeypatch.setattr(distributed.Client, "_gather", recording)
-    return sizes
-
-
 def _stores(dask_worker=None):
     from fastcon.boosting import _dask
 
@@ -119,11 +72,7 @@ def _stores(dask_worker=None):
 
 def _assert_released(client, timeout=5.0):
     """No block, label or state of a fit is left on the workers (releases reach the scheduler asynchronously)."""
-    gc.collect()
-    deadline = time.monotonic() + timeout
-    while client.who_has() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not client.who_has()
+    assert_released(client, timeout)
     assert set(client.run(_stores).values()) == {0}
 
 
@@ -140,7 +89,7 @@ def test_neyman_pearson_on_dask_equals_in_memory(client, gathered, backend):
     """The default umbrella fit (held-out rows, a 2-run bound calibration of ABPP) through the libraries' Dask APIs."""
     X, y, _ = _data()
     n = X.shape[0]
-    Xd = _guarded(da.from_array(X, chunks=(500, X.shape[1])))
+    Xd = guarded(da.from_array(X, chunks=(500, X.shape[1])))
     kw = dict(backend=backend, rounds=3, max_iter=4, max_calibration=2, params=PARAMS[backend])
     ref = NeymanPearsonGBMClassifier(**kw).fit(X, y)
     model = NeymanPearsonGBMClassifier(**kw).fit(Xd, y)
@@ -162,7 +111,7 @@ def test_fair_on_dask_equals_in_memory(client, backend):
     """CBPR (2 outer x 3 inner ABPP steps) on CSR row blocks of uneven sizes."""
     X, y, g = _data(seed=2)
     Xs = sp.csr_matrix(X)
-    Xd = _guarded(da.from_array(Xs, chunks=((700, 300, 0, 1000), (X.shape[1],)), asarray=False))
+    Xd = guarded(da.from_array(Xs, chunks=((700, 300, 0, 1000), (X.shape[1],)), asarray=False))
     kw = dict(backend=backend, tolerance=0.02, rounds=3, max_iter=2, inner_iter=3, params=PARAMS[backend])
     ref = FairGBMClassifier(**kw).fit(Xs, y, sensitive_features=g)
     model = FairGBMClassifier(**kw).fit(Xd, y, sensitive_features=g)

@@ -7,9 +7,6 @@ then crosses a process boundary by pickling, as on several machines, and "X stay
 about bytes that really move (threads in this process would share X's objects by reference). Starting it costs
 about 2-3 s; one cluster serves the module.
 """
-import gc
-import time
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,19 +15,11 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("sklearn")
 
+from dask_helpers import assert_released, client, gathered, guarded  # noqa: E402,F401 (fixtures)
 from fastcon.datasets import Dataset  # noqa: E402
 from fastcon.estimators import FairClassifier, NeymanPearsonClassifier  # noqa: E402
 from fastcon.problems._dask_design import DaskDesign  # noqa: E402
 from fastcon.problems._design import DesignMatrix  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=40)
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
 
 
 def _data(n=3000, d=60, per_row=8, seed=0):
@@ -47,52 +36,6 @@ def _data(n=3000, d=60, per_row=8, seed=0):
                        (rows, np.column_stack([np.tile([0, 1, 2], (n, 1)), cols]).ravel())), shape=(n, d))
     X.sum_duplicates()
     return X, y, g
-
-
-class _Guarded(da.Array):
-    """A dask array whose values cannot be brought to the client: ``np.asarray``/``compute``/``persist`` raise."""
-    __slots__ = ()
-
-    def __array__(self, *args, **kwargs):
-        raise AssertionError("np.asarray(X) would materialise X on the client")
-
-    def __dask_postcompute__(self):
-        raise AssertionError("computing X would materialise it on the client")
-
-    def persist(self, **kwargs):
-        raise AssertionError("X.persist() would hold X on the client with the local scheduler")
-
-
-def _guarded(X):
-    X.__class__ = _Guarded
-    return X
-
-
-@pytest.fixture
-def gathered(monkeypatch):
-    """Sizes (bytes) of every result the client gathers from the workers."""
-    sizes = []
-    original = distributed.Client._gather
-
-    async def recording(self, futures, *args, **kwargs):
-        result = await original(self, futures, *args, **kwargs)
-        values = result if isinstance(result, (list, tuple)) else [result]
-        for v in values:
-            items = v if isinstance(v, (list, tuple)) else [v]
-            sizes.append(sum(getattr(x, "nbytes", 0) for x in items))
-        return result
-
-    monkeypatch.setattr(distributed.Client, "_gather", recording)
-    return sizes
-
-
-def _assert_released(client, timeout=5.0):
-    """Nothing is left on the workers (the release of futures reaches the scheduler asynchronously)."""
-    gc.collect()
-    deadline = time.monotonic() + timeout
-    while client.who_has() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not client.who_has()
 
 
 # ------------------------------------------------------------------------------- the products
@@ -139,7 +82,7 @@ def _close(a, b, rtol=1e-8):
 def test_fair_dp_fit_on_dask_equals_in_memory_fit(client, gathered):
     X, y, g = _data()
     n, d = X.shape
-    Xd = _guarded(da.from_array(X, chunks=(700, d), asarray=False))
+    Xd = guarded(da.from_array(X, chunks=(700, d), asarray=False))
     ref = FairClassifier("demographic_parity", tolerance=0.05).fit(X, y, sensitive_features=g)
     model = FairClassifier("demographic_parity", tolerance=0.05).fit(Xd, y, sensitive_features=g)
     assert ref.calibration_["bounds"] == pytest.approx(model.calibration_["bounds"], rel=1e-8)
@@ -149,7 +92,7 @@ def test_fair_dp_fit_on_dask_equals_in_memory_fit(client, gathered):
     # nothing the size of X reached the client: the largest result is a score vector (8n) or a gradient (8d)
     assert gathered and max(gathered) <= 8 * max(n, d)
     assert X.data.nbytes + X.indices.nbytes > 4 * 8 * n
-    _assert_released(client)                                   # the fitted model holds no block on the workers
+    assert_released(client)                                   # the fitted model holds no block on the workers
     gathered.clear()
     s = model.decision_function(Xd)
     assert isinstance(s, np.ndarray) and s.shape == (n,)
@@ -161,7 +104,7 @@ def test_fair_dp_fit_on_dask_equals_in_memory_fit(client, gathered):
 def test_neyman_pearson_fit_on_dask_equals_in_memory_fit(client, gathered):
     # the default umbrella fit: a ridge path on one row subset, a refit on another, scores of held-out rows
     X, y, _ = _data(n=2500, seed=3)
-    Xd = _guarded(da.from_array(X.toarray(), chunks=((900, 800, 800), (X.shape[1],))))
+    Xd = guarded(da.from_array(X.toarray(), chunks=((900, 800, 800), (X.shape[1],))))
     ref = NeymanPearsonClassifier(alpha=0.1, random_state=0).fit(X, y)
     model = NeymanPearsonClassifier(alpha=0.1, random_state=0).fit(Xd, y)
     assert model.selection_["chosen_ridge"] == ref.selection_["chosen_ridge"]
@@ -192,4 +135,4 @@ def test_clear_errors_for_unsupported_dask_inputs(client):
     bad[250, 4] = np.nan
     with pytest.raises(ValueError, match=r"block 2 \(rows 200..299\).*non-finite"):
         NeymanPearsonClassifier().fit(da.from_array(bad, chunks=(100, X.shape[1])), y)
-    _assert_released(client)       # the blocks prepared before the bad one are not pinned by the error
+    assert_released(client)       # the blocks prepared before the bad one are not pinned by the error

@@ -112,6 +112,7 @@ from ..solvers._bregman_models import loss_curvature
 from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
 from ..solvers._validation import check_count, check_real
 from ._backends import backend as _backend
+from ._models import _average_weights, _check_own_state, _state_ensemble
 from ._objective import ProxObjective
 from ._validate import check_threads
 
@@ -741,11 +742,7 @@ class DaskBoostingScoreModel:
         return state
 
     def _check_state(self, name, state):
-        if not isinstance(state, DaskBoostingState):
-            raise TypeError(f"{name}: expected a DaskBoostingState, got {type(state).__name__}")
-        if state.owner is not self:
-            raise ValueError(f"{name}: a state of another score model")
-        return state
+        return _check_own_state(self, name, state, DaskBoostingState)
 
     def initial_state(self):
         """The empty ensemble: all training scores 0."""
@@ -861,12 +858,7 @@ class DaskBoostingScoreModel:
     def average(self, states, weights):
         r"""The state :math:`\sum_k w_k x_k / \sum_k w_k` (coefficients on the client, scores on the workers)."""
         states = [self._check_state(f"states[{k}]", s) for k, s in enumerate(states)]
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(states),) or not states:
-            raise ValueError(f"weights: expected one weight per state ({len(states)}), got shape {w.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-            raise ValueError("weights: must be finite, non-negative and not all zero")
-        w = w / w.sum()
+        w = _average_weights(weights, len(states))
         coefficients, pairs = {}, []
         for wk, state in zip(w, states):
             if wk == 0.0:
@@ -882,14 +874,7 @@ class DaskBoostingScoreModel:
 
     def ensemble(self, state=None):
         """The `BoostedEnsemble` of ``state`` (default: the last state returned) on the client's copy of the booster."""
-        from ._models import BoostedEnsemble
-
-        state = self._last if state is None else self._check_state("state", state)
-        if state is None:
-            state = self.initial_state()
-        boosters = [] if self._booster is None else [self._booster]
-        terms = [(0, *self.steps[s], w) for s, w in state.coefficients.items() if w != 0.0]
-        return BoostedEnsemble(self.backend_name, boosters, terms, self.n_outputs, self.n_threads)
+        return _state_ensemble(self, state)
 
     # -- the cluster ------------------------------------------------------------------------------
     def _reduce(self, requests):
@@ -1039,16 +1024,11 @@ class DaskGroupLossGap(GroupLossGap):
 def _dask_target(estimator, X, y):
     """``(X, class ids, classes_)`` for a dask X: its layout and ``y`` (in memory) checked as the linear
     estimators check them, ``n_features_in_`` set."""
-    from sklearn.utils.multiclass import check_classification_targets
-
     from ..estimators._input import _dask_target as dask_target
+    from ._estimators import _encode_classes
 
     X, y = dask_target(estimator, X, y)
-    check_classification_targets(y)
-    classes, index = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(f"y: needs at least two classes, got {classes.size}")
-    return X, index.astype(np.int64), classes
+    return (X, *_encode_classes(y))
 
 
 def _model(estimator, client, X, codes, n_classes):
@@ -1061,116 +1041,37 @@ def _model(estimator, client, X, codes, n_classes):
 
 def fit_neyman_pearson(estimator, X, y):
     """`NeymanPearsonGBMClassifier.fit` on a dask X: the in-memory fit's steps with the Dask model and problem."""
-    import copy
-    from types import SimpleNamespace
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    from ..estimators._solve import Calibration, calibrate_bound
-    from ..solvers.abpp import abpp
-    from ._estimators import _dual_step, _python
-
     client = current_client()
     X, labels, estimator.classes_ = _dask_target(estimator, X, y)
     J = estimator.classes_.size
     bounds = estimator._class_bounds()
-    X_held = None
-    if estimator.delta is not None:   # the held-out rows of the constrained class never reach ABPP
-        constrained = next(iter(bounds))
-        holdout = estimator._holdout(labels, constrained, bounds[constrained])
-        keep = np.ones(labels.size, dtype=bool)
-        keep[holdout] = False
-        X_held, X, labels = X[holdout], X[np.flatnonzero(keep)], labels[keep]
-    objective_weights = {next(iter(bounds)): 0.0} if J == 2 and len(bounds) == 1 else None
-    base = DaskNeymanPearsonScores.from_error_rates(labels, J, bounds, objective_weights=objective_weights)
+    X_held, X, labels = estimator._fit_rows(X, labels, bounds)   # held-out rows never reach ABPP
+    base = DaskNeymanPearsonScores.from_error_rates(labels, J, bounds,
+                                                    objective_weights=estimator._objective_weights(bounds))
     rounds = check_count("max_calibration", estimator.max_calibration)
     model = _model(estimator, client, X, {"labels": labels}, J)
     try:
-        bounded = np.array(sorted(bounds))
-        targets = np.array([bounds[j] for j in bounded])
-        problems = {}
-
-        def solve_at(factor, _smoothing):
-            problem = copy.copy(base)
-            problem.bounds = base.bounds * factor
-            result = abpp(problem, model, max_iter=estimator.max_iter, primal_step=float(estimator.primal_step),
-                          dual_step=_dual_step(estimator.dual_step), verbose=bool(estimator.verbose))
-            problems[factor] = (problem, result)
-            return result.state, SimpleNamespace(multipliers=None, objective=result.objective, status=result.status)
-
-        def hard(state):
-            return float(np.max(model.class_error_rates(state)[bounded] / targets))
-
-        if rounds == 1:
-            state, summary = solve_at(1.0, 1.0)
-            h = hard(state)
-            record = Calibration(bounds=[1.0], smoothings=[1.0], hard_values=[h], objectives=[summary.objective],
-                                 statuses=[summary.status], chosen=0, met=h <= 1.0)
-        else:
-            state, _, record = calibrate_bound(solve_at, hard, 1.0, 1.0, max_rounds=rounds, adapt_smoothing=False)
-        problem, result = problems[record.bounds[record.chosen]]
-        estimator.calibration_ = record.as_dict("training rows")
-        estimator.class_bounds_ = {_python(estimator.classes_[j]): e for j, e in bounds.items()}
-        estimator.surrogate_bounds_ = {_python(estimator.classes_[j]): float(a)
-                                       for j, a in zip(problem.classes, problem.bounds)}
-        estimator._finish(model, result)
-        estimator.threshold_, estimator.umbrella_ = 0.0, None
-        if X_held is None:
-            err = model.class_error_rates(result.state)
-        else:
-            estimator._set_threshold(X_held, constrained, bounds[constrained], labels.size)
-            err = model.class_error_rates(result.state, shift=estimator._sign() * estimator.threshold_)
-        hard_value = None if record.met else hard(result.state)
+        err, record, hard_value = estimator._solve_calibrated(model, base, bounds, model.class_error_rates, rounds,
+                                                              X_held, labels.size)
     finally:
         model.close()
-    estimator.fit_errors_ = {_python(c): float(err[j]) for j, c in enumerate(estimator.classes_)}
-    if estimator.umbrella_ is None:
-        estimator.guarantee_ = (f"no guarantee on new data: errors {'within' if record.met else 'NOT within'} the "
-                                "bounds on the training rows")
-    else:
-        estimator.guarantee_ = (f"certified: population type-I error <= {bounds[constrained]:g} with probability "
-                                f">= {1 - estimator.umbrella_['delta']:g} (umbrella rule on "
-                                f"{estimator.umbrella_['calibration_rows']} held-out rows)")
-    if not record.met:
-        warnings.warn(f"alpha: the training error rates reached {hard_value:.3g} x their bounds after "
-                      f"{len(record.bounds)} ABPP runs (calibration_ has the trace); raise max_calibration or "
-                      "max_iter", ConvergenceWarning, stacklevel=3)
+    estimator._finish_np(err, record, bounds, hard_value, stacklevel=4)
     return estimator
 
 
 def fit_fair(estimator, X, y, sensitive):
     """`FairGBMClassifier.fit` on a dask X (``sensitive``: the groups in memory, already resolved)."""
-    from sklearn.exceptions import ConvergenceWarning
-
-    from ..estimators._input import encode_fit_groups
-    from ..solvers.cbpr import cbpr
-    from ._estimators import _dual_step
-
     client = current_client()
     X, labels, estimator.classes_ = _dask_target(estimator, X, y)
-    groups = encode_fit_groups(sensitive, X.shape[0])
-    if groups.n_groups < 2:
-        raise ValueError(f"sensitive_features: needs at least two groups, got {groups.n_groups}")
-    estimator.group_encoder_ = groups
-    estimator.groups_ = list(groups.labels)
-    J = estimator.classes_.size
-    problem = DaskGroupLossGap(labels, J, groups.codes, float(estimator.tolerance),
-                               scale=None if estimator.scale is None else float(estimator.scale))
-    model = _model(estimator, client, X, {"labels": labels, "groups": np.asarray(groups.codes)}, J)
+    groups = estimator._fit_groups(sensitive, X.shape[0])
+    problem = estimator._gap_problem(DaskGroupLossGap, labels, groups)
+    model = _model(estimator, client, X, {"labels": labels, "groups": np.asarray(groups.codes)},
+                   estimator.classes_.size)
     try:
-        result = cbpr(problem, model, outer_iter=estimator.max_iter, inner_iter=estimator.inner_iter,
-                      prox=None if estimator.prox is None else float(estimator.prox),
-                      primal_step=float(estimator.primal_step), dual_step=_dual_step(estimator.dual_step),
-                      verbose=bool(estimator.verbose))
-        estimator._finish(model, result)
-        xi = problem.group_means(model, result.state)
+        n_iter, xi = estimator._solve_cbpr(problem, model)
     finally:
         model.close()
-    estimator.fit_gap_ = float(xi.max() - xi.min())
-    if estimator.fit_gap_ > estimator.tolerance:
-        warnings.warn(f"tolerance: the training mean-loss gap reached {estimator.fit_gap_:.4g} > "
-                      f"{estimator.tolerance} after {result.n_iter} CBPR iterations of {estimator.inner_iter} ABPP "
-                      "steps; raise max_iter or inner_iter", ConvergenceWarning, stacklevel=3)
+    estimator._finish_gap(xi, n_iter, stacklevel=4)
     return estimator
 
 

@@ -60,6 +60,28 @@ def _dual_step(value):
     return value if isinstance(value, str) else float(value)
 
 
+def _encode_classes(y):
+    """Class ids and classes of checked labels (in-memory and dask fits alike).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        The labels, already checked for shape (any type).
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n_samples,)
+        Each row's index into ``classes``.
+    classes : ndarray
+        The sorted distinct labels, at least two (else a ValueError).
+    """
+    check_classification_targets(y)
+    classes, index = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"y: needs at least two classes, got {classes.size}")
+    return index.astype(np.int64), classes
+
+
 class _GBMClassifier(ConstrainedClassifier):
     """Shared parts: parameter checks, the score model, prediction from ``ensemble_``, save."""
 
@@ -83,11 +105,7 @@ class _GBMClassifier(ConstrainedClassifier):
 
     def _check_target(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=False)
-        check_classification_targets(y)
-        classes, index = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(f"y: needs at least two classes, got {classes.size}")
-        return X, index.astype(np.int64), classes
+        return (X, *_encode_classes(y))
 
     def decision_function(self, X):
         """Raw scores of the boosted ensemble: shape (n,) for two classes (positive: ``classes_[1]``), else (n, J).
@@ -142,7 +160,9 @@ class _GBMClassifier(ConstrainedClassifier):
 
         save(self, path)
 
-    def _finish(self, model, result):
+    def _finish(self, model, result, stacklevel=3):
+        """``ensemble_``, ``solve_result_``, ``n_iter_`` and ``n_rounds_`` from the kept solve, and the warnings of a
+        solver that failed or of a degenerate model (``stacklevel``: of those warnings)."""
         # rebuilt from its text: the training booster holds the binned training rows
         self.ensemble_ = model.ensemble(result.state).standalone()
         self.solve_result_ = _without_state(result)
@@ -150,7 +170,7 @@ class _GBMClassifier(ConstrainedClassifier):
         self.n_rounds_ = self.ensemble_.n_rounds
         if result.status not in ("converged", "max_iter"):
             warnings.warn(f"{type(self).__name__}: the solver ended with status {result.status!r}: {result.message}",
-                          ConvergenceWarning, stacklevel=3)
+                          ConvergenceWarning, stacklevel=stacklevel)
         # degenerate models: ABPP / CBPR end with "max_iter" by design (no stopping test by default;
         # whether the bounds are met is warned by fit), but a model without trees or with non-finite
         # training scores is no fit at all
@@ -163,12 +183,12 @@ class _GBMClassifier(ConstrainedClassifier):
             constant = finite and np.all(np.ptp(result.x, axis=0) == 0.0)
         if not finite:
             warnings.warn(f"{type(self).__name__}: the kept solve's training scores are not finite (the solve "
-                          "diverged); lower primal_step or dual_step", ConvergenceWarning, stacklevel=3)
+                          "diverged); lower primal_step or dual_step", ConvergenceWarning, stacklevel=stacklevel)
         elif self.n_rounds_ == 0 or constant:
             warnings.warn(f"{type(self).__name__}: the model is constant (no tree split the training rows: "
                           f"{self.n_rounds_} rounds, every row has the same score), so predict returns one class; "
                           "check the features and params that forbid splits (min_gain_to_split / gamma, "
-                          "min_data_in_leaf / min_child_weight)", ConvergenceWarning, stacklevel=3)
+                          "min_data_in_leaf / min_child_weight)", ConvergenceWarning, stacklevel=stacklevel)
 
 
 class NeymanPearsonGBMClassifier(_GBMClassifier):
@@ -344,8 +364,6 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         y : array-like of shape (n_samples,)
             Labels of any type, two or more classes (in memory with a dask X).
         """
-        from ..solvers.abpp import abpp
-
         self._common_checks()
         if self.delta is not None:
             check_fraction("delta", self.delta)
@@ -362,29 +380,102 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         X, labels, self.classes_ = self._check_target(X, y)
         J = self.classes_.size
         bounds = self._class_bounds()
-        X_held = None
-        if self.delta is not None:   # the held-out rows of the constrained class never reach ABPP
-            constrained = next(iter(bounds))
-            holdout = self._holdout(labels, constrained, bounds[constrained])
-            keep = np.ones(labels.size, dtype=bool)
-            keep[holdout] = False
-            X_held, X, labels = X[holdout], X[keep], labels[keep]
-        if J == 2 and len(bounds) == 1:
-            # the type-II error is the objective: no weight on the bounded class (Lin & Deng's Credit set-up)
-            objective_weights = {next(iter(bounds)): 0.0}
-        else:
-            objective_weights = None
-        base = NeymanPearsonScores.from_error_rates(labels, J, bounds, objective_weights=objective_weights)
+        X_held, X, labels = self._fit_rows(X, labels, bounds)   # held-out rows never reach ABPP
+        base = NeymanPearsonScores.from_error_rates(labels, J, bounds,
+                                                    objective_weights=self._objective_weights(bounds))
         model = self._score_model(X, labels, J)
         rounds = check_count("max_calibration", self.max_calibration)
+
+        def errors(state, shift=0.0):
+            F = model.scores(state)
+            if shift:
+                F = F - shift
+            predicted = (F > 0).astype(np.int64) if F.ndim == 1 else np.argmax(F, axis=1)
+            return np.array([np.mean(predicted[labels == j] != j) for j in range(J)])
+
+        err, record, hard_value = self._solve_calibrated(model, base, bounds, errors, rounds, X_held, labels.size)
+        self._finish_np(err, record, bounds, hard_value, stacklevel=3)
+        return self
+
+    def _fit_rows(self, X, labels, bounds):
+        """The held-out rows of the threshold and the rows ABPP fits on (in-memory and dask fits alike).
+
+        Parameters
+        ----------
+        X : {ndarray, CSR matrix, dask.array.Array} of shape (n, d)
+            The checked features.
+        labels : ndarray of int64, shape (n,)
+            Class ids.
+        bounds : dict
+            Class index -> error-rate bound (`_class_bounds`); with ``delta`` the first is the
+            constrained class.
+
+        Returns
+        -------
+        X_held : same type as X, or None
+            With ``delta``: the held-out rows of the constrained class (`_holdout`), which never
+            reach ABPP; None with ``delta=None``.
+        X, labels
+            The other rows, in their order, and their class ids.
+        """
+        if self.delta is None:
+            return None, X, labels
+        constrained = next(iter(bounds))
+        holdout = self._holdout(labels, constrained, bounds[constrained])
+        keep = np.ones(labels.size, dtype=bool)
+        keep[holdout] = False
+        return X[holdout], X[np.flatnonzero(keep)], labels[keep]
+
+    def _objective_weights(self, bounds):
+        """The ``objective_weights`` of `NeymanPearsonScores.from_error_rates` for ``bounds`` (class index -> bound).
+
+        With two classes and one bound the type-II error is the objective: no weight on the
+        bounded class (Lin & Deng's Credit set-up). Otherwise None: the total loss.
+        """
+        if self.classes_.size == 2 and len(bounds) == 1:
+            return {next(iter(bounds)): 0.0}
+        return None
+
+    def _solve_calibrated(self, model, base, bounds, errors, rounds, X_held, n_fit):
+        r"""ABPP under the calibrated bounds, the fitted attributes, the threshold and the training error rates.
+
+        The steps of `fit` that need the score model, the same for an in-memory and a Dask model:
+        the bound calibration (`fastcon.estimators._solve.calibrate_bound`, at most ``rounds`` ABPP
+        runs), then ``calibration_``, ``class_bounds_``, ``surrogate_bounds_``, `_finish` and, with
+        held-out rows, the umbrella threshold (``threshold_``, ``umbrella_``).
+
+        Parameters
+        ----------
+        model : score model
+            `XGBoostScoreModel` / `LightGBMScoreModel` or `fastcon.boosting._dask.DaskBoostingScoreModel`.
+        base : NeymanPearsonScores
+            The problem at the paper's bounds (calibration factor 1).
+        bounds : dict
+            Class index -> error-rate bound.
+        errors : callable
+            ``errors(state, shift=0.0)``: every class's training error rate of `predict` at
+            ``state``, two classes predicted positive iff score - shift > 0.
+        rounds : int
+            ``max_calibration``, checked.
+        X_held : rows or None
+            The held-out rows of the constrained class (`_fit_rows`), None without ``delta``.
+        n_fit : int
+            The number of rows ABPP fits on.
+
+        Returns
+        -------
+        err : ndarray of shape (J,)
+            Every class's training error rate of `predict` (the threshold applied).
+        record : Calibration
+            The calibration's trace.
+        hard_value : float or None
+            :math:`\max_j \mathrm{err}_j / e_j` of the kept run when the bounds are not met, else None.
+        """
+        from ..solvers.abpp import abpp
+
         bounded = np.array(sorted(bounds))
         targets = np.array([bounds[j] for j in bounded])
         problems = {}
-
-        def errors(state):
-            F = model.scores(state)
-            predicted = (F > 0).astype(np.int64) if F.ndim == 1 else np.argmax(F, axis=1)
-            return np.array([np.mean(predicted[labels == j] != j) for j in range(J)])
 
         def solve_at(factor, _smoothing):
             problem = copy.copy(base)
@@ -402,36 +493,53 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
 
         if rounds == 1:
             state, summary = solve_at(1.0, 1.0)
-            record = Calibration(bounds=[1.0], smoothings=[1.0], hard_values=[hard(state)],
-                                 objectives=[summary.objective], statuses=[summary.status], chosen=0,
-                                 met=hard(state) <= 1.0)
+            h = hard(state)
+            record = Calibration(bounds=[1.0], smoothings=[1.0], hard_values=[h], objectives=[summary.objective],
+                                 statuses=[summary.status], chosen=0, met=h <= 1.0)
         else:
             state, _, record = calibrate_bound(solve_at, hard, 1.0, 1.0, max_rounds=rounds, adapt_smoothing=False)
         problem, result = problems[record.bounds[record.chosen]]
         self.calibration_ = record.as_dict("training rows")
         self.class_bounds_ = {_python(self.classes_[j]): e for j, e in bounds.items()}
         self.surrogate_bounds_ = {_python(self.classes_[j]): float(a) for j, a in zip(problem.classes, problem.bounds)}
-        self._finish(model, result)
+        self._finish(model, result, stacklevel=4)
         self.threshold_, self.umbrella_ = 0.0, None
         if X_held is None:
             err = errors(result.state)
         else:   # the threshold, then the fit rows' errors of predict (the threshold applied)
-            self._set_threshold(X_held, constrained, bounds[constrained], labels.size)
-            F = model.scores(result.state) - self._sign() * self.threshold_
-            err = np.array([np.mean((F > 0).astype(np.int64)[labels == j] != j) for j in range(J)])
+            constrained = next(iter(bounds))
+            self._set_threshold(X_held, constrained, bounds[constrained], n_fit)
+            err = errors(result.state, shift=self._sign() * self.threshold_)
+        return err, record, None if record.met else hard(result.state)
+
+    def _finish_np(self, err, record, bounds, hard_value, stacklevel):
+        r"""``fit_errors_`` and ``guarantee_`` of a fit, and the warning when its bounds are not met.
+
+        Parameters
+        ----------
+        err : ndarray of shape (J,)
+            Every class's training error rate of `predict`.
+        record : Calibration
+            The calibration's trace (``met``: every bound met on the training rows).
+        bounds : dict
+            Class index -> error-rate bound.
+        hard_value : float or None
+            :math:`\max_j \mathrm{err}_j / e_j` of the kept run when not ``record.met``.
+        stacklevel : int
+            Of the ``ConvergenceWarning``, so that it names the line that called `fit`.
+        """
         self.fit_errors_ = {_python(c): float(err[j]) for j, c in enumerate(self.classes_)}
         if self.umbrella_ is None:
             self.guarantee_ = (f"no guarantee on new data: errors {'within' if record.met else 'NOT within'} the "
                                "bounds on the training rows")
         else:
-            self.guarantee_ = (f"certified: population type-I error <= {bounds[constrained]:g} with probability >= "
-                               f"{1 - self.umbrella_['delta']:g} (umbrella rule on "
+            self.guarantee_ = (f"certified: population type-I error <= {bounds[next(iter(bounds))]:g} with "
+                               f"probability >= {1 - self.umbrella_['delta']:g} (umbrella rule on "
                                f"{self.umbrella_['calibration_rows']} held-out rows)")
         if not record.met:
-            warnings.warn(f"alpha: the training error rates reached {hard(result.state):.3g} x their bounds after "
+            warnings.warn(f"alpha: the training error rates reached {hard_value:.3g} x their bounds after "
                           f"{len(record.bounds)} ABPP runs (calibration_ has the trace); raise max_calibration or "
-                          "max_iter", ConvergenceWarning, stacklevel=2)
-        return self
+                          "max_iter", ConvergenceWarning, stacklevel=stacklevel)
 
     def _holdout(self, labels, constrained, alpha):
         """The calibration rows: a random ``calibration_fraction`` of the constrained class (sorted row indices)."""
@@ -584,8 +692,6 @@ class FairGBMClassifier(_GBMClassifier):
             features, and again from the X given to ``predict``, ``decision_function`` and
             `constraint_report` (pass X in fit's layout).
         """
-        from ..solvers.cbpr import cbpr
-
         self._common_checks()
         check_real("tolerance", self.tolerance, positive=True)
         check_count("inner_iter", self.inner_iter)
@@ -604,26 +710,97 @@ class FairGBMClassifier(_GBMClassifier):
 
             return fit_fair(self, X, y, sensitive)
         X, labels, self.classes_ = self._check_target(X, y)
-        groups = encode_fit_groups(sensitive, X.shape[0])
+        groups = self._fit_groups(sensitive, X.shape[0])
+        problem = self._gap_problem(GroupLossGap, labels, groups)
+        model = self._score_model(X, labels, self.classes_.size)
+        n_iter, xi = self._solve_cbpr(problem, model)
+        self._finish_gap(xi, n_iter, stacklevel=3)
+        return self
+
+    def _fit_groups(self, sensitive, n_rows):
+        """The encoded groups of the training rows (``group_encoder_``, ``groups_`` set), at least two.
+
+        Parameters
+        ----------
+        sensitive : array-like
+            The resolved group labels of the rows (`fastcon.estimators._input.resolve_sensitive`).
+        n_rows : int
+            The number of training rows.
+
+        Returns
+        -------
+        groups
+            The `fastcon.estimators._input.encode_fit_groups` encoding (``codes``, ``labels``, ``n_groups``).
+        """
+        groups = encode_fit_groups(sensitive, n_rows)
         if groups.n_groups < 2:
             raise ValueError(f"sensitive_features: needs at least two groups, got {groups.n_groups}")
         self.group_encoder_ = groups
         self.groups_ = list(groups.labels)
-        J = self.classes_.size
-        problem = GroupLossGap(labels, J, groups.codes, float(self.tolerance),
-                               scale=None if self.scale is None else float(self.scale))
-        model = self._score_model(X, labels, J)
+        return groups
+
+    def _gap_problem(self, problem_class, labels, groups):
+        """The fairness problem of the training rows: ``problem_class`` (`GroupLossGap` or its Dask
+        version) with ``tolerance`` and ``scale``.
+
+        Parameters
+        ----------
+        problem_class : type
+            `GroupLossGap` or a subclass.
+        labels : ndarray of int64
+            Class ids of the training rows.
+        groups
+            The encoded groups (`_fit_groups`).
+
+        Returns
+        -------
+        GroupLossGap
+        """
+        return problem_class(labels, self.classes_.size, groups.codes, float(self.tolerance),
+                             scale=None if self.scale is None else float(self.scale))
+
+    def _solve_cbpr(self, problem, model):
+        """CBPR on ``problem`` with ``model``, then `_finish`.
+
+        Parameters
+        ----------
+        problem : GroupLossGap
+            From `_gap_problem`.
+        model : score model
+            In memory or `fastcon.boosting._dask.DaskBoostingScoreModel`.
+
+        Returns
+        -------
+        n_iter : int
+            CBPR's outer iterations.
+        xi : ndarray
+            Every group's mean training loss at the kept state.
+        """
+        from ..solvers.cbpr import cbpr
+
         result = cbpr(problem, model, outer_iter=self.max_iter, inner_iter=self.inner_iter,
                       prox=None if self.prox is None else float(self.prox), primal_step=float(self.primal_step),
                       dual_step=_dual_step(self.dual_step), verbose=bool(self.verbose))
-        self._finish(model, result)
-        xi = problem.group_means(model, result.state)
+        self._finish(model, result, stacklevel=4)
+        return result.n_iter, problem.group_means(model, result.state)
+
+    def _finish_gap(self, xi, n_iter, stacklevel):
+        """``fit_gap_`` from the groups' mean losses ``xi``, and the warning when it is above ``tolerance``.
+
+        Parameters
+        ----------
+        xi : ndarray
+            Every group's mean training loss.
+        n_iter : int
+            CBPR's outer iterations (named by the warning).
+        stacklevel : int
+            Of the ``ConvergenceWarning``, so that it names the line that called `fit`.
+        """
         self.fit_gap_ = float(xi.max() - xi.min())
         if self.fit_gap_ > self.tolerance:
             warnings.warn(f"tolerance: the training mean-loss gap reached {self.fit_gap_:.4g} > {self.tolerance} after "
-                          f"{result.n_iter} CBPR iterations of {self.inner_iter} ABPP steps; raise max_iter or "
-                          "inner_iter", ConvergenceWarning, stacklevel=2)
-        return self
+                          f"{n_iter} CBPR iterations of {self.inner_iter} ABPP steps; raise max_iter or "
+                          "inner_iter", ConvergenceWarning, stacklevel=stacklevel)
 
     def _features_for_predict(self, X):
         columns = list(getattr(self, "sensitive_columns_", None) or [])

@@ -197,6 +197,84 @@ def _check_features(X):
     return X
 
 
+def _check_own_state(model, name, state, state_class):
+    """``state`` itself when it is a ``state_class`` of ``model``, else a TypeError or ValueError naming ``name``.
+
+    Parameters
+    ----------
+    model : score model
+        The model the state must belong to (``state.owner``).
+    name : str
+        The argument's name, for the error message.
+    state : object
+        The state to check.
+    state_class : type
+        The model's state type (`BoostingState`, or the Dask model's `DaskBoostingState`).
+
+    Returns
+    -------
+    state
+    """
+    if not isinstance(state, state_class):
+        raise TypeError(f"{name}: expected a {state_class.__name__}, got {type(state).__name__}")
+    if state.owner is not model:
+        raise ValueError(f"{name}: a state of another score model")
+    return state
+
+
+def _average_weights(weights, n_states):
+    r"""The weights :math:`w_k / \sum_k w_k` of a score model's ``average`` of ``n_states`` states, checked.
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_states,)
+        One weight per state: finite, non-negative and not all zero.
+    n_states : int
+        The number of states averaged (at least one).
+
+    Returns
+    -------
+    ndarray of shape (n_states,)
+        The weights divided by their sum (float64).
+
+    Raises
+    ------
+    ValueError
+        When there is not one weight per state, or none at all, or a weight is negative or not
+        finite, or all are zero.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n_states,) or not n_states:
+        raise ValueError(f"weights: expected one weight per state ({n_states}), got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+        raise ValueError("weights: must be finite, non-negative and not all zero")
+    return w / w.sum()
+
+
+def _state_ensemble(model, state=None):
+    """The `BoostedEnsemble` of a boosting score model's ``state``: one term per prox step with a non-zero coefficient.
+
+    Parameters
+    ----------
+    model : _BoostingScoreModel or fastcon.boosting._dask.DaskBoostingScoreModel
+        The score model; its ``steps`` give each prox step's range of rounds of its one booster.
+    state : state of ``model``, optional
+        Default: the last state the model's ``prox_step``/``average`` returned (the initial state
+        before any).
+
+    Returns
+    -------
+    BoostedEnsemble
+        On the model's own booster (none before the first step).
+    """
+    state = model._last if state is None else model._check_state("state", state)
+    if state is None:
+        state = model.initial_state()
+    boosters = [] if model._booster is None else [model._booster]
+    terms = [(0, *model.steps[s], w) for s, w in state.coefficients.items() if w != 0.0]
+    return BoostedEnsemble(model.backend_name, boosters, terms, model.n_outputs, model.n_threads)
+
+
 class _BoostingScoreModel:
     backend_name = None
 
@@ -242,11 +320,7 @@ class _BoostingScoreModel:
         return BoostingState(self, {}, np.zeros(self._shape))
 
     def _check_state(self, name, state):
-        if not isinstance(state, BoostingState):
-            raise TypeError(f"{name}: expected a BoostingState, got {type(state).__name__}")
-        if state.owner is not self:
-            raise ValueError(f"{name}: a state of another score model")
-        return state
+        return _check_own_state(self, name, state, BoostingState)
 
     def as_state(self, x):
         """``x`` itself when it is a state of this model (scores alone define no trees to predict with)."""
@@ -357,12 +431,7 @@ class _BoostingScoreModel:
     def average(self, states, weights):
         r"""The state :math:`\sum_k w_k x_k / \sum_k w_k` (coefficients and training scores alike)."""
         states = [self._check_state(f"states[{k}]", s) for k, s in enumerate(states)]
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(states),) or not states:
-            raise ValueError(f"weights: expected one weight per state ({len(states)}), got shape {w.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-            raise ValueError("weights: must be finite, non-negative and not all zero")
-        w = w / w.sum()
+        w = _average_weights(weights, len(states))
         coefficients, scores = {}, np.zeros(self._shape)
         for wk, state in zip(w, states):
             if wk == 0.0:
@@ -380,12 +449,7 @@ class _BoostingScoreModel:
         One term per prox step with a non-zero coefficient, on the model's live booster (later
         steps do not change it; `BoostedEnsemble.standalone` drops the training data).
         """
-        state = self._last if state is None else self._check_state("state", state)
-        if state is None:
-            state = self.initial_state()
-        boosters = [] if self._booster is None else [self._booster]
-        terms = [(0, *self.steps[s], w) for s, w in state.coefficients.items() if w != 0.0]
-        return BoostedEnsemble(self.backend_name, boosters, terms, self.n_outputs, self.n_threads)
+        return _state_ensemble(self, state)
 
     def predict_scores(self, X, state=None):
         """Scores of new rows under ``state`` (default: the last state returned): its steps' trees, weighted.
