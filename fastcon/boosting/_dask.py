@@ -467,10 +467,8 @@ def _worker_reduce(token, requests, drops):
             what = request[0]
             if what == "sums":
                 _, sid, kind, n = request
-                total = np.zeros(n)
-                for block in blocks:
-                    total += segment_sums(_losses(store, block, sid), block.codes[kind], n)
-                out.append(total)
+                # per block: the client adds them in block order, whichever worker holds a block
+                out.append([segment_sums(_losses(store, block, sid), block.codes[kind], n) for block in blocks])
             elif what == "errors":
                 _, sid, shift = request
                 wrong = np.zeros(store.n_classes, dtype=np.int64)
@@ -494,11 +492,11 @@ def _worker_reduce(token, requests, drops):
                 out.append((finite, low, high))
             elif what == "div":
                 _, sid, other = request
-                total = 0.0
+                parts = []
                 for block in blocks:
                     d = _scores(store, block, sid) - _scores(store, block, other)
-                    total += float(np.vdot(d, d))
-                out.append(total)
+                    parts.append(float(np.vdot(d, d)))
+                out.append(parts)
             elif what == "average":
                 _, new_sid, pairs = request
                 for block in blocks:
@@ -895,7 +893,8 @@ class DaskBoostingScoreModel:
         else:
             raise RuntimeError(f"the row blocks of the boosting fit are not all on the workers (found {len(seen)} of "
                                f"{self.n_blocks}, some twice or none): a worker restarted? refit")
-        results = [out for blocks, out in answers if blocks]      # the workers that hold rows
+        held = [(blocks, out) for blocks, out in answers if blocks]      # the workers that hold rows
+        results = [out for _, out in held]
         out = []
         for k, request in enumerate(requests):
             parts = [r[k] for r in results]
@@ -906,10 +905,18 @@ class DaskBoostingScoreModel:
                             None if not known else np.max([p[2] for p in known], axis=0)))
             elif request[0] == "average":
                 out.append(None)
-            else:
+            elif request[0] == "errors":        # integer counts: any order gives the same total
                 total = parts[0]
                 for p in parts[1:]:
                     total = total + p
+                out.append(total)
+            else:   # float sums, one per block: added in block order, so the bits do not depend on
+                # which worker the library or the scheduler put a block on
+                by_block = sorted(((b, v) for (blocks, _), r in zip(held, results) for b, v in zip(blocks, r[k])),
+                                  key=lambda pair: pair[0])
+                total = by_block[0][1]
+                for _, v in by_block[1:]:
+                    total = total + v
                 out.append(total)
         return out
 
