@@ -197,6 +197,23 @@ def test_markers_round_trip_exotic_values():
     assert back["arr"].dtype == np.uint8 and back["names"].dtype == object and back["names"].tolist() == ["x", "y"]
 
 
+def test_a_fair_file_from_before_the_straddle_loads_with_straddle_0(tmp_path):
+    # FairClassifier gained straddle (default None: 0, then 1 when the calibration sees piling);
+    # a file written before was fitted with both rates at the threshold, as straddle=0 does
+    rng = np.random.default_rng(1)
+    X, y, g = rng.normal(size=(300, 3)), np.arange(300) % 2, rng.integers(0, 2, 300)
+    clf = FairClassifier("demographic_parity", 0.1, straddle=0.0).fit(X, y, sensitive_features=g)
+    clf.save(tmp_path / "new.npz")
+
+    def as_old(header):
+        del header["params"]["straddle"]
+    _rewrite(tmp_path / "new.npz", tmp_path / "old.npz", as_old)
+    old = load(tmp_path / "old.npz")
+    assert old.get_params()["straddle"] == 0.0
+    assert _same(old.predict(X), clf.predict(X))
+    assert FairClassifier().get_params()["straddle"] is None
+
+
 def test_a_file_from_before_a_behaviour_changing_parameter_loads_with_the_old_behaviour(tmp_path):
     # MultiClassNeymanPearsonClassifier gained delta (default 0.05: a held-out certificate); a file
     # written before has no delta and was fitted on all rows, as delta=None does

@@ -61,6 +61,9 @@ def test_a_straddle_reads_the_rates_of_a_pair_on_either_side_of_the_threshold(co
     tol = TOLERANCE[constraint]
     est = FairClassifier(constraint, tol, straddle=1.0).fit(X, y, sensitive_features=g)
     assert est.calibration_["met"] and hard_gap(constraint, est.decision_function(X), y, g) <= tol
+    assert est.calibration_["straddles"] == [1.0] * len(est.calibration_["bounds"])   # every solve straddled
+    auto = FairClassifier(constraint, tol).fit(X, y, sensitive_features=g)
+    assert auto.calibration_["straddles"][0] == 0.0 and set(auto.calibration_["straddles"]) <= {0.0, 1.0}
     block = group_fairness_constraints(LinearScores(Dataset(X, 2 * y - 1)), y, g, constraint, 0.0, smoothing=0.5,
                                        straddle=1.0, thresholds=np.linspace(-1, 1, 3))
     # at x = 0 every score is 0: the first rate of a pair is sigma((0 - theta)/tau + 1), the second
@@ -71,6 +74,8 @@ def test_a_straddle_reads_the_rates_of_a_pair_on_either_side_of_the_threshold(co
     np.testing.assert_allclose(values, np.broadcast_to(want, values.shape), rtol=1e-13)
     with pytest.raises(ValueError, match="^straddle: must be non-negative"):
         FairClassifier(constraint, tol, straddle=-0.5).fit(X, y, sensitive_features=g)
+    with pytest.raises(ValueError, match="^straddle: the rates of a pair straddle the threshold"):
+        FairClassifier("wasserstein", 0.1, straddle=1.0).fit(X, y, sensitive_features=g)
 
 
 @pytest.mark.parametrize("n_groups", [2, 3])

@@ -86,6 +86,30 @@ def _probe(tmp_path, env):
     return Path(kernel_dir), config_dir, out.stderr
 
 
+def test_the_cache_key_changes_with_any_kernel_source(tmp_path, monkeypatch):
+    # numba checks an entry against its own file's timestamp only; kernels inline helpers of other
+    # files, so an edit of one file must invalidate every kernel's entries
+    from fastcon._kernels import _jit, _linalg
+
+    _linalg.n_chunks_for(10, 10, 1)                  # one compiled signature
+    sig = _linalg.n_chunks_for.signatures[0]
+    key = _linalg.n_chunks_for._cache._index_key(sig, _linalg.n_chunks_for.targetctx.codegen())
+    assert key[-1] == _jit._sources_tag()
+    folder = tmp_path / "_kernels"
+    folder.mkdir()
+    (folder / "_a.py").write_text("x = 1\n")
+    (folder / "_b.py").write_text("y = 2\n")
+    monkeypatch.setattr(_jit, "_KERNEL_FILE", str(folder / "_a.py"))
+    monkeypatch.setitem(_jit._state, "sources", None)
+    first = _jit._sources_tag()
+    monkeypatch.setitem(_jit._state, "sources", None)
+    (folder / "_b.py").write_text("y = 3\n")
+    assert _jit._sources_tag() != first
+    monkeypatch.setitem(_jit._state, "sources", None)
+    (folder / "_b.py").write_text("y = 2\n")
+    assert _jit._sources_tag() == first
+
+
 def test_default_cache_is_per_user_and_announced_once(tmp_path):
     xdg = tmp_path / "xdg"
     env = _clean_env(tmp_path, XDG_CACHE_HOME=str(xdg))

@@ -35,7 +35,12 @@ Compile options
     hands numba a ``ParallelOptions`` built from a copy instead (numba copies those). numba's
     cache index does not record compile options, so `njit` also adds them to each kernel's index
     key: entries compiled with other options (by an older fastcon, or before a change of ``JIT``
-    in `_linalg` that other files import) are compiled afresh instead of loaded.
+    in `_linalg` that other files import) are compiled afresh instead of loaded. numba checks an
+    entry against the timestamp of its own source file only, while kernels inline helpers of
+    other files (``_linalg``'s chunk rule and reductions in ``_datafit``, ``_losses``, ...): after
+    an edit of ``_linalg.py`` a stale ``_datafit`` entry was loaded and crashed a process. So the
+    key also holds a hash of every source file of this package (`_sources_tag`): any change of any
+    kernel file compiles every kernel afresh.
 
 Threads
     Importing this module asks numba for a fork-safe threading layer unless the user chose one,
@@ -59,7 +64,7 @@ from ._threading import calls_serialized, choose_threading_layer, serialized
 __all__ = ["njit", "cache_root", "kernel_cache_dir", "cache_is_cold"]
 
 _KERNEL_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_linalg.py")
-_state = {"root": None, "checked": False, "cold": None}
+_state = {"root": None, "checked": False, "cold": None, "sources": None}
 _cached_kernels = set()  # id() of every dispatcher decorated here with the cache on
 
 
@@ -114,15 +119,27 @@ def _options_tag(options) -> str:
     return "fastcon-options-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _sources_tag() -> str:
+    """A hash of every ``.py`` file of `fastcon._kernels` (read once per process, a few ms)."""
+    if _state.get("sources") is None:
+        digest = hashlib.sha256()
+        for path in sorted(glob.glob(os.path.join(glob.escape(os.path.dirname(_KERNEL_FILE)), "*.py"))):
+            digest.update(os.path.basename(path).encode())
+            with open(path, "rb") as fh:
+                digest.update(fh.read())
+        _state["sources"] = "fastcon-sources-" + digest.hexdigest()[:16]
+    return _state["sources"]
+
+
 class _OptionsKeyedCache(caching.FunctionCache):
-    """numba's function cache, with the compile options in the index key (module notes)."""
+    """numba's function cache, with the compile options and the kernels' sources in the index key (module notes)."""
 
     def __init__(self, py_func, tag):
         super().__init__(py_func)
         self._fastcon_options_tag = tag
 
     def _index_key(self, sig, codegen):
-        return super()._index_key(sig, codegen) + (self._fastcon_options_tag,)
+        return super()._index_key(sig, codegen) + (self._fastcon_options_tag, _sources_tag())
 
 
 def njit(*args, **options):

@@ -257,8 +257,8 @@ def csr_weighted_column_squares(indptr, indices, data, rows, c, out):
     r"""Accumulate :math:`\mathrm{out}_k \mathrel{+}= \sum_j c_j\, a_{r_j k}^2` (weighted column sums of squares).
 
     The diagonal of :math:`X^\top \operatorname{diag}(c) X`: a loss's Gauss–Newton curvature per
-    weight, which a quasi-Newton solver uses to scale its variables. One serial pass (it is made
-    once per fit, not per iteration). Arguments as in :func:`csr_rmatvec` (``data=None``: every
+    weight, which a quasi-Newton solver uses to scale its variables. One serial pass, made once
+    per solve (not per iteration). Arguments as in :func:`csr_rmatvec` (``data=None``: every
     entry is 1, so the result is :math:`X^\top c`).
     """
     m = _count(rows, indptr.shape[0] - 1)
@@ -280,11 +280,17 @@ def _reduce_chunks(scratch, out):
 
     Parallel over column blocks: each block of ``out`` is owned by one thread, and within it the
     chunks are added in order 0, 1, ... as in a serial loop, so the bits do not depend on the
-    threads. On a wide model the reduction reads ``n_chunks * d`` numbers: serial, it was a third
-    of an :math:`X^\top c` pass at a million features.
+    threads. On a wide model the reduction reads ``n_chunks * d`` numbers, a third of an
+    :math:`X^\top c` pass at a million features when serial; one block (``d <= REDUCE_BLOCK``)
+    stays serial (no parallel region for a few microseconds of work).
     """
     d = out.shape[0]
     n_blocks = (d + REDUCE_BLOCK - 1) // REDUCE_BLOCK
+    if n_blocks <= 1:
+        for k in range(scratch.shape[0]):
+            for col in range(d):
+                out[col] += scratch[k, col]
+        return
     for b in prange(n_blocks):
         lo = b * REDUCE_BLOCK
         hi = min(d, lo + REDUCE_BLOCK)

@@ -442,7 +442,10 @@ def _losses(store, block, sid):
 
 
 def _worker_reduce(token, requests, drops):
-    r"""On a worker: the sums over its blocks that ``requests`` ask for (after releasing the states ``drops``).
+    r"""On a worker: the quantities over its blocks that ``requests`` ask for (after releasing the states ``drops``).
+
+    ``sums`` and ``div`` come back as one value per block (in block order), so that the client adds
+    them in one order whatever worker holds a block; ``errors`` and ``stats`` as one per worker.
 
     Requests, each a tuple:
 
@@ -876,7 +879,8 @@ class DaskBoostingScoreModel:
 
     # -- the cluster ------------------------------------------------------------------------------
     def _reduce(self, requests):
-        """One task per worker (`_worker_reduce`), the results added on the client in address order."""
+        """One task per worker (`_worker_reduce`); float sums come back per row block and are added on the
+        client in block order, counts and extremes per worker."""
         drops = []
         while self._dropped:          # list.pop is atomic: a finalizer may append meanwhile
             drops.append(self._dropped.pop())

@@ -226,7 +226,8 @@ class FairClassifier(LinearConstrainedClassifier):
         and intercept over the chosen ``calibration_["smoothings"]`` value :math:`\tau` (the model is
         :math:`\tau x`), then the level thresholds :math:`\theta` of model (13).
     calibration_ : dict
-        One entry per solve: ``bounds`` and ``smoothings`` tried, ``hard_values`` reached,
+        One entry per solve: ``bounds``, ``smoothings`` and ``straddles`` tried (``straddles`` empty
+        for the partial constraints and in files saved before it existed), ``hard_values`` reached,
         ``objectives``, ``statuses``; the ``chosen`` index (the round kept: the lowest objective
         among the solves at any smoothing that met the tolerance, converged ones first, else the
         smallest hard value), ``met`` (tolerance met), ``converged`` (the kept solve ended as its
@@ -283,6 +284,9 @@ class FairClassifier(LinearConstrainedClassifier):
             check_real(name, getattr(self, name), positive=True)
         if self.straddle is not None:
             check_real("straddle", self.straddle)
+            if self.constraint not in _RATE_GAP_CONSTRAINTS:
+                raise ValueError(f"straddle: the rates of a pair straddle the threshold in the rate constraints "
+                                 f"{_RATE_GAP_CONSTRAINTS}, not in {self.constraint!r}; use straddle=None")
         if self.constraint in PARTIAL_CONSTRAINTS and not self.tolerance < 1.0:
             raise ValueError(f"tolerance: must be below 1 for constraint={self.constraint!r} (the metric never "
                              f"exceeds 1, so every model meets {self.tolerance!r}), got {self.tolerance!r}")
@@ -682,11 +686,11 @@ class _ScaledLoss(LinearLoss):
         k = self.n_penalised
         out[:k] += (self.alpha * self.scale ** 2) * x[:k]
 
-    def curvature_diagonal(self) -> np.ndarray:
+    def curvature_diagonal(self, n_penalised=None):
         """`LinearLoss.curvature_diagonal` of the model :math:`\\tau\\tilde Xw` (ridge off the ones column)."""
-        h = super().curvature_diagonal()
-        h[self.n_penalised:self.scores.n_weights] -= self.alpha
-        h *= self.scale ** 2
+        h = super().curvature_diagonal(self.n_penalised)
+        if h is not None:
+            h *= self.scale ** 2
         return h
 
 

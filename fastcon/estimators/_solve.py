@@ -168,11 +168,13 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
     the tolerance the one with the smallest objective (converged solves first), else the one
     with the smallest hard value; ``Calibration.chosen`` is its round.
 
-    With ``straddles`` the same signals first move to the next straddle, at :math:`\kappa` = tolerance again (`fastcon.problems.RateGapConstraints`:
-    the two rates of a pair read on either side of the threshold), and halve :math:`\tau` only once
-    the straddles are used up: a tighter bound or a sharper sigmoid only moved the scores that gather
-    just above the threshold closer to it (1M x 1M DP: hard gaps 0.030 -> 0.052 while the bound
-    fell to :math:`1.7\cdot10^{-4}` and :math:`\tau` to 1/32), where a straddle counts them.
+    With ``straddles`` the same signals first move to the next straddle
+    (`fastcon.problems.RateGapConstraints`: the two rates of a pair read on either side of the
+    threshold) and start again at the tolerance, and halve :math:`\tau` only once the straddles
+    are used up: a tighter bound or a sharper sigmoid only moved the scores gathered just above
+    the threshold closer to it (1M x 1M DP: hard gaps 0.030 -> 0.052 while the bound fell to
+    :math:`1.7\cdot10^{-4}` and :math:`\tau` to 1/32), where a straddle counts them on the side
+    the step counts them.
 
     Parameters
     ----------
@@ -235,7 +237,7 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         stuck = len(violated) == len(points) and (
             bound < tolerance / 16 or (len(points) >= 3 and points[-1][1] >= 0.95 * points[-3][1]))
         if (loose or stuck) and straddles is not None and straddle_at + 1 < len(straddles):
-            # a straddle makes the smoothed gap an overestimate of the hard one: start again at the tolerance
+            # another surrogate, whose gap counts rows piled at the threshold: start again at the tolerance
             straddle_at, bound, points = straddle_at + 1, tolerance, []
             continue
         if adapt_smoothing and (loose or stuck) and halvings < 4:

@@ -374,7 +374,8 @@ class DaskDesign:
         return self._column_reduce(_worker_rmatvec, c, out, rows)
 
     def weighted_column_squares(self, c, out, rows=None):
-        """``out += sum_j c[j] a_{rows[j]}**2`` entrywise, reduced as :meth:`rmatvec` is."""
+        """``out += sum_j c[j] a_{rows[j]}**2`` entrywise, reduced as :meth:`rmatvec` is (so its last bits,
+        like :meth:`rmatvec`'s, depend on which worker holds which block: module notes)."""
         return self._column_reduce(_worker_column_squares, c, out, rows)
 
     def _column_reduce(self, worker_fn, c, out, rows):

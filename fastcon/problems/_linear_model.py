@@ -167,17 +167,26 @@ class LinearLoss:
         k = self.scores.n_weights
         out[:k] += self.alpha * x[:k]
 
-    def curvature_diagonal(self) -> np.ndarray:
-        r"""An estimate of the Hessian's diagonal, :math:`\kappa\sum_i c_i a_{ij}^2 + \lambda`.
+    def curvature_diagonal(self, n_penalised=None):
+        r"""An estimate of the Hessian's diagonal, :math:`\kappa\sum_i \max(c_i, 1/n)\,a_{ij}^2 + \lambda`.
 
         :math:`\kappa = \sup|\phi''|` (`LOSS_CURVATURE`): the Gauss–Newton diagonal at the
-        loss's largest curvature (at :math:`w = 0` for the logistic loss), plus the ridge on
-        :math:`w`. One pass over X; a quasi-Newton solver scales its variables by
-        :math:`1/\sqrt{\cdot}` of it (`fastcon.solvers.augmented_lagrangian`).
+        loss's largest curvature (at :math:`w = 0` for the logistic loss), plus the ridge on the
+        first ``n_penalised`` weights (default: all of :math:`w`). Every scored row counts at
+        least :math:`1/n`: the constraints read rows the loss may leave out (a Neyman–Pearson
+        loss weighs one class only), and a feature seen only there would otherwise get the ridge
+        alone and a scale :math:`\lambda^{-1/2}` that stretches the constraint's curvature (a
+        reviewer's case: 1,092 evaluations scaled against 262 unscaled; 314 with the floor).
+        One pass over X; a quasi-Newton solver scales its variables by :math:`1/\sqrt{\cdot}` of it
+        (`fastcon.solvers.augmented_lagrangian`). None for a loss without curvature (the hinge).
         """
-        h = self.scores.gauss_newton_diagonal(self.weight, np.empty(self.n_features))
-        h *= LOSS_CURVATURE[self.loss]
-        h[:self.scores.n_weights] += self.alpha
+        kappa = LOSS_CURVATURE[self.loss]
+        if kappa == 0.0:
+            return None
+        weight = np.maximum(self.weight, 1.0 / self.weight.size)
+        h = self.scores.gauss_newton_diagonal(weight, np.empty(self.n_features))
+        h *= kappa
+        h[:self.scores.n_weights if n_penalised is None else n_penalised] += self.alpha
         return h
 
 

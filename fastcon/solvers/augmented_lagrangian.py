@@ -79,16 +79,17 @@ def _scaling(problem):
     h = np.asarray(h, dtype=np.float64)
     if h.shape != (problem.dim,):
         raise ValueError(f"problem: curvature_diagonal() has shape {h.shape}, expected ({problem.dim},)")
-    scale = np.ones(problem.dim)
+    jacobi = np.ones(problem.dim)
     usable = np.isfinite(h) & (h > 0)
-    scale[usable] = 1.0 / np.sqrt(h[usable])
-    return scale
+    jacobi[usable] = 1.0 / np.sqrt(h[usable])
+    return jacobi
 
 
-def _scaled_bounds(bounds, scale):
+def _scaled_bounds(bounds, jacobi):
+    """The box in the scaled variables :math:`u = x / s`."""
     from scipy.optimize import Bounds
 
-    return Bounds(bounds.lb / scale, bounds.ub / scale)
+    return Bounds(bounds.lb / jacobi, bounds.ub / jacobi)
 
 
 def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, lbfgs_memory=20, tolerance=1e-4,
@@ -112,13 +113,15 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
     lbfgs_memory : int
         L-BFGS's memory (``maxcor``): the pairs of steps and gradient differences it keeps, each
         two vectors of the problem's dimension. Its workspace is about ``2 * lbfgs_memory + 5`` such
-        vectors: on a wide problem (a million features) the default 20 is 360 MB, so a caller
-        that must stay within a memory budget lowers it (`fastcon.estimators` size it from the data).
+        vectors, 4 more with ``precondition`` (the scale, the last point and gradient, a start): on a
+        wide problem (a million features) the default 20 is 360 MB, so a caller that must stay
+        within a memory budget lowers it (`fastcon.estimators` size it from the data).
     tolerance : float
         Feasibility and complementarity tolerance: :math:`\max_j g_j \le` ``tolerance`` and
         :math:`\max_j \lambda_j|g_j| \le` ``tolerance``.
     stationarity_tolerance : float
-        :math:`\|\nabla f + \sum_j \lambda_j \nabla g_j\|_\infty \le` this; also L-BFGS's ``gtol``.
+        :math:`\|\nabla f + \sum_j \lambda_j \nabla g_j\|_\infty \le` this, in :math:`x`; L-BFGS's
+        ``gtol`` (scaled when ``precondition``, module docstring).
     penalty, penalty_growth : float
         Initial :math:`\rho > 0` and its growth factor (> 1) when the violation stalls.
     max_penalty : float
@@ -161,7 +164,7 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
     check_callback("callback", callback)
     bounds = _bounds(problem)
     x = problem.project(problem.x0 if x0 is None else problem.check_x(x0, "x0")).copy()
-    scale = _scaling(problem) if precondition else None
+    jacobi = _scaling(problem) if precondition else None
     m = problem.n_constraints
     if multipliers is None:
         lam = np.zeros(m)
@@ -186,15 +189,15 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
     import scipy.optimize
     from threadpoolctl import threadpool_limits
 
-    if scale is None:
+    if jacobi is None:
         objective, start_of, x_of, inner_bounds, inner_gtol, inner_callback = (
             phi, lambda v: v, lambda v: v, bounds, stationarity_tolerance, None)
     else:
         last = {}
 
         def objective(u):
-            value, gradient = phi(scale * u)
-            gradient *= scale
+            value, gradient = phi(jacobi * u)
+            gradient *= jacobi
             last["u"], last["gradient"] = u, gradient
             return value, gradient
 
@@ -203,17 +206,20 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
             # small. Stop as soon as the test that matters, in x, holds at the accepted iterate.
             u = intermediate_result.x
             if "u" in last and np.array_equal(u, last["u"]):
-                if _stationarity(scale * u, last["gradient"] / scale, bounds) <= stationarity_tolerance:
+                if _stationarity(jacobi * u, last["gradient"] / jacobi, bounds) <= stationarity_tolerance:
                     raise StopIteration
 
         def start_of(v):
-            return v / scale
+            return v / jacobi
 
         def x_of(u):
-            return scale * u
-        inner_bounds = None if bounds is None else _scaled_bounds(bounds, scale)
-        # sufficient for the test in x (|g_i| <= gtol / s_i <= tolerance); the callback stops sooner
-        inner_gtol = stationarity_tolerance * float(scale.min()) if scale.size else stationarity_tolerance
+            return jacobi * u
+        inner_bounds = None if bounds is None else _scaled_bounds(bounds, jacobi)
+        # L-BFGS's own test, made sufficient for the one in x: |g_i| <= gtol / s_i without bounds;
+        # at a bound the projected step in u is gtol, s_i gtol in x. The callback stops sooner.
+        inner_gtol = stationarity_tolerance
+        if jacobi.size:
+            inner_gtol *= float(jacobi.min()) if bounds is None else min(float(jacobi.min()), 1.0 / float(jacobi.max()))
 
     progress = Progress(max_iter, verbose, desc="augmented_lagrangian")
     status, message = "max_iter", ""
