@@ -150,19 +150,12 @@ def _worker_matvec2(designs, rows, x, x_prev):
     return out, out_prev
 
 
-def _worker_rmatvec(designs, rows, cs, n_features):
-    r""":math:`\sum_b X_b^\top c_b` over a worker's blocks, one d-vector (the kernel accumulates)."""
+def _worker_column_sums(designs, rows, cs, n_features, product):
+    r""":math:`\sum_b` of each block's ``product`` (``"rmatvec"``: :math:`X_b^\top c_b`;
+    ``"weighted_column_squares"``: :math:`(X_b \circ X_b)^\top c_b`), one d-vector (the kernels accumulate)."""
     out = np.zeros(n_features)
     for design, r, c in zip(designs, rows, cs):
-        design.rmatvec(c, out, r)
-    return out
-
-
-def _worker_column_squares(designs, rows, cs, n_features):
-    r""":math:`\sum_b` of each block's weighted column sums of squares (`DesignMatrix.weighted_column_squares`)."""
-    out = np.zeros(n_features)
-    for design, r, c in zip(designs, rows, cs):
-        design.weighted_column_squares(c, out, r)
+        getattr(design, product)(c, out, r)
     return out
 
 
@@ -371,20 +364,20 @@ class DaskDesign:
 
     def rmatvec(self, c, out, rows=None):
         """``out += sum_j c[j] a_{rows[j]}``: per-worker sums on the workers, a pairwise tree, one d-vector back."""
-        return self._column_reduce(_worker_rmatvec, c, out, rows)
+        return self._column_reduce("rmatvec", c, out, rows)
 
     def weighted_column_squares(self, c, out, rows=None):
         """``out += sum_j c[j] a_{rows[j]}**2`` entrywise, reduced as :meth:`rmatvec` is (so its last bits,
         like :meth:`rmatvec`'s, depend on which worker holds which block: module notes)."""
-        return self._column_reduce(_worker_column_squares, c, out, rows)
+        return self._column_reduce("weighted_column_squares", c, out, rows)
 
-    def _column_reduce(self, worker_fn, c, out, rows):
-        """``out +=`` the sum over workers of ``worker_fn(designs, rows, c, d)``, summed in a pairwise tree."""
+    def _column_reduce(self, product, c, out, rows):
+        """``out +=`` the sum over workers of their blocks' ``product`` (`_worker_column_sums`), in a pairwise tree."""
         layout = self._all_rows if rows is None else self._layout(rows)
         c = np.asarray(c, dtype=np.float64)
         # copies: c may change after the call
         pieces = self._send(layout, [[np.array(c[place]) for place in part.places] for part in layout])
-        partials = [(part.address, self._submit(worker_fn, part, cf, self.n_features))
+        partials = [(part.address, self._submit(_worker_column_sums, part, cf, self.n_features, product))
                     for part, cf in zip(layout, pieces)]
         while len(partials) > 1:
             paired = []
