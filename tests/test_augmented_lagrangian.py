@@ -142,7 +142,11 @@ def test_curvature_diagonal_is_the_hessian_diagonal_at_zero(sparse, fit_intercep
     # the logistic loss has phi''(0) = 1/4 = its supremum: at x = 0 the estimate is exact
     problem = _ill_scaled_np_problem(sparse, fit_intercept)
     objective = problem.objective
-    h = problem.curvature_diagonal()
+    h = objective.curvature_diagonal()
+    # the problem adds the constraint's rows at weights summing to 1 (here every row, uniformly):
+    # the data part twice, the ridge once
+    ridge = np.r_[np.full(problem.dim - fit_intercept, 1e-3), np.zeros(int(fit_intercept))]
+    np.testing.assert_allclose(problem.curvature_diagonal(), 2 * (h - ridge) + ridge, rtol=1e-12)
     x0 = np.zeros(problem.dim)
     grad_plus, grad_minus = np.empty(problem.dim), np.empty(problem.dim)
     for j in range(problem.dim):
@@ -152,6 +156,36 @@ def test_curvature_diagonal_is_the_hessian_diagonal_at_zero(sparse, fit_intercep
         objective.value_and_subgradient(x0 + e, grad_plus)
         objective.value_and_subgradient(x0 - e, grad_minus)
         assert (grad_plus[j] - grad_minus[j]) / (2 * step) == pytest.approx(h[j], rel=1e-6)
+
+
+def test_the_constraint_rows_count_in_the_diagonal_and_weights_equal_repeats():
+    # a Neyman-Pearson loss weighs the positives only; a feature seen only in negatives gets its
+    # curvature from the constraint's rows, not from the ridge alone
+    from fastcon.problems._score_constraints import rate_bound_constraint
+
+    rng = np.random.default_rng(5)
+    n = 300
+    X = rng.normal(size=(n, 3))
+    y01 = (rng.random(n) < 0.5).astype(np.int64)
+    X[y01 == 1, 2] = 0.0                                   # column 2: negatives only
+    weight = rng.integers(1, 4, n).astype(float)
+
+    def problem_of(X, y01, weight):
+        dataset = Dataset(X, 2 * y01 - 1)
+        scores = LinearScores(dataset, True)
+        objective = LinearLoss(scores, dataset.y, weight * (y01 == 1), "logistic", 1e-6)
+        rows = np.flatnonzero(y01 == 0)
+        block = rate_bound_constraint(scores, rows, 0.1, sample_weight=weight)
+        return LinearModelProblem(objective, [block])
+
+    h = problem_of(X, y01, weight).curvature_diagonal()
+    assert problem_of(X, y01, weight).objective.curvature_diagonal()[2] == pytest.approx(1e-6)
+    neg = y01 == 0
+    assert h[2] == pytest.approx(0.25 * np.sum(weight[neg] * X[neg, 2] ** 2) / weight[neg].sum() + 1e-6, rel=1e-12)
+    # a weight of k and k copies of the row: the same diagonal
+    repeat = np.repeat(np.arange(n), weight.astype(int))
+    np.testing.assert_allclose(problem_of(X[repeat], y01[repeat], np.ones(repeat.size)).curvature_diagonal(), h,
+                               rtol=1e-12)
 
 
 def test_an_objective_without_a_diagonal_is_solved_unscaled():

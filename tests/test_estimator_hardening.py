@@ -1,4 +1,5 @@
 """Issue 33 ("Hardening II") on the linear estimators: each test fails on the behaviour the issue reports."""
+import re
 import warnings
 
 import numpy as np
@@ -128,12 +129,20 @@ def test_a_feature_of_1e155_warns_instead_of_a_silent_zero_model():
 
 def test_a_ridge_of_1e300_warns_or_is_solved():
     X, y, g = make_groups_data(300, 1)
-    # scaled by its curvature diagonal (the ridge), L-BFGS solves this one: w = 0 up to 1e-300,
-    # the intercept fitted, the constraint met; converged, so nothing to warn about
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    # scaled by its curvature diagonal (the ridge), L-BFGS finds w = 0 up to 1e-300 and the
+    # intercept; whether the gradient test in x (1e-4, i.e. w to 1e-304, below what the objective's
+    # value resolves) is met depends on the path: converged, or a ConvergenceWarning naming the ridge
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
         fair = FairClassifier("demographic_parity", 0.05, ridge=1e300).fit(X, y, sensitive_features=g)
-    assert fair.solve_result_.status == "converged" and np.max(np.abs(fair.coef_)) < 1e-290
+    assert np.max(np.abs(fair.coef_)) < 1e-290
+    base_rate = np.mean(y == fair.classes_[1])
+    assert fair.intercept_[0] == pytest.approx(np.log(base_rate / (1 - base_rate)), abs=1e-6)
+    if fair.solve_result_.status != "converged":
+        assert [w.category for w in seen] == [ConvergenceWarning]
+        assert re.search(r"did not converge.*ridge \(1e\+300\)", str(seen[0].message))
+    else:
+        assert not seen
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         NeymanPearsonClassifier(0.1, None, ridge=1e300).fit(X, y)
     with pytest.warns(ConvergenceWarning, match="did not converge"):

@@ -168,23 +168,19 @@ class LinearLoss:
         out[:k] += self.alpha * x[:k]
 
     def curvature_diagonal(self, n_penalised=None):
-        r"""An estimate of the Hessian's diagonal, :math:`\kappa\sum_i \max(c_i, 1/n)\,a_{ij}^2 + \lambda`.
+        r"""An estimate of the Hessian's diagonal, :math:`\kappa\sum_i c_i a_{ij}^2 + \lambda`.
 
         :math:`\kappa = \sup|\phi''|` (`LOSS_CURVATURE`): the Gauss–Newton diagonal at the
         loss's largest curvature (at :math:`w = 0` for the logistic loss), plus the ridge on the
-        first ``n_penalised`` weights (default: all of :math:`w`). Every scored row counts at
-        least :math:`1/n`: the constraints read rows the loss may leave out (a Neyman–Pearson
-        loss weighs one class only), and a feature seen only there would otherwise get the ridge
-        alone and a scale :math:`\lambda^{-1/2}` that stretches the constraint's curvature (a
-        reviewer's case: 1,092 evaluations scaled against 262 unscaled; 314 with the floor).
-        One pass over X; a quasi-Newton solver scales its variables by :math:`1/\sqrt{\cdot}` of it
-        (`fastcon.solvers.augmented_lagrangian`). None for a loss without curvature (the hinge).
+        first ``n_penalised`` weights (default: all of :math:`w`). One pass over X; a quasi-Newton
+        solver scales its variables by :math:`1/\sqrt{\cdot}` of it
+        (`fastcon.solvers.augmented_lagrangian`; `LinearModelProblem.curvature_diagonal` adds the
+        constraints' rows). None for a loss without curvature (the hinge).
         """
         kappa = LOSS_CURVATURE[self.loss]
         if kappa == 0.0:
             return None
-        weight = np.maximum(self.weight, 1.0 / self.weight.size)
-        h = self.scores.gauss_newton_diagonal(weight, np.empty(self.n_features))
+        h = self.scores.gauss_newton_diagonal(self.weight, np.empty(self.n_features))
         h *= kappa
         h[:self.scores.n_weights if n_penalised is None else n_penalised] += self.alpha
         return h
@@ -322,6 +318,29 @@ class LinearModelProblem(ConstrainedProblem):
         if not self.blocks:
             return np.empty(0)
         return np.concatenate([b.values_from_scores(z) for b in self.blocks])
+
+    def curvature_diagonal(self):
+        r"""The objective's diagonal (`LinearLoss.curvature_diagonal`) plus the constraints' rows.
+
+        A block that reads rows the loss leaves out (a Neyman–Pearson loss weighs one class, its
+        constraint the other) adds :math:`\kappa\sum_i c^{(b)}_i a_{ij}^2` over its rows, with
+        its rows' weights :math:`c^{(b)}` summing to 1 (``block.curvature_weights()``; the
+        multipliers, unknown before a solve, count as 1). Else a feature seen only in those rows
+        would get the ridge alone, and a scale :math:`\lambda^{-1/2}` that stretches the
+        constraint's curvature (a reviewer's case: 1,092 evaluations scaled against 262
+        unscaled). Weights that sum to 1 keep a weight of 2 and a repeated row the same.
+        """
+        h = self.objective.curvature_diagonal()
+        if h is None:
+            return None
+        kappa = LOSS_CURVATURE[self.objective.loss]
+        work = np.empty(h.shape[0])
+        for block in self.blocks:
+            weights = getattr(block, "curvature_weights", None)
+            c = None if weights is None else weights()
+            if c is not None:
+                h += kappa * self.linear_scores.gauss_newton_diagonal(c, work)
+        return h
 
     def lagrangian(self, x, multipliers_of, out):
         r"""``(f(x), g(x))``; writes :math:`\nabla f(x) + \sum_j \lambda_j \nabla g_j(x)` into ``out``.

@@ -143,6 +143,13 @@ class RateGapConstraints(_PairBound):
             raise ValueError(f"straddle: must be a finite number >= 0, got {value}")
         self._straddle = value
 
+    def curvature_weights(self):
+        """Row weights summing to 1 over the rows some rate reads (0 elsewhere), for
+        `fastcon.problems.LinearModelProblem.curvature_diagonal`; None when no row has weight."""
+        c = np.where(self.cell >= 0, self.weight, 0.0)
+        total = c.sum()
+        return c / total if total > 0 else None
+
     def _shifted(self, sign):
         r"""The grid moved by ``sign`` straddles: :math:`\theta + \text{sign}\,\mu\tau`."""
         return self.thresholds + sign * self._straddle * self.smoothing
