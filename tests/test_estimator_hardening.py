@@ -13,7 +13,7 @@ from fastcon._results import SolveResult  # noqa: E402
 from fastcon.estimators import (  # noqa: E402
     FairClassifier, MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier,
 )
-from fastcon.estimators._solve import calibrate_bound  # noqa: E402
+from fastcon.estimators._solve import Calibration, calibrate_bound  # noqa: E402
 from reference.group_rates import hard_gap  # noqa: E402
 from test_estimators import make_groups_data  # noqa: E402  (base rates over [0.25, 0.75], features shifted by group)
 
@@ -267,3 +267,31 @@ def test_a_random_state_object_is_drawn_from_once_per_fit():
     reference = np.random.RandomState(0)
     reference.randint(0, 2 ** 32, dtype=np.uint64)
     assert rs.randint(0, 2 ** 32, dtype=np.uint64) == reference.randint(0, 2 ** 32, dtype=np.uint64)
+
+
+def test_a_straddle_change_drops_the_multipliers_of_the_other_surrogate(monkeypatch):
+    # multipliers of one surrogate are no warm start for another: the solve after a switch starts
+    # from none, while a second solve at the same straddle reuses them
+    import fastcon.estimators._fair as fair
+
+    X, y, g = make_groups_data(300, 2)
+    seen = []
+    original_solve = fair.solve_linear
+
+    def recording_solve(problem, solver, x0, multipliers, *args, **kwargs):
+        seen.append((problem.blocks[0].straddle, None if multipliers is None else np.array(multipliers)))
+        return original_solve(problem, solver, x0, multipliers, *args, **kwargs)
+
+    def scripted_calibration(solve_at, hard, tolerance, smoothing, **kwargs):
+        assert kwargs["straddles"] == (0.0, 1.0)
+        for straddle in (0.0, 0.0, 1.0, 1.0):
+            x, result = solve_at(tolerance, smoothing, straddle)
+        record = Calibration(met=True)
+        return x, result, record
+
+    monkeypatch.setattr(fair, "solve_linear", recording_solve)
+    monkeypatch.setattr(fair, "calibrate_bound", scripted_calibration)
+    FairClassifier("demographic_parity", 0.02).fit(X, y, sensitive_features=g)
+    assert [s for s, _ in seen] == [0.0, 0.0, 1.0, 1.0]
+    assert seen[0][1] is None and seen[1][1] is not None            # warm start within straddle 0
+    assert seen[2][1] is None and seen[3][1] is not None            # dropped at the switch, then reused
