@@ -278,7 +278,7 @@ def test_fair_gbm_lowers_the_group_loss_gap(name):
     with warnings.catch_warnings():
         # 24 steps may end a hair above the bound (0.02004 with LightGBM): the assertion below allows 0.025
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = FairGBMClassifier(name, tolerance=0.02, rounds=5, max_iter=4, inner_iter=6,
+        clf = FairGBMClassifier("mean_loss_gap", backend=name, tolerance=0.02, rounds=5, max_iter=4, inner_iter=6,
                                 params=PARAMS[name]).fit(X, y, sensitive_features=g)
     # vanilla: the same score model and tree parameters, unit weights, no constraint
     model = MODELS[name](X, y, 2, rounds=5, params=PARAMS[name])
@@ -303,7 +303,7 @@ def test_fair_gbm_default_dual_step_keeps_a_large_fit_feasible():
     Xt, yt, _ = _fair_data(4000, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        clf = FairGBMClassifier("xgboost", tolerance=0.05).fit(X, y, sensitive_features=g)
+        clf = FairGBMClassifier("mean_loss_gap", backend="xgboost", tolerance=0.05).fit(X, y, sensitive_features=g)
     res = clf.solve_result_
     n0, n1 = np.bincount((g == "b").astype(int))
     Lg = min(n0, n1) * np.sqrt(2 * (1 / n0 + 1 / n1))
@@ -314,7 +314,7 @@ def test_fair_gbm_default_dual_step_keeps_a_large_fit_feasible():
 
 def test_fair_gbm_warns_when_the_gap_exceeds_the_tolerance():
     X, y, g = _fair_data(4000, 1)
-    clf = FairGBMClassifier("lightgbm", tolerance=0.02, rounds=5, max_iter=4, inner_iter=6, params=PARAMS["lightgbm"])
+    clf = FairGBMClassifier("mean_loss_gap", backend="lightgbm", tolerance=0.02, rounds=5, max_iter=4, inner_iter=6, params=PARAMS["lightgbm"])
     with pytest.warns(ConvergenceWarning, match=r"^tolerance: the training mean-loss gap reached 0\.02\d+ > 0\.02"):
         clf.fit(X, y, sensitive_features=g)
     assert clf.fit_gap_ > 0.02
@@ -323,16 +323,16 @@ def test_fair_gbm_warns_when_the_gap_exceeds_the_tolerance():
 def test_fair_gbm_multiclass_many_groups_and_errors():
     X, y, g = _fair_data(450, 4, n_groups=3)
     y3 = y + (X[:, 2] > 0.5)
-    clf = FairGBMClassifier("xgboost", tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
+    clf = FairGBMClassifier("mean_loss_gap", backend="xgboost", tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
                             params=PARAMS["xgboost"]).fit(X, y3, sensitive_features=g)
     assert clf.decision_function(X).shape == (450, 3)
     assert clf.fit_gap_ <= 0.06
     with pytest.raises(ValueError, match=r"^sensitive_features: required"):
-        FairGBMClassifier().fit(X, y)
+        FairGBMClassifier("mean_loss_gap").fit(X, y)
     with pytest.raises(ValueError, match=r"^sensitive_features: needs at least two groups"):
-        FairGBMClassifier(max_iter=1, inner_iter=1).fit(X, y, sensitive_features=np.zeros(450))
+        FairGBMClassifier("mean_loss_gap", max_iter=1, inner_iter=1).fit(X, y, sensitive_features=np.zeros(450))
     with pytest.raises(ValueError, match=r"^backend: expected one of"):
-        FairGBMClassifier("sklearn").fit(X, y, sensitive_features=g)
+        FairGBMClassifier(backend="sklearn").fit(X, y, sensitive_features=g)
     with pytest.raises(ValueError, match=r"^tolerance: must be positive"):
         FairGBMClassifier(tolerance=0.0).fit(X, y, sensitive_features=g)
     with pytest.raises(ValueError, match=r"^alpha: 'maybe' is not a class of y"):
@@ -346,7 +346,7 @@ def test_fair_gbm_multiclass_many_groups_and_errors():
 @pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
 def test_save_load_round_trip(name, tmp_path):
     X, y, g = _fair_data(300, 5)
-    fair = FairGBMClassifier(name, tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
+    fair = FairGBMClassifier("mean_loss_gap", backend=name, tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
                              params=PARAMS[name]).fit(X, y, sensitive_features=g)
     npc = NeymanPearsonGBMClassifier(name, alpha=0.1, rounds=3, max_iter=4, params=PARAMS[name],
                                      random_state=2).fit(X, np.where(y == 1, "pos", "neg"))
@@ -376,7 +376,7 @@ def test_load_reads_format_version_1(name, tmp_path):
     import json
 
     X, y, g = _fair_data(300, 5)
-    clf = FairGBMClassifier(name, tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
+    clf = FairGBMClassifier("mean_loss_gap", backend=name, tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
                             params=PARAMS[name]).fit(X, y, sensitive_features=g)
     # the estimator keeps only the rounds it uses, on a booster of its own
     assert backend(name).n_rounds(clf.ensemble_.boosters[0]) == clf.n_rounds_ == 18

@@ -112,7 +112,8 @@ def test_fair_on_dask_equals_in_memory(client, backend):
     X, y, g = _data(seed=2)
     Xs = sp.csr_matrix(X)
     Xd = guarded(da.from_array(Xs, chunks=((700, 300, 0, 1000), (X.shape[1],)), asarray=False))
-    kw = dict(backend=backend, tolerance=0.02, rounds=3, max_iter=2, inner_iter=3, params=PARAMS[backend])
+    kw = dict(constraint="mean_loss_gap", backend=backend, tolerance=0.02, rounds=3, max_iter=2, inner_iter=3,
+              params=PARAMS[backend])
     ref = FairGBMClassifier(**kw).fit(Xs, y, sensitive_features=g)
     model = FairGBMClassifier(**kw).fit(Xd, y, sensitive_features=g)
     assert model.fit_gap_ == pytest.approx(ref.fit_gap_, rel=1e-6, abs=1e-12)
@@ -209,7 +210,7 @@ def test_score_model_follows_the_library_when_a_block_trains_elsewhere(client, b
 def test_dask_fitted_model_predicts_saves_and_loads(client, tmp_path):
     X, y, g = _data(seed=4)
     Xd = da.from_array(X, chunks=(600, X.shape[1]))
-    model = FairGBMClassifier("lightgbm", tolerance=0.05, rounds=2, max_iter=1, inner_iter=2,
+    model = FairGBMClassifier("mean_loss_gap", backend="lightgbm", tolerance=0.05, rounds=2, max_iter=1, inner_iter=2,
                               params=PARAMS["lightgbm"]).fit(Xd, y, sensitive_features=g)
     s = model.decision_function(Xd)                        # scored on the workers, returned in memory
     assert isinstance(s, np.ndarray) and s.shape == (X.shape[0],)
@@ -236,17 +237,17 @@ def test_clear_errors_for_unsupported_dask_inputs(client):
     with pytest.raises(ValueError, match="y: a dask collection"):
         NeymanPearsonGBMClassifier("xgboost").fit(Xd, da.from_array(y, chunks=100))
     with pytest.raises(ValueError, match="sensitive_features: a dask collection"):
-        FairGBMClassifier("xgboost").fit(Xd, y, sensitive_features=da.from_array(g, chunks=100))
+        FairGBMClassifier("mean_loss_gap", backend="xgboost").fit(Xd, y, sensitive_features=da.from_array(g, chunks=100))
     with pytest.raises(ValueError, match="sensitive_features: with a dask X"):
-        FairGBMClassifier("lightgbm").fit(Xd, y, sensitive_features=2)
+        FairGBMClassifier("mean_loss_gap", backend="lightgbm").fit(Xd, y, sensitive_features=2)
     with pytest.raises(ValueError, match="column chunks.*rechunk"):
-        FairGBMClassifier("xgboost").fit(da.from_array(X, chunks=(100, 4)), y, sensitive_features=g)
+        FairGBMClassifier("mean_loss_gap", backend="xgboost").fit(da.from_array(X, chunks=(100, 4)), y, sensitive_features=g)
     with pytest.raises(ValueError, match="row chunk sizes are unknown"):
         NeymanPearsonGBMClassifier("lightgbm", delta=None).fit(Xd[Xd[:, 0] >= -9], y)
     bad = X.copy()
     bad[250, 4] = np.nan
     with pytest.raises(ValueError, match=r"X: block 2 \(rows 200..299\).*non-finite"):
-        FairGBMClassifier("lightgbm").fit(da.from_array(bad, chunks=(100, X.shape[1])), y, sensitive_features=g)
+        FairGBMClassifier("mean_loss_gap", backend="lightgbm").fit(da.from_array(bad, chunks=(100, X.shape[1])), y, sensitive_features=g)
     _assert_released(client)       # the blocks placed before the bad one are not pinned by the error
 
 

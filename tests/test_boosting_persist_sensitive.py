@@ -275,7 +275,7 @@ def _groups_data(n=240, seed=5):
 
 
 def _fair(**kw):
-    return FairGBMClassifier("lightgbm", tolerance=0.05, rounds=2, max_iter=2, inner_iter=2, params=PARAMS, **kw)
+    return FairGBMClassifier("mean_loss_gap", backend="lightgbm", tolerance=0.05, rounds=2, max_iter=2, inner_iter=2, params=PARAMS, **kw)
 
 
 def _fit(est, *args, **kw):

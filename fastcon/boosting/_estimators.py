@@ -29,6 +29,7 @@ from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
 from ._backends import BACKENDS
 from ._models import DEFAULT_ROUNDS, LightGBMScoreModel, XGBoostScoreModel
+from ._rate_fit import RATE_CONSTRAINTS, fit_rate_constrained
 from ._validate import check_threads
 
 __all__ = ["NeymanPearsonGBMClassifier", "FairGBMClassifier"]
@@ -598,51 +599,59 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
 
 
 class FairGBMClassifier(_GBMClassifier):
-    r"""Gradient-boosted classifier with bounded gaps between the groups' mean losses (Lin & Deng [LD23] §4).
+    r"""Gradient-boosted classifier with a bound on a group-fairness gap, on stock XGBoost or LightGBM.
 
-    Solves the fairness problem of Lin & Deng, "GBM-based Bregman Proximal Algorithms for
-    Constrained Learning" (2023), Section 4, on the training scores of a boosted ensemble:
+    **Rate constraints** (``constraint`` one of ``"demographic_parity"``, ``"equal_opportunity"``,
+    ``"false_positive_parity"``, ``"equalized_odds"``: the names and hard gaps of
+    `fastcon.FairClassifier`, two classes, any number of groups): one boosting run of
+    ``n_estimators`` rounds on the proxy Lagrangian of Cotter et al., "Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals"
+    (JMLR 2019) — the trees descend the loss plus multipliers times *smoothed* group rates, the
+    multipliers ascend on the *hard* gaps between rounds — and the kept model is the round of least
+    loss whose hard gap is within ``tolerance`` (`fastcon.boosting._rate_fit` has the math):
 
     .. math::
 
-        \min_F\ \sum_i \ell_i(F_i)\quad\text{s.t.}\quad \xi_a(F) - \xi_b(F) \le \text{tolerance}
-        \quad\text{for every ordered pair of groups } a \ne b,
+        \min_F\ \sum_i \ell(F_i; y_i)\quad\text{s.t.}\quad r_a(F) - r_b(F) \le \text{tolerance}
+        \quad\text{for all groups } a \ne b,
 
-    :math:`\xi_a` the mean cross-entropy of group :math:`a` (binary or multi-class labels, any
-    number of groups). Each constraint is a difference of convex functions; CBPR
-    (`fastcon.solvers.cbpr`, Algorithm 2) solves it from the empty ensemble (:math:`F = 0`: every
-    group has the loss :math:`\log J`, strictly feasible), each outer step a convexified subproblem
-    (4.2) solved by ``inner_iter`` ABPP iterations, each of which adds ``rounds`` boosting rounds
-    to one booster. The model is the sum of the trees of the accepted iterates.
+    :math:`r_k` the rate of ``predict``'s labels in group :math:`k`. Prediction is group-blind:
+    the groups enter the fit only.
 
-    ``tolerance`` bounds the *surrogate* gap (mean losses, in nats) on the training rows, the
-    quantity the method controls; `constraint_report` gives it on other data together with each
-    group's error rate (the gap of error rates that Lin & Deng report is not what is bounded).
+    **Mean-loss gap** (``constraint="mean_loss_gap"``): the fairness problem of Lin & Deng,
+    "GBM-based Bregman Proximal Algorithms for Constrained Learning" (2023), Section 4 — every
+    group's mean cross-entropy within ``tolerance`` (nats) of every other's, binary or multi-class —
+    solved by CBPR (`fastcon.solvers.cbpr`, Algorithm 2) from the empty ensemble, each outer step
+    a convexified subproblem (4.2) solved by ``inner_iter`` ABPP iterations of ``rounds`` boosting
+    rounds each. It bounds a loss gap, not a rate gap: on Adult it lowers the loss gap from 0.174
+    to 0.051 and leaves the error-rate gap where it was.
 
     Parameters
     ----------
-    backend : {"lightgbm", "xgboost"}
+    constraint : str
+        ``"demographic_parity"`` (default), ``"equal_opportunity"``, ``"false_positive_parity"``,
+        ``"equalized_odds"`` or ``"mean_loss_gap"``.
     tolerance : float
-        :math:`\alpha > 0`, the bound on every pairwise mean-loss difference.
-    rounds : int
-        Boosting rounds per proximal step (default 10).
-    max_iter : int
-        CBPR outer iterations.
-    inner_iter : int
-        ABPP iterations per outer iteration.
-    primal_step : float
-        :math:`\tau_0` of the inner ABPP.
+        The bound: on the hard rate gap (in (0, 1]), or on the mean-loss gap (nats, > 0).
+    backend : {"lightgbm", "xgboost"}
+    n_estimators : int
+        Boosting rounds of a rate-constrained fit (default 100).
+    smoothing : float
+        :math:`\tau > 0` of the smoothed rates :math:`\sigma(F/\tau)`, in score (logit) units.
     dual_step : float or "auto"
-        :math:`\sigma_0` of the inner ABPP. Default ``"auto"``: :math:`1/(\tau_0L_g^2)`, the largest
-        value of ABPP's step condition :math:`\tau_0\sigma_0L_g^2 \le 1`
-        (`fastcon.solvers.abpp.abpp_lipschitz_constant`; :math:`L_g = \beta\sqrt{2(1/n_0 + 1/n_1)}`
-        for two groups and two classes). Lin & Deng's fixed 0.1 breaks the condition by orders of magnitude on
-        data of Adult's size with the default :math:`\beta`, and the fit can end infeasible with
-        inverted predictions (``docs/design.md``).
-    prox : float, optional
-        :math:`L` of CBPR; default the solver's (the curvature bound of the concave parts).
-    scale : float, optional
-        :math:`\beta` of the constraints; default :math:`\min_a n_a`.
+        The multipliers' step. Rate constraints: :math:`\eta` of the ascent on the hard gaps;
+        ``"auto"``: 2 (`fastcon.boosting._rate_fit.AUTO_DUAL_STEP`).
+        Mean-loss gap: :math:`\sigma_0` of the inner ABPP; ``"auto"``: :math:`1/(\tau_0L_g^2)`, the
+        largest value of ABPP's step condition (`fastcon.solvers.abpp.abpp_lipschitz_constant`;
+        Lin & Deng's fixed 0.1 breaks it by orders of magnitude on Adult, docs/design.md).
+    validation_fraction : float, optional
+        Rate constraints: hold out this fraction of every (group, label) cell; the trees are
+        fitted on the rest, the multipliers step on the held-out hard gap and the kept round is
+        chosen on it. None (default): the training rows, on which the gap is then met.
+    rounds, max_iter, inner_iter, primal_step, prox, scale
+        Mean-loss gap only: boosting rounds per proximal step, CBPR outer iterations, ABPP
+        iterations per outer one, :math:`\tau_0`, CBPR's :math:`L` (default: the curvature bound of
+        the concave parts) and the constraints' :math:`\beta` (default :math:`\min_a n_a`).
     params, n_threads, random_state, verbose
         As in `NeymanPearsonGBMClassifier`.
     drop_sensitive : bool
@@ -652,20 +661,28 @@ class FairGBMClassifier(_GBMClassifier):
     ----------
     classes_, groups_ : list of the group labels, ensemble_, n_rounds_, solve_result_
     fit_gap_ : float
-        The largest mean-loss gap on the training rows; above ``tolerance``, `fit` warns
+        The hard gap (rate constraints; on the validation rows with ``validation_fraction``) or
+        the mean-loss gap on the training rows; above ``tolerance``, `fit` warns
         (``ConvergenceWarning``).
+    guarantee_ : str
+        What holds on new data (no certificate: the gap is met on the rows it was measured on).
     """
 
-    def __init__(self, backend="lightgbm", tolerance=0.05, *, rounds=DEFAULT_ROUNDS, max_iter=10, inner_iter=10,
-                 primal_step=0.1, dual_step="auto", prox=None, scale=None, params=None, n_threads=1, random_state=0,
+    def __init__(self, constraint="demographic_parity", tolerance=0.02, *, backend="lightgbm", n_estimators=100,
+                 smoothing=0.5, dual_step="auto", validation_fraction=None, rounds=DEFAULT_ROUNDS, max_iter=10,
+                 inner_iter=10, primal_step=0.1, prox=None, scale=None, params=None, n_threads=1, random_state=0,
                  drop_sensitive=False, verbose=False):
-        self.backend = backend
+        self.constraint = constraint
         self.tolerance = tolerance
+        self.backend = backend
+        self.n_estimators = n_estimators
+        self.smoothing = smoothing
+        self.dual_step = dual_step
+        self.validation_fraction = validation_fraction
         self.rounds = rounds
         self.max_iter = max_iter
         self.inner_iter = inner_iter
         self.primal_step = primal_step
-        self.dual_step = dual_step
         self.prox = prox
         self.scale = scale
         self.params = params
@@ -675,25 +692,76 @@ class FairGBMClassifier(_GBMClassifier):
         self.verbose = verbose
 
     def fit(self, X, y, sensitive_features=None):
-        """Fit the boosted ensemble by CBPR under the group-loss-gap bounds (class docstring).
+        """Fit the boosted ensemble under the fairness bound (class docstring).
 
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            Or a `dask.array`, as in `NeymanPearsonGBMClassifier.fit` (``sensitive_features`` then
-            an in-memory array of the groups).
+            Or, with ``constraint="mean_loss_gap"``, a `dask.array`, as in
+            `NeymanPearsonGBMClassifier.fit` (``sensitive_features`` then an in-memory array of
+            the groups).
         y : array-like of shape (n_samples,)
-            Labels of any type, two or more classes.
+            Labels of any type: two classes for the rate constraints, two or more for the
+            mean-loss gap.
         sensitive_features : array-like, column name(s) or position(s)
             The group of every row (any hashable labels; several columns form intersectional
-            groups), at least two groups. A list of strings names columns only when X is a
-            DataFrame holding every one of them; otherwise it is one group label per row. With
-            ``drop_sensitive`` the columns read from X (by name or position) are dropped from the
-            features, and again from the X given to ``predict``, ``decision_function`` and
-            `constraint_report` (pass X in fit's layout).
+            groups). A list of strings names columns only when X is a DataFrame holding every
+            one of them; otherwise it is one group label per row. With ``drop_sensitive`` the
+            columns read from X (by name or position) are dropped from the features, and again
+            from the X given to ``predict``, ``decision_function`` and `constraint_report` (pass
+            X in fit's layout). Not given: a UserWarning, and the rate constraints fit one group
+            (no constraint: the unconstrained booster).
         """
         self._common_checks()
+        check_choice("constraint", self.constraint, RATE_CONSTRAINTS + ("mean_loss_gap",))
         check_real("tolerance", self.tolerance, positive=True)
+        if self.constraint == "mean_loss_gap":
+            return self._fit_mean_loss_gap(X, y, sensitive_features)
+        if self.tolerance > 1:
+            raise ValueError(f"tolerance: a rate gap lies in [0, 1]; got {self.tolerance}")
+        check_count("n_estimators", self.n_estimators)
+        check_real("smoothing", self.smoothing, positive=True)
+        if self.validation_fraction is not None:
+            check_fraction("validation_fraction", self.validation_fraction)
+        X, sensitive, self.sensitive_columns_ = resolve_sensitive(X, sensitive_features, self.drop_sensitive)
+        if is_dask_collection(X):
+            raise ValueError(f"X: a dask collection fits with constraint='mean_loss_gap' only; constraint="
+                             f"{self.constraint!r} needs X in memory (its per-round rates are not reduced on the "
+                             "workers)")
+        X, labels, self.classes_ = self._check_target(X, y)
+        if sensitive is None:
+            warnings.warn("sensitive_features: not given, so all rows form one group and the constraint is void "
+                          "(the unconstrained booster)", UserWarning, stacklevel=2)
+            sensitive = np.zeros(X.shape[0], dtype=np.int64)
+        if self.classes_.size != 2:
+            raise ValueError(f"y: constraint={self.constraint!r} bounds rates of the positive class and needs two "
+                             f"classes, got {self.classes_.size}; constraint='mean_loss_gap' takes any number")
+        groups = encode_fit_groups(sensitive, X.shape[0])
+        self.group_encoder_, self.groups_ = groups, list(groups.labels)
+        ensemble, result = fit_rate_constrained(
+            X, labels, groups.codes, self.constraint, float(self.tolerance), backend=self.backend,
+            n_estimators=int(self.n_estimators), params=self.params, seed=_check_seed(self.random_state),
+            n_threads=self.n_threads, smoothing=float(self.smoothing), dual_step=_dual_step(self.dual_step),
+            validation_fraction=self.validation_fraction, group_labels=self.groups_, verbose=bool(self.verbose))
+        self.ensemble_, self.solve_result_ = ensemble, result
+        self.n_iter_ = self.n_rounds_ = result.n_iter
+        self.fit_gap_ = result.info["gap"]
+        where = result.info["measured_on"]
+        self.guarantee_ = (f"no guarantee on new data: the bound is {'met' if self.fit_gap_ <= self.tolerance else 'NOT met'}"
+                           f" on the {where}")
+        if self.n_rounds_ == 0 and len(self.groups_) > 1:
+            warnings.warn(f"tolerance: no round after the first (the constant model) had a hard {self.constraint} "
+                          f"gap within {self.tolerance} on the {where}, so the model predicts one class; lower "
+                          "dual_step or the learning rate, or raise smoothing", ConvergenceWarning, stacklevel=2)
+        if self.fit_gap_ > self.tolerance:
+            warnings.warn(f"tolerance: the hard {self.constraint} gap on the {where} reached {self.fit_gap_:.4g} > "
+                          f"{self.tolerance} in every one of {result.info['rounds_trained']} rounds (kept round "
+                          f"{result.n_iter}, of the least gap); raise n_estimators or dual_step",
+                          ConvergenceWarning, stacklevel=2)
+        return self
+
+    def _fit_mean_loss_gap(self, X, y, sensitive_features):
+        """The CBPR fit of ``constraint="mean_loss_gap"`` (class docstring)."""
         check_count("inner_iter", self.inner_iter)
         if self.prox is not None:
             check_real("prox", self.prox, positive=True)
@@ -714,7 +782,7 @@ class FairGBMClassifier(_GBMClassifier):
         problem = self._gap_problem(GroupLossGap, labels, groups)
         model = self._score_model(X, labels, self.classes_.size)
         n_iter, xi = self._solve_cbpr(problem, model)
-        self._finish_gap(xi, n_iter, stacklevel=3)
+        self._finish_gap(xi, n_iter, stacklevel=4)
         return self
 
     def _fit_groups(self, sensitive, n_rows):
@@ -781,7 +849,7 @@ class FairGBMClassifier(_GBMClassifier):
         result = cbpr(problem, model, outer_iter=self.max_iter, inner_iter=self.inner_iter,
                       prox=None if self.prox is None else float(self.prox), primal_step=float(self.primal_step),
                       dual_step=_dual_step(self.dual_step), verbose=bool(self.verbose))
-        self._finish(model, result, stacklevel=4)
+        self._finish(model, result, stacklevel=5)
         return result.n_iter, problem.group_means(model, result.state)
 
     def _finish_gap(self, xi, n_iter, stacklevel):
@@ -812,14 +880,15 @@ class FairGBMClassifier(_GBMClassifier):
         return super()._features_for_predict(X)
 
     def constraint_report(self, X, y, sensitive_features):
-        """The mean-loss gap on (X, y, groups) against ``tolerance``, each group's loss and error rate.
+        """The gap on (X, y, groups) against ``tolerance``, with every group's rates (or mean loss and error rate).
 
         Returns
         -------
         ConstraintReport
-            ``constraint`` is ``"group_loss_gap"``; ``value`` the largest mean-loss difference
-            between two groups present; ``per_group`` maps each group to ``n``, ``mean_loss`` and
-            ``error_rate``; ``fit_value`` the training gap.
+            Rate constraints: as `fastcon.FairClassifier.constraint_report` (``per_group``: ``n``,
+            selection, true-positive and false-positive rates). ``"mean_loss_gap"``: ``value`` the
+            largest mean-loss difference between two groups present; ``per_group`` maps each group
+            to ``n``, ``mean_loss`` and ``error_rate``. ``fit_value``: the gap where fit measured it.
         """
         check_is_fitted(self, "ensemble_")
         _, sensitive = split_sensitive(X, sensitive_features, False)
@@ -830,6 +899,8 @@ class FairGBMClassifier(_GBMClassifier):
         if F.shape[0] != labels.shape[0] or codes.shape[0] != labels.shape[0]:
             raise ValueError(f"y: has {labels.shape[0]} labels, X {F.shape[0]} rows, sensitive_features "
                              f"{codes.shape[0]} values")
+        if self.constraint != "mean_loss_gap":
+            return ConstraintReport.for_fairness(self, F, labels, codes)
         losses = np.empty(F.shape[0])
         (logistic_losses if F.ndim == 1 else softmax_losses)(np.ascontiguousarray(F), labels, losses)
         predicted = (F > 0).astype(np.int64) if F.ndim == 1 else np.argmax(F, axis=1)
@@ -842,6 +913,6 @@ class FairGBMClassifier(_GBMClassifier):
             per_group[label] = {"n": int(rows.sum()), "mean_loss": means[-1],
                                 "error_rate": float(np.mean(predicted[rows] != labels[rows]))}
         value = float(max(means) - min(means)) if means else float("nan")
-        return ConstraintReport("group_loss_gap", float(self.tolerance), value, bool(value <= self.tolerance),
+        return ConstraintReport("mean_loss_gap", float(self.tolerance), value, bool(value <= self.tolerance),
                                 per_group, *_solve_summary(self), fit_value=self.fit_gap_,
                                 guarantee="no guarantee on new data: the mean-loss gap is bounded on the training rows")

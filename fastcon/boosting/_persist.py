@@ -290,6 +290,9 @@ def _read(archive, where, file_size):
         params, attributes, spec = header["params"], header["attributes"], header["ensemble"]
         if not isinstance(params, dict) or not isinstance(attributes, dict) or not isinstance(spec, dict):
             raise ValueError("params, attributes and ensemble must be JSON objects")
+        if name == "FairGBMClassifier" and "constraint" not in params:
+            # saved before the rate constraints: the mean-loss gap was the only constraint
+            params = dict(params, constraint="mean_loss_gap")
         unknown = sorted(set(params) - set(cls().get_params(deep=False)))
         if unknown:
             raise ValueError(f"parameter(s) {unknown} that {name} does not have")

@@ -174,6 +174,23 @@ class RateGapConstraints(_PairBound):
         second = self._second @ (self.rate_matrix @ self._sums)
         return (first - second - self._bound[:, None]).ravel()
 
+    def hard_values_from_scores(self, z) -> np.ndarray:
+        r"""The constraint values with the step :math:`[z_i > \theta_j]` in place of the sigmoid.
+
+        :math:`r_a - r_b - \kappa` per pair and grid point (same order as `values_from_scores`),
+        each rate the weighted fraction of its rows scored above the threshold: what a user
+        measures on ``predict``'s labels (rows at :math:`z_i = \theta_j` count as below, as
+        ``predict`` labels them). The straddle does not apply: it moves the smoothed rates only.
+        """
+        z = np.asarray(z, dtype=np.float64)
+        inside = self.cell >= 0
+        cells, weight = self.cell[inside], self.weight[inside]
+        above = z[inside][:, None] > self.thresholds[None, :]
+        sums = np.empty((self.rate_matrix.shape[1], self.thresholds.shape[0]))
+        for j in range(self.thresholds.shape[0]):
+            sums[:, j] = np.bincount(cells, weights=weight * above[:, j], minlength=sums.shape[0])
+        return (self._pair_diff @ (self.rate_matrix @ sums) - self._bound[:, None]).ravel()
+
     def vjp_from_scores(self, z, weights, v):
         r"""``v += d(sum_k weights_k g_k)/dz``."""
         lam = np.asarray(weights, dtype=np.float64).reshape(self.n_pairs, self.thresholds.shape[0])
