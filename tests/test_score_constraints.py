@@ -4,7 +4,9 @@ import pytest
 import scipy.sparse as sp
 from scipy.stats import wasserstein_distance
 
-from fastcon._kernels._group_rates import cell_sigmoid_sums, cell_sigmoid_vjp, transport_gap, weighted_margin_loss
+from fastcon._kernels._group_rates import (
+    cell_sigmoid_sums, cell_sigmoid_vjp, cell_step_sums, transport_gap, weighted_margin_loss,
+)
 from fastcon._kernels._losses import LOSS_CODES
 from fastcon.datasets import Dataset
 from fastcon.problems._linear_model import LinearLoss, LinearModelProblem, LinearScores
@@ -41,6 +43,19 @@ def test_cell_sigmoid_sums_and_vjp_match_numpy(rng, n_thresholds, spread):
                          np.ascontiguousarray(coef[:, 1::2]), v)
         np.testing.assert_allclose(v, ref.cell_sigmoid_vjp(z, cell, weight, tau, thresholds, coef), rtol=1e-12,
                                    atol=1e-13)
+
+
+@pytest.mark.parametrize("n_thresholds", [1, 6])
+def test_cell_step_sums_match_numpy(rng, n_thresholds):
+    n, n_cells = 500, 4
+    thresholds = np.sort(rng.normal(0, 1, n_thresholds))
+    z = rng.normal(0, 2, n)
+    z[:n_thresholds] = thresholds                             # exactly at a threshold: counts as below
+    cell = rng.integers(-1, n_cells, n)
+    weight = rng.choice([0.0, 0.5, 1.0, 3.0], n)
+    sums = np.full((n_cells, n_thresholds), np.nan)
+    cell_step_sums(z, cell, weight, thresholds, sums)
+    np.testing.assert_array_equal(sums, ref.cell_step_sums(z, cell, weight, thresholds, n_cells))
 
 
 @pytest.mark.parametrize("loss", ["logistic", "hinge"])

@@ -10,6 +10,8 @@ vector :math:`v = \partial F/\partial z` that a single :math:`X^\top v` turns in
 * `cell_sigmoid_sums`: :math:`S_{cj} = \sum_{i \in c} c_i\sigma((z_i - \theta_j)/\tau)` (row weights
   :math:`c_i`) for every cell
   :math:`c` (a group, or a group and a label) and threshold :math:`\theta_j`;
+* `cell_step_sums`: the same sums with the step :math:`[z_i > \theta_j]` (hard rates: what
+  ``predict`` counts);
 * `cell_sigmoid_vjp`: :math:`v_i \mathrel{+}= \tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`,
   the transpose of the previous map applied to the cell coefficients :math:`C`;
 * `transport_gap`: the exact Wasserstein-1 distance between the empirical score laws of two row
@@ -24,7 +26,7 @@ import numpy as np
 from ._jit import njit
 from ._losses import LOGISTIC, SIGMOID, logistic, margin_loss, sigmoid
 
-__all__ = ["weighted_margin_loss", "cell_sigmoid_sums", "cell_sigmoid_vjp", "transport_gap"]
+__all__ = ["weighted_margin_loss", "cell_sigmoid_sums", "cell_step_sums", "cell_sigmoid_vjp", "transport_gap"]
 
 
 @njit(cache=True)
@@ -133,6 +135,29 @@ def cell_sigmoid_sums(z, cell, weight, inv_tau, thresholds, sums):
             a = np.exp(anchors[b] - t)
             for j in range(starts[b], starts[b + 1]):
                 row[j] += w / (1.0 + a * f[j])
+
+
+@njit(cache=True)
+def cell_step_sums(z, cell, weight, thresholds, sums):
+    r""":math:`S_{cj} = \sum_{i:\,c(i) = c} c_i\,[z_i > \theta_j]`, written into ``sums`` (n_cells, m).
+
+    The hard counterpart of `cell_sigmoid_sums` (a row at :math:`z_i = \theta_j` counts as below,
+    as ``predict`` labels a score of 0 negative); rows with a negative cell id are skipped. One
+    pass over the rows: a boosting round reads it once per round (`fastcon.boosting._rate_fit`),
+    where NumPy's ``bincount`` over a boolean temporary per threshold took 0.5 ms on Adult's 32k rows.
+    """
+    sums[:, :] = 0.0
+    m = thresholds.shape[0]
+    for i in range(z.shape[0]):
+        c = cell[i]
+        if c < 0:
+            continue
+        w = weight[i]
+        t = z[i]
+        row = sums[c]
+        for j in range(m):
+            if t > thresholds[j]:
+                row[j] += w
 
 
 # error_model="numpy": no zero-division test in the pair loops (every denominator is >= 1), which

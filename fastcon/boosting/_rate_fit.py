@@ -10,7 +10,8 @@ The problem, on the training scores :math:`F` of a boosted ensemble (two classes
 
 (and every family of rates: selection rate for demographic parity, true-positive rate for equal
 opportunity, false-positive rate for FPR parity, both for equalized odds), :math:`r_k` the
-*hard* rate :math:`\frac{1}{n_k}\sum_{i \in k}[F_i > 0]` and :math:`\ell` the logistic loss.
+*hard* rate :math:`\frac{1}{n_k}\sum_{i \in k}[F_i > 0]` over the rows the rate counts and
+:math:`\ell` the logistic loss.
 
 **Method.** The *proxy Lagrangian* of Cotter, Jiang, Gupta, Wang, Narayan, You & Sridharan,
 "Optimization with Non-Differentiable Constraints with Applications to Fairness, Recall, Churn,
@@ -44,6 +45,12 @@ has second derivative :math:`c\,\sigma''/\tau^2` and :math:`|\sigma''| \le \sigm
 :math:`|v_i|/\tau` bounds the constraint part's curvature and the Newton step of a leaf never
 overshoots it.
 
+**Multi-class.** With :math:`J \ge 3` classes (prediction :math:`\arg\max_j F_{ij}`) every
+class has its one-vs-rest rates, read on its margin :math:`F_{ij} - \max_{k \ne j} F_{ik}`
+(`fastcon.problems._class_rate_constraints`: equalized odds is then every class's TPR and FPR
+gap, fairlearn#1201's definition); the loss is the softmax cross-entropy and the gradient of a
+margin's rate reaches the class and its runner-up.
+
 **Output.** The rounds are nested models (round :math:`t`: the first :math:`t` trees). The fit
 keeps the round of least training loss among those whose hard training gap is within
 :math:`\varepsilon` (the "best feasible iterate"); when no round is, the round of least gap,
@@ -54,13 +61,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._kernels._boosting import logistic_grad_hess, logistic_losses
+from .._kernels._boosting import logistic_grad_hess, logistic_losses, softmax_grad_hess, softmax_losses
 from .._results import History, SolveResult
+from ..problems._class_rate_constraints import ClassRateConstraints
 from ..problems._score_constraints import group_fairness_constraints
 from ._backends import backend as _backend
 from ._models import BoostedEnsemble
 
-__all__ = ["RATE_CONSTRAINTS", "AIM", "AUTO_DUAL_STEP", "RateLagrangian", "fit_rate_constrained"]
+__all__ = ["RATE_CONSTRAINTS", "AIM", "AUTO_DUAL_STEP", "RateLagrangian", "CheckRows", "rate_block", "stratified_holdout",
+           "fit_rate_constrained"]
 
 #: Constraint names of the rate path (those of `fastcon.FairClassifier` with a hard rate gap).
 RATE_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds")
@@ -88,9 +97,9 @@ class RateLagrangian:
     Parameters
     ----------
     labels : int64[n]
-        0/1 labels of the training rows.
-    block : RateGapConstraints
-        The smoothed rates of the training rows.
+        Class ids of the training rows (0/1 for two classes).
+    block : RateGapConstraints or ClassRateConstraints
+        The smoothed rates of the training rows (on scores of shape (n,) or (n, J)).
     check : CheckRows
         Where the hard gap and the loss are measured (the training rows or held-out ones).
     tolerance : float
@@ -98,7 +107,7 @@ class RateLagrangian:
     dual_step : float
         :math:`\eta`.
     history : History
-        Receives one row per round: ``loss`` (mean logistic loss of the check rows), ``gap``
+        Receives one row per round: ``loss`` (mean cross-entropy of the check rows), ``gap``
         (their largest hard gap), ``max_multiplier``.
     """
 
@@ -109,11 +118,11 @@ class RateLagrangian:
         self.tolerance = float(tolerance)
         self.dual_step = float(dual_step)
         self.history = history
-        n = labels.shape[0]
+        self.n_classes = getattr(block, "n_classes", 2)
+        shape = labels.shape if self.n_classes == 2 else (labels.shape[0], self.n_classes)
         self.multipliers = np.zeros(block.n_constraints)
-        self.ones = np.ones(n)
-        self.grad, self.hess = np.empty(n), np.empty(n)
-        self.v = np.empty(n)
+        self.ones = np.ones(labels.shape[0])
+        self.grad, self.hess = np.empty(shape), np.empty(shape)
         self.round = 0
         #: per round: (mean loss, largest hard gap) on the check rows
         self.trace = []
@@ -128,17 +137,15 @@ class RateLagrangian:
         return hard
 
     def __call__(self, preds, data=None):
-        F = np.ascontiguousarray(preds, dtype=np.float64).reshape(-1)
+        F = np.ascontiguousarray(preds, dtype=np.float64).reshape(self.grad.shape)
         hard = self.observe(F)
         # the hard gap minus aim * tolerance: hard + (1 - aim) * tolerance
         self.multipliers += self.dual_step * (hard + (1.0 - AIM) * self.tolerance)
         np.maximum(self.multipliers, 0.0, out=self.multipliers)
-        logistic_grad_hess(F, self.labels, self.ones, None, 0.0, None, 0.0, self.grad, self.hess)
+        loss_grad_hess = logistic_grad_hess if self.n_classes == 2 else softmax_grad_hess
+        loss_grad_hess(F, self.labels, self.ones, None, 0.0, None, 0.0, self.grad, self.hess)
         if np.any(self.multipliers):
-            self.v[:] = 0.0
-            self.block.vjp_from_scores(F, F.shape[0] * self.multipliers, self.v)
-            self.grad += self.v
-            self.hess += np.abs(self.v) / self.block.smoothing
+            self.block.vjp_and_curvature_from_scores(F, F.shape[0] * self.multipliers, self.grad, self.hess)
         self.round += 1
         return self.grad, self.hess
 
@@ -149,8 +156,8 @@ class CheckRows:
     Parameters
     ----------
     labels : int64[m]
-        0/1 labels of the check rows.
-    block : RateGapConstraints
+        Class ids of the check rows.
+    block : RateGapConstraints or ClassRateConstraints
         Their rates (``bound``: the tolerance).
     X : {ndarray, CSR matrix}, optional
         Held-out rows' features; None: the check rows are the training rows, whose scores the
@@ -162,7 +169,8 @@ class CheckRows:
 
     def __init__(self, labels, block, X=None, predict=None):
         self.labels, self.block, self.X, self.predict = labels, block, X, predict
-        self.scores = None if X is None else np.zeros(X.shape[0])
+        n_classes = getattr(block, "n_classes", 2)
+        self.scores = None if X is None else np.zeros((X.shape[0],) if n_classes == 2 else (X.shape[0], n_classes))
         self.rounds = 0
         self.losses = np.empty(labels.shape[0])
 
@@ -170,17 +178,17 @@ class CheckRows:
         """``(mean loss, hard values)`` of the model of ``rounds`` rounds whose training scores are ``F``."""
         if self.X is not None:
             if rounds > self.rounds:
-                self.scores += self.predict(self.X, self.rounds, rounds)
+                self.scores += self.predict(self.X, self.rounds, rounds).reshape(self.scores.shape)
                 self.rounds = rounds
             F = self.scores
-        logistic_losses(F, self.labels, self.losses)
+        (logistic_losses if F.ndim == 1 else softmax_losses)(F, self.labels, self.losses)
         return float(self.losses.mean()), self.block.hard_values_from_scores(F)
 
 
 def stratified_holdout(codes, labels, fraction, seed):
     """``(fit rows, held-out rows)``: ``fraction`` of every (group, label) cell held out, at least one row kept."""
     rng = np.random.default_rng(seed)
-    cell = codes * 2 + labels
+    cell = codes * (int(labels.max()) + 1) + labels
     fit_rows, held = [], []
     for c in np.unique(cell):
         rows = np.flatnonzero(cell == c)
@@ -191,8 +199,19 @@ def stratified_holdout(codes, labels, fraction, seed):
     return np.sort(np.concatenate(fit_rows)), np.sort(np.concatenate(held))
 
 
+def rate_block(labels, n_classes, codes, constraint, tolerance, smoothing, group_labels=None, class_labels=None):
+    """The smoothed-rate block of some rows: `RateGapConstraints` on the scores (two classes) or
+    `ClassRateConstraints` on every class's margins (J >= 3); ``bound`` = ``tolerance``."""
+    if n_classes == 2:
+        return group_fairness_constraints(None, labels, codes, constraint, float(tolerance), smoothing=float(smoothing),
+                                          group_labels=group_labels)
+    return ClassRateConstraints(labels, n_classes, codes, constraint, float(tolerance), smoothing=float(smoothing),
+                                group_labels=group_labels, class_labels=class_labels)
+
+
 def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_estimators, params, seed, n_threads,
-                         smoothing, dual_step, validation_fraction=None, group_labels=None, verbose=False):
+                         smoothing, dual_step, n_classes=2, validation_fraction=None, group_labels=None,
+                         class_labels=None, verbose=False):
     r"""Train one booster under a rate constraint (module docstring) and keep its best feasible round.
 
     Parameters
@@ -200,11 +219,12 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     X : {ndarray, CSR matrix} of shape (n, d)
         Checked features.
     labels : int64[n]
-        0/1 labels.
+        Class ids 0..J-1.
     codes : int64[n]
         Group codes 0..G-1.
     constraint : str
-        One of `RATE_CONSTRAINTS`.
+        One of `RATE_CONSTRAINTS` (for J >= 3: every class's one-vs-rest rates,
+        `fastcon.problems._class_rate_constraints`).
     tolerance : float
         :math:`\varepsilon`.
     backend : {"lightgbm", "xgboost"}
@@ -217,11 +237,13 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
         :math:`\tau` of the smoothed rates, in score units.
     dual_step : float or "auto"
         :math:`\eta`; ``"auto"``: `AUTO_DUAL_STEP`.
+    n_classes : int
+        J: scores of shape (n,) for 2, (n, J) for more.
     validation_fraction : float, optional
         Hold out this fraction of every (group, label) cell (`stratified_holdout`, seeded by
         ``seed``): the trees are fitted on the rest, the multipliers step on the held-out rows'
         hard gap and the kept round is chosen by their gap and loss. None: the training rows.
-    group_labels : list, optional
+    group_labels, class_labels : list, optional
         For the constraint names.
     verbose : bool
         Print a line every 10 rounds.
@@ -244,18 +266,18 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     X_fit = X if fit_rows is None else X[fit_rows]
     y_fit = labels if fit_rows is None else labels[fit_rows]
     g_fit = codes if fit_rows is None else codes[fit_rows]
-    full = lib.params(params, 1, seed, n_threads, n_rows=X_fit.shape[0])
+    n_outputs = 1 if n_classes == 2 else int(n_classes)
+    full = lib.params(params, n_outputs, seed, n_threads, n_rows=X_fit.shape[0])
     if dual_step == "auto":
         dual_step = AUTO_DUAL_STEP
-    block = group_fairness_constraints(None, y_fit, g_fit, constraint, float(tolerance), smoothing=float(smoothing),
-                                       group_labels=group_labels)
+    block = rate_block(y_fit, n_classes, g_fit, constraint, tolerance, smoothing, group_labels, class_labels)
     data = lib.dataset(X_fit, full)
     booster = lib.booster(full, data)
     if held is None:
         check = CheckRows(y_fit, block)
     else:
-        check = CheckRows(labels[held], group_fairness_constraints(None, labels[held], codes[held], constraint,
-                                                                   float(tolerance), group_labels=group_labels),
+        check = CheckRows(labels[held], rate_block(labels[held], n_classes, codes[held], constraint, tolerance,
+                                                   smoothing, group_labels, class_labels),
                           X[held], lambda rows, start, stop: lib.predict(booster, rows, start, stop, n_threads))
     history = History()
     objective = RateLagrangian(y_fit, block, check, tolerance, dual_step, history)
@@ -266,7 +288,7 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
             print(f"round {objective.round:5d}  loss {loss:.5f}  hard gap {gap:.4f}  "
                   f"max multiplier {objective.multipliers.max():.4g}")
     rounds = lib.n_rounds(booster)
-    final = lib.training_scores(booster, data)
+    final = lib.training_scores(booster, data).reshape(objective.grad.shape)
     objective.observe(final)
     losses, gaps = np.array(objective.trace).T
     feasible = np.flatnonzero(gaps <= tolerance)
@@ -278,7 +300,7 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
         kept = int(np.argmin(gaps))
         status, message = "no_feasible_iterate", (f"no round's hard gap is within {tolerance:g}; kept round "
                                                   f"{kept}, of the least gap {gaps[kept]:.4g}")
-    ensemble = BoostedEnsemble(backend, [booster], [(0, 0, kept, 1.0)], 1, n_threads).standalone()
+    ensemble = BoostedEnsemble(backend, [booster], [(0, 0, kept, 1.0)], n_outputs, n_threads).standalone()
     scores = final if kept == rounds and fit_rows is None else ensemble.predict_scores(X)
     result = SolveResult(scores, status, message, n_iter=kept, objective=float(losses[kept]),
                          max_violation=max(0.0, float(gaps[kept] - tolerance)), multipliers=objective.multipliers.copy(),

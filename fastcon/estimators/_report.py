@@ -110,6 +110,37 @@ class ConstraintReport:
                    guarantee=getattr(estimator, "guarantee_", ""),
                    interval=None if interval is None else tuple(float(v) for v in interval))
 
+    @classmethod
+    def for_class_rates(cls, estimator, scores, labels, codes):
+        r"""The report of a multi-class rate constraint from scores of shape (n, J).
+
+        Class :math:`j`'s rates are the one-vs-rest rates of its margin
+        :math:`F_{ij} - \max_{k \ne j}F_{ik}` (positive: :math:`j` is predicted;
+        `fastcon.problems._class_rate_constraints`); ``value`` is the largest gap over classes,
+        ``per_group`` maps each group to ``n`` and, per class label, its selection, true-positive
+        and false-positive rates.
+        """
+        from ..problems._class_rate_constraints import class_margins
+
+        margins, _ = class_margins(np.asarray(scores, dtype=np.float64))
+        present = {int(k) for k in np.unique(codes)}
+        value, per_group = 0.0, {label: {"n": int(np.sum(codes == k))} for k, label in enumerate(estimator.groups_)
+                                 if k in present}
+        for j, name in enumerate(estimator.classes_):
+            y01 = (labels == j).astype(np.int64)
+            value = max(value, fairness_gap(estimator.constraint, margins[:, j], y01, codes))
+            rates = metrics.group_rates((margins[:, j] > 0).astype(np.int64), codes, y01)
+            for k, label in enumerate(estimator.groups_):
+                if k in present:
+                    r = rates.labels.index(k)
+                    per_group[label][f"class {name!r}"] = {
+                        "selection_rate": float(rates.selection_rate[r]),
+                        "true_positive_rate": float(rates.true_positive_rate[r]),
+                        "false_positive_rate": float(rates.false_positive_rate[r])}
+        return cls(estimator.constraint, float(estimator.tolerance), float(value), bool(value <= estimator.tolerance),
+                   per_group, *_solve_summary(estimator), fit_value=float(estimator.fit_gap_),
+                   guarantee=getattr(estimator, "guarantee_", ""))
+
     def __str__(self):
         band = "" if self.interval is None else f" on ranks [{self.interval[0]:.4g}, {self.interval[1]:.4g})"
         lines = [f"{self.constraint}{band}: {self.value:.4g} (bound {self.bound:.4g}) -> "
@@ -118,9 +149,14 @@ class ConstraintReport:
         if self.guarantee:
             lines.append(f"  guarantee: {self.guarantee}")
         for label, rates in self.per_group.items():
-            lines.append(f"  {label!r}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
-                                                     for k, v in rates.items()))
+            lines.append(f"  {label!r}: " + ", ".join(_describe_rate(k, v) for k, v in rates.items()))
         return "\n".join(lines)
+
+
+def _describe_rate(name, value):
+    if isinstance(value, dict):      # a class's rates (multi-class rate constraints)
+        return f"{name} (" + ", ".join(_describe_rate(k, v) for k, v in value.items()) + ")"
+    return f"{name} {value:.4g}" if isinstance(value, float) else f"{name} {value}"
 
 
 def _solve_summary(estimator):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._kernels._group_rates import cell_sigmoid_sums, cell_sigmoid_vjp, transport_gap
+from .._kernels._group_rates import cell_sigmoid_sums, cell_sigmoid_vjp, cell_step_sums, transport_gap
 from .._memory_limit import check_memory
 
 __all__ = ["RateGapConstraints", "TransportGapConstraints", "group_fairness_constraints", "rate_bound_constraint",
@@ -182,14 +182,31 @@ class RateGapConstraints(_PairBound):
         measures on ``predict``'s labels (rows at :math:`z_i = \theta_j` count as below, as
         ``predict`` labels them). The straddle does not apply: it moves the smoothed rates only.
         """
-        z = np.asarray(z, dtype=np.float64)
-        inside = self.cell >= 0
-        cells, weight = self.cell[inside], self.weight[inside]
-        above = z[inside][:, None] > self.thresholds[None, :]
-        sums = np.empty((self.rate_matrix.shape[1], self.thresholds.shape[0]))
-        for j in range(self.thresholds.shape[0]):
-            sums[:, j] = np.bincount(cells, weights=weight * above[:, j], minlength=sums.shape[0])
-        return (self._pair_diff @ (self.rate_matrix @ sums) - self._bound[:, None]).ravel()
+        cell_step_sums(np.ascontiguousarray(z, dtype=np.float64), self.cell, self.weight, self.thresholds, self._sums)
+        return (self._pair_diff @ (self.rate_matrix @ self._sums) - self._bound[:, None]).ravel()
+
+    def vjp_and_curvature_from_scores(self, z, weights, v, h):
+        r"""``v += d(sum_k weights_k g_k)/dz`` and ``h +=`` a bound on that sum's second derivative's diagonal.
+
+        A row's part of the sum is :math:`c\,\sigma((z_i - \theta)/\tau)` per side of a pair it
+        enters; its second derivative :math:`c\,\sigma''/\tau^2` is at most
+        :math:`|c\,\sigma'|/\tau` (:math:`|\sigma''| \le \sigma'`), so ``h`` grows by the
+        absolute gradient of each side over :math:`\tau` (the Newton steps of
+        `fastcon.boosting._rate_fit` never overshoot the rates' curvature).
+        """
+        lam = np.asarray(weights, dtype=np.float64).reshape(self.n_pairs, self.thresholds.shape[0])
+        part = np.empty_like(v)
+        # one grid point and one side at a time: a row's parts at other thresholds have other sigma''
+        for j in np.flatnonzero(np.any(lam != 0.0, axis=0)):
+            one = np.zeros_like(lam)
+            one[:, j] = lam[:, j]
+            sides = ([(self.thresholds, self._pair_diff_t @ one)] if self._straddle == 0.0 else
+                     [(self._shifted(-1.0), self._first.T @ one), (self._shifted(1.0), -(self._second.T @ one))])
+            for grid, coef in sides:
+                part[:] = 0.0
+                self._sigmoid_vjp(z, grid, self.rate_matrix.T @ coef, part)
+                v += part
+                h += np.abs(part) / self.smoothing
 
     def vjp_from_scores(self, z, weights, v):
         r"""``v += d(sum_k weights_k g_k)/dz``."""

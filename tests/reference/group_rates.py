@@ -15,6 +15,15 @@ def cell_sigmoid_sums(z, cell, weight, tau, thresholds, n_cells):
     return out
 
 
+def cell_step_sums(z, cell, weight, thresholds, n_cells):
+    """S[c, j] = sum of weight over rows of cell c with z > thresholds[j] (cell -1: no cell)."""
+    out = np.zeros((n_cells, len(thresholds)))
+    for j, t in enumerate(thresholds):
+        keep = (cell >= 0) & (z > t)
+        out[:, j] = np.bincount(cell[keep], weights=weight[keep], minlength=n_cells)
+    return out
+
+
 def cell_sigmoid_vjp(z, cell, weight, tau, thresholds, coef):
     r""":math:`v_i = c_i\tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)` (0 outside every cell)."""
     sig = expit((z[:, None] - thresholds[None, :]) / tau)
