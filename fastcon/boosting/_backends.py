@@ -55,7 +55,21 @@ def _warn_unknown(unknown, library, how, stacklevel, name="params"):
                       "them", UserWarning, stacklevel=stacklevel + 1)
 
 
-class XGBoostBackend:
+class _Backend:
+    """Pickled without its library module (``lib``), which is imported again on unpickling: a fitted
+    estimator holds its backend through `fastcon.boosting.BoostedEnsemble`."""
+
+    name = None
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "lib"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.lib = _import(self.name)
+
+
+class XGBoostBackend(_Backend):
     """XGBoost: one ``xgboost.Booster`` per score model, grown by ``Booster.update(dtrain, i, fobj)``; ``base_score = 0``."""
 
     name = "xgboost"
@@ -141,7 +155,7 @@ class XGBoostBackend:
         return booster
 
 
-class LightGBMBackend:
+class LightGBMBackend(_Backend):
     """LightGBM: one ``lightgbm.Booster`` per score model, grown by ``Booster.update(fobj=...)``."""
 
     name = "lightgbm"

@@ -79,7 +79,7 @@ def _encode_classes(y):
     check_classification_targets(y)
     classes, index = np.unique(y, return_inverse=True)
     if classes.size < 2:
-        raise ValueError(f"y: needs at least two classes, got {classes.size}")
+        raise ValueError(f"y: needs at least two classes, got {classes.size} class")
     return index.astype(np.int64), classes
 
 
@@ -99,6 +99,15 @@ class _GBMClassifier(ConstrainedClassifier):
         _check_seed(self.random_state)
         if self.params is not None and not isinstance(self.params, dict):
             raise TypeError(f"params: expected a dict of {self.backend} parameters, got {type(self.params).__name__}")
+
+    def _multi_class(self):
+        """Whether the parameters fit more than two classes (the ``multi_class`` tag)."""
+        raise NotImplementedError
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = self._multi_class()
+        return tags
 
     def _score_model(self, X, labels, n_classes):
         return _MODELS[self.backend](X, labels, n_classes, rounds=self.rounds, params=self.params,
@@ -325,6 +334,10 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _multi_class(self):
+        # a float alpha bounds one class of two; a dict alpha takes any number of classes
+        return isinstance(self.alpha, dict)
+
     def _class_bounds(self):
         """Class index -> error-rate bound, from ``alpha`` / ``constrained_class``."""
         J = self.classes_.size
@@ -342,7 +355,8 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
             return bounds
         alpha = check_fraction("alpha", self.alpha)
         if J != 2:
-            raise ValueError(f"alpha: a single bound needs two classes; y has {J}: pass a dict class -> bound")
+            raise ValueError(f"alpha: a single bound needs two classes; y has {J}. Only binary classification is "
+                             "supported with a float alpha: pass a dict class -> bound")
         if self.constrained_class is None:
             return {0: alpha}
         hits = np.flatnonzero(self.classes_ == self.constrained_class)
@@ -691,6 +705,10 @@ class FairGBMClassifier(_GBMClassifier):
         self.drop_sensitive = drop_sensitive
         self.verbose = verbose
 
+    def _multi_class(self):
+        # the rate constraints bound rates of the positive class (two classes); the mean-loss gap takes any number
+        return self.constraint == "mean_loss_gap"
+
     def fit(self, X, y, sensitive_features=None):
         """Fit the boosted ensemble under the fairness bound (class docstring).
 
@@ -735,7 +753,8 @@ class FairGBMClassifier(_GBMClassifier):
             sensitive = np.zeros(X.shape[0], dtype=np.int64)
         if self.classes_.size != 2:
             raise ValueError(f"y: constraint={self.constraint!r} bounds rates of the positive class and needs two "
-                             f"classes, got {self.classes_.size}; constraint='mean_loss_gap' takes any number")
+                             f"classes, got {self.classes_.size}. Only binary classification is supported with a "
+                             "rate constraint; constraint='mean_loss_gap' takes any number")
         groups = encode_fit_groups(sensitive, X.shape[0])
         self.group_encoder_, self.groups_ = groups, list(groups.labels)
         ensemble, result = fit_rate_constrained(
