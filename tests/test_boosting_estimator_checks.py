@@ -42,11 +42,13 @@ def test_sklearn_compatible_boosted_estimator(estimator, check):
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
 def test_multi_class_tag_follows_the_parameters(backend):
-    # a dict alpha / the mean-loss gap fit any number of classes; the float alpha / rate constraints two
+    # a dict alpha fits any number of classes, a float alpha two; every FairGBMClassifier constraint
+    # takes any number of classes (rates: each class's one-vs-rest rates) except with confidence
     def tags(estimator):
         return estimator.__sklearn_tags__().classifier_tags.multi_class
 
     assert not tags(NeymanPearsonGBMClassifier(backend))
     assert tags(NeymanPearsonGBMClassifier(backend, alpha={0: 0.1}, delta=None))
-    assert not tags(FairGBMClassifier(backend=backend))
+    assert tags(FairGBMClassifier(backend=backend))
     assert tags(FairGBMClassifier("mean_loss_gap", 0.05, backend=backend))
+    assert not tags(FairGBMClassifier(backend=backend, confidence=0.9))

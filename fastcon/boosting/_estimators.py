@@ -617,7 +617,8 @@ class FairGBMClassifier(_GBMClassifier):
 
     **Rate constraints** (``constraint`` one of ``"demographic_parity"``, ``"equal_opportunity"``,
     ``"false_positive_parity"``, ``"equalized_odds"``: the names and hard gaps of
-    `fastcon.FairClassifier`, two classes, any number of groups): one boosting run of
+    `fastcon.FairClassifier`, any number of groups; with J >= 3 classes every class's one-vs-rest
+    rates, read on its margin :math:`F_j - \max_{k \ne j} F_k`): one boosting run of
     ``n_estimators`` rounds on the proxy Lagrangian of Cotter et al., "Optimization with
     Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals"
     (JMLR 2019) — the trees descend the loss plus multipliers times *smoothed* group rates, the
@@ -662,6 +663,13 @@ class FairGBMClassifier(_GBMClassifier):
         Rate constraints: hold out this fraction of every (group, label) cell; the trees are
         fitted on the rest, the multipliers step on the held-out hard gap and the kept round is
         chosen on it. None (default): the training rows, on which the gap is then met.
+    confidence : float, optional
+        Rate constraints, two classes: certify the gap on new data, as `fastcon.FairClassifier`
+        does. The held-out part (``validation_fraction``, default 0.4 here) is split in half: one
+        half steers (its Clopper-Pearson bound, widened by 1.28 standard errors, in place of the
+        hard gap), the other bounds the population gap once, with probability at least
+        ``confidence`` over the draw of the rows (``certified_gap_``, ``guarantee_``). A bound
+        that does not certify the tolerance warns (``UserWarning``).
     rounds, max_iter, inner_iter, primal_step, prox, scale
         Mean-loss gap only: boosting rounds per proximal step, CBPR outer iterations, ABPP
         iterations per outer one, :math:`\tau_0`, CBPR's :math:`L` (default: the curvature bound of
@@ -678,12 +686,16 @@ class FairGBMClassifier(_GBMClassifier):
         The hard gap (rate constraints; on the validation rows with ``validation_fraction``) or
         the mean-loss gap on the training rows; above ``tolerance``, `fit` warns
         (``ConvergenceWarning``).
+    certified_gap_ : float or None
+        With ``confidence``: the certified bound on the population gap; None otherwise.
     guarantee_ : str
-        What holds on new data (no certificate: the gap is met on the rows it was measured on).
+        What holds on new data: ``"certified: ..."``, ``"not certified: ..."`` or ``"no guarantee
+        on new data: ..."`` (the gap is met on the rows it was measured on).
     """
 
     def __init__(self, constraint="demographic_parity", tolerance=0.02, *, backend="lightgbm", n_estimators=100,
-                 smoothing=0.5, dual_step="auto", validation_fraction=None, rounds=DEFAULT_ROUNDS, max_iter=10,
+                 smoothing=0.5, dual_step="auto", validation_fraction=None, confidence=None, rounds=DEFAULT_ROUNDS,
+                 max_iter=10,
                  inner_iter=10, primal_step=0.1, prox=None, scale=None, params=None, n_threads=1, random_state=0,
                  drop_sensitive=False, verbose=False):
         self.constraint = constraint
@@ -693,6 +705,7 @@ class FairGBMClassifier(_GBMClassifier):
         self.smoothing = smoothing
         self.dual_step = dual_step
         self.validation_fraction = validation_fraction
+        self.confidence = confidence
         self.rounds = rounds
         self.max_iter = max_iter
         self.inner_iter = inner_iter
@@ -706,8 +719,9 @@ class FairGBMClassifier(_GBMClassifier):
         self.verbose = verbose
 
     def _multi_class(self):
-        # the rate constraints bound rates of the positive class (two classes); the mean-loss gap takes any number
-        return self.constraint == "mean_loss_gap"
+        # every constraint takes any number of classes (rates: every class's one-vs-rest rates);
+        # confidence certifies binary rates only
+        return self.confidence is None
 
     def fit(self, X, y, sensitive_features=None):
         """Fit the boosted ensemble under the fairness bound (class docstring).
@@ -719,8 +733,7 @@ class FairGBMClassifier(_GBMClassifier):
             `NeymanPearsonGBMClassifier.fit` (``sensitive_features`` then an in-memory array of
             the groups).
         y : array-like of shape (n_samples,)
-            Labels of any type: two classes for the rate constraints, two or more for the
-            mean-loss gap.
+            Labels of any type, two or more classes (two with ``confidence``).
         sensitive_features : array-like, column name(s) or position(s)
             The group of every row (any hashable labels; several columns form intersectional
             groups). A list of strings names columns only when X is a DataFrame holding every
@@ -741,6 +754,8 @@ class FairGBMClassifier(_GBMClassifier):
         check_real("smoothing", self.smoothing, positive=True)
         if self.validation_fraction is not None:
             check_fraction("validation_fraction", self.validation_fraction)
+        if self.confidence is not None:
+            check_fraction("confidence", self.confidence)
         X, sensitive, self.sensitive_columns_ = resolve_sensitive(X, sensitive_features, self.drop_sensitive)
         if is_dask_collection(X):
             raise ValueError(f"X: a dask collection fits with constraint='mean_loss_gap' only; constraint="
@@ -751,28 +766,42 @@ class FairGBMClassifier(_GBMClassifier):
             warnings.warn("sensitive_features: not given, so all rows form one group and the constraint is void "
                           "(the unconstrained booster)", UserWarning, stacklevel=2)
             sensitive = np.zeros(X.shape[0], dtype=np.int64)
-        if self.classes_.size != 2:
-            raise ValueError(f"y: constraint={self.constraint!r} bounds rates of the positive class and needs two "
-                             f"classes, got {self.classes_.size}. Only binary classification is supported with a "
-                             "rate constraint; constraint='mean_loss_gap' takes any number")
+        if self.confidence is not None and self.classes_.size != 2:
+            raise ValueError(f"y: confidence certifies rates of two classes, got {self.classes_.size}. Only binary "
+                             "classification is supported with confidence; use confidence=None for every class's "
+                             "one-vs-rest rates")
         groups = encode_fit_groups(sensitive, X.shape[0])
         self.group_encoder_, self.groups_ = groups, list(groups.labels)
         ensemble, result = fit_rate_constrained(
             X, labels, groups.codes, self.constraint, float(self.tolerance), backend=self.backend,
             n_estimators=int(self.n_estimators), params=self.params, seed=_check_seed(self.random_state),
             n_threads=self.n_threads, smoothing=float(self.smoothing), dual_step=_dual_step(self.dual_step),
-            validation_fraction=self.validation_fraction, group_labels=self.groups_, verbose=bool(self.verbose))
+            n_classes=self.classes_.size, validation_fraction=self.validation_fraction, confidence=self.confidence,
+            group_labels=self.groups_, class_labels=[_python(c) for c in self.classes_], verbose=bool(self.verbose))
         self.ensemble_, self.solve_result_ = ensemble, result
         self.n_iter_ = self.n_rounds_ = result.n_iter
         self.fit_gap_ = result.info["gap"]
         where = result.info["measured_on"]
-        self.guarantee_ = (f"no guarantee on new data: the bound is {'met' if self.fit_gap_ <= self.tolerance else 'NOT met'}"
-                           f" on the {where}")
+        self.certified_gap_ = result.info.get("certified_gap")
+        if self.certified_gap_ is None:
+            self.guarantee_ = ("no guarantee on new data: the bound is "
+                               f"{'met' if self.fit_gap_ <= self.tolerance else 'NOT met'} on the {where}")
+        else:
+            verdict = ("certified" if self.certified_gap_ <= self.tolerance else
+                       f"not certified (tolerance {self.tolerance:g}; no guarantee at the tolerance)")
+            self.guarantee_ = (f"{verdict}: population {self.constraint} gap <= {self.certified_gap_:.4g} with "
+                               f"probability >= {self.confidence:g} (Clopper-Pearson bounds on "
+                               f"{result.info['certify_rows']} held-out rows)")
+            if self.certified_gap_ > self.tolerance:
+                warnings.warn(f"tolerance: {self.tolerance} cannot be certified at confidence {self.confidence} with "
+                              f"the rows available: the certified bound on the {self.constraint} gap is "
+                              f"{self.certified_gap_:.4g} ({result.info['certify_rows']} certifying rows); use more "
+                              "rows, a lower confidence or a larger tolerance", UserWarning, stacklevel=2)
         if self.n_rounds_ == 0 and len(self.groups_) > 1:
             warnings.warn(f"tolerance: no round after the first (the constant model) had a hard {self.constraint} "
                           f"gap within {self.tolerance} on the {where}, so the model predicts one class; lower "
                           "dual_step or the learning rate, or raise smoothing", ConvergenceWarning, stacklevel=2)
-        if self.fit_gap_ > self.tolerance:
+        if self.fit_gap_ > self.tolerance and self.confidence is None:
             warnings.warn(f"tolerance: the hard {self.constraint} gap on the {where} reached {self.fit_gap_:.4g} > "
                           f"{self.tolerance} in every one of {result.info['rounds_trained']} rounds (kept round "
                           f"{result.n_iter}, of the least gap); raise n_estimators or dual_step",
@@ -919,6 +948,8 @@ class FairGBMClassifier(_GBMClassifier):
             raise ValueError(f"y: has {labels.shape[0]} labels, X {F.shape[0]} rows, sensitive_features "
                              f"{codes.shape[0]} values")
         if self.constraint != "mean_loss_gap":
+            if F.ndim == 2:
+                return ConstraintReport.for_class_rates(self, F, labels, codes)
             return ConstraintReport.for_fairness(self, F, labels, codes)
         losses = np.empty(F.shape[0])
         (logistic_losses if F.ndim == 1 else softmax_losses)(np.ascontiguousarray(F), labels, losses)

@@ -63,18 +63,25 @@ import numpy as np
 
 from .._kernels._boosting import logistic_grad_hess, logistic_losses, softmax_grad_hess, softmax_losses
 from .._results import History, SolveResult
+from ..estimators._certify import certified_gap
 from ..problems._class_rate_constraints import ClassRateConstraints
 from ..problems._score_constraints import group_fairness_constraints
 from ._backends import backend as _backend
 from ._models import BoostedEnsemble
 
-__all__ = ["RATE_CONSTRAINTS", "AIM", "AUTO_DUAL_STEP", "RateLagrangian", "CheckRows", "rate_block", "stratified_holdout",
+__all__ = ["RATE_CONSTRAINTS", "AIM", "AUTO_DUAL_STEP", "CONFIDENCE_HOLDOUT", "CERTIFY_AIM", "RateLagrangian", "CheckRows", "rate_block", "stratified_holdout",
            "fit_rate_constrained"]
 
 #: Constraint names of the rate path (those of `fastcon.FairClassifier` with a hard rate gap).
 RATE_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds")
 #: The multipliers aim at this fraction of the tolerance (module docstring).
 AIM = 0.9
+#: With ``confidence`` and no ``validation_fraction``: the held-out share, half of which steers
+#: the multipliers and the kept round, half certifies (as `fastcon.FairClassifier`).
+CONFIDENCE_HOLDOUT = 0.4
+#: With ``confidence``, the steering half's gap is its Clopper-Pearson bound widened by this many
+#: standard errors (`fastcon.estimators._certify.certified_gap`'s ``aim``, the linear estimator's).
+CERTIFY_AIM = 1.2816
 
 
 #: The multiplier step of ``dual_step="auto"``. A multiplier's pull on a row of group :math:`k`
@@ -109,10 +116,16 @@ class RateLagrangian:
     history : History
         Receives one row per round: ``loss`` (mean cross-entropy of the check rows), ``gap``
         (their largest hard gap), ``max_multiplier``.
+    tree_count : callable, optional
+        The booster's rounds so far. A round is the model of that many rounds: a LightGBM update
+        that adds no tree (no split meets its requirements) calls the objective again on the
+        same model, which then re-measures the same round instead of counting a new one. None:
+        every call is a new round.
     """
 
-    def __init__(self, labels, block, check, tolerance, dual_step, history):
+    def __init__(self, labels, block, check, tolerance, dual_step, history, tree_count=None):
         self.labels = labels
+        self.tree_count = tree_count
         self.block = block
         self.check = check
         self.tolerance = float(tolerance)
@@ -124,15 +137,19 @@ class RateLagrangian:
         self.ones = np.ones(labels.shape[0])
         self.grad, self.hess = np.empty(shape), np.empty(shape)
         self.round = 0
-        #: per round: (mean loss, largest hard gap) on the check rows
-        self.trace = []
+        #: round -> (mean loss, largest hard gap) on the check rows
+        self.trace = {}
 
-    def observe(self, F):
-        """Record the round of training scores ``F``; return the check rows' hard values (gaps minus tolerance)."""
-        loss, hard = self.check.measure(F, self.round)
+    def observe(self, F, rounds=None):
+        """Record the model of ``rounds`` rounds (default: the booster's count) whose training scores are ``F``;
+        return the check rows' hard values (gaps minus tolerance)."""
+        if rounds is None:
+            rounds = self.tree_count() if self.tree_count is not None else self.round
+        self.round = rounds
+        loss, hard = self.check.measure(F, rounds)
         gap = float(hard.max()) + self.tolerance if hard.size else 0.0
-        self.trace.append((loss, gap))
-        self.history.record(self.round, force=True, loss=loss, gap=gap,
+        self.trace[rounds] = (loss, gap)
+        self.history.record(rounds, force=True, loss=loss, gap=gap,
                             max_multiplier=float(self.multipliers.max()) if self.multipliers.size else 0.0)
         return hard
 
@@ -146,7 +163,8 @@ class RateLagrangian:
         loss_grad_hess(F, self.labels, self.ones, None, 0.0, None, 0.0, self.grad, self.hess)
         if np.any(self.multipliers):
             self.block.vjp_and_curvature_from_scores(F, F.shape[0] * self.multipliers, self.grad, self.hess)
-        self.round += 1
+        if self.tree_count is None:
+            self.round += 1
         return self.grad, self.hess
 
 
@@ -165,10 +183,15 @@ class CheckRows:
     predict : callable, optional
         ``predict(X, start, stop)``: the scores of rounds ``[start, stop)`` (with ``X``); the
         held-out scores are kept up to date one round at a time.
+    certify : tuple, optional
+        ``(constraint, codes, n_groups, delta)``: measure the gap as the Clopper-Pearson bound
+        widened by `CERTIFY_AIM` standard errors instead of the hard gap (every pair's hard value
+        moves up by the difference), so that the multipliers steer toward a model whose bound on
+        fresh rows meets the tolerance (two classes).
     """
 
-    def __init__(self, labels, block, X=None, predict=None):
-        self.labels, self.block, self.X, self.predict = labels, block, X, predict
+    def __init__(self, labels, block, X=None, predict=None, certify=None):
+        self.labels, self.block, self.X, self.predict, self.certify = labels, block, X, predict, certify
         n_classes = getattr(block, "n_classes", 2)
         self.scores = None if X is None else np.zeros((X.shape[0],) if n_classes == 2 else (X.shape[0], n_classes))
         self.rounds = 0
@@ -182,7 +205,12 @@ class CheckRows:
                 self.rounds = rounds
             F = self.scores
         (logistic_losses if F.ndim == 1 else softmax_losses)(F, self.labels, self.losses)
-        return float(self.losses.mean()), self.block.hard_values_from_scores(F)
+        hard = self.block.hard_values_from_scores(F)
+        if self.certify is not None and hard.size:
+            constraint, codes, n_groups, delta = self.certify
+            bound = certified_gap(constraint, F > 0, self.labels, codes, n_groups, delta, aim=CERTIFY_AIM)
+            hard = hard + (bound - self.block.bound.max() - hard.max())
+        return float(self.losses.mean()), hard
 
 
 def stratified_holdout(codes, labels, fraction, seed):
@@ -210,8 +238,8 @@ def rate_block(labels, n_classes, codes, constraint, tolerance, smoothing, group
 
 
 def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_estimators, params, seed, n_threads,
-                         smoothing, dual_step, n_classes=2, validation_fraction=None, group_labels=None,
-                         class_labels=None, verbose=False):
+                         smoothing, dual_step, n_classes=2, validation_fraction=None, confidence=None,
+                         group_labels=None, class_labels=None, verbose=False):
     r"""Train one booster under a rate constraint (module docstring) and keep its best feasible round.
 
     Parameters
@@ -243,6 +271,10 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
         Hold out this fraction of every (group, label) cell (`stratified_holdout`, seeded by
         ``seed``): the trees are fitted on the rest, the multipliers step on the held-out rows'
         hard gap and the kept round is chosen by their gap and loss. None: the training rows.
+    confidence : float, optional
+        Two classes: hold out ``validation_fraction`` (default `CONFIDENCE_HOLDOUT`), steer by
+        one half of it (`CheckRows`' ``certify``) and bound the population gap on the other half
+        with probability ``confidence`` (``info["certified_gap"]``).
     group_labels, class_labels : list, optional
         For the constraint names.
     verbose : bool
@@ -255,14 +287,22 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     result : SolveResult
         ``x``: the kept round's training scores; ``n_iter``: the kept round; ``multipliers``: the
         multipliers after the last round; ``history``: one row per round; ``info``: ``gap`` (the
-        kept round's hard gap on the check rows), ``measured_on``, ``rounds_trained``,
-        ``constraint_names``, ``dual_step``.
+        kept round's gap on the check rows: hard, or with ``confidence`` the widened bound),
+        ``measured_on``, ``rounds_trained``, ``constraint_names``, ``dual_step``; with
+        ``confidence`` also ``certified_gap`` and ``certify_rows``.
     """
     lib = _backend(backend)
+    if confidence is not None and validation_fraction is None:
+        validation_fraction = CONFIDENCE_HOLDOUT
+    certify_rows = None
     if validation_fraction is None:
         fit_rows = held = None
     else:
         fit_rows, held = stratified_holdout(codes, labels, float(validation_fraction), seed)
+        if confidence is not None:
+            # rows that chose the round cannot also certify the choice
+            tune, certify = stratified_holdout(codes[held], labels[held], 0.5, seed)
+            held, certify_rows = held[tune], held[certify]
     X_fit = X if fit_rows is None else X[fit_rows]
     y_fit = labels if fit_rows is None else labels[fit_rows]
     g_fit = codes if fit_rows is None else codes[fit_rows]
@@ -276,21 +316,24 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     if held is None:
         check = CheckRows(y_fit, block)
     else:
+        n_groups = int(codes.max()) + 1
         check = CheckRows(labels[held], rate_block(labels[held], n_classes, codes[held], constraint, tolerance,
                                                    smoothing, group_labels, class_labels),
-                          X[held], lambda rows, start, stop: lib.predict(booster, rows, start, stop, n_threads))
+                          X[held], lambda rows, start, stop: lib.predict(booster, rows, start, stop, n_threads),
+                          certify=None if confidence is None else (constraint, codes[held], n_groups, 1.0 - confidence))
     history = History()
-    objective = RateLagrangian(y_fit, block, check, tolerance, dual_step, history)
+    objective = RateLagrangian(y_fit, block, check, tolerance, dual_step, history,
+                               tree_count=lambda: lib.n_rounds(booster))
     for start in range(0, int(n_estimators), 10):
         lib.boost(booster, data, objective, min(10, int(n_estimators) - start))
         if verbose:
-            loss, gap = objective.trace[-1]
+            loss, gap = objective.trace[objective.round]
             print(f"round {objective.round:5d}  loss {loss:.5f}  hard gap {gap:.4f}  "
                   f"max multiplier {objective.multipliers.max():.4g}")
     rounds = lib.n_rounds(booster)
     final = lib.training_scores(booster, data).reshape(objective.grad.shape)
-    objective.observe(final)
-    losses, gaps = np.array(objective.trace).T
+    objective.observe(final, rounds)
+    losses, gaps = np.array([objective.trace[r] for r in range(rounds + 1)]).T
     feasible = np.flatnonzero(gaps <= tolerance)
     if feasible.size:
         kept = int(feasible[np.argmin(losses[feasible])])
@@ -302,11 +345,15 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
                                                   f"{kept}, of the least gap {gaps[kept]:.4g}")
     ensemble = BoostedEnsemble(backend, [booster], [(0, 0, kept, 1.0)], n_outputs, n_threads).standalone()
     scores = final if kept == rounds and fit_rows is None else ensemble.predict_scores(X)
+    info = {"gap": float(gaps[kept]), "rounds_trained": rounds,
+            "measured_on": "training rows" if held is None else "validation rows",
+            "constraint_names": list(block.names), "dual_step": float(dual_step)}
+    if certify_rows is not None:
+        info["certified_gap"] = certified_gap(constraint, ensemble.predict_scores(X[certify_rows]) > 0,
+                                              labels[certify_rows], codes[certify_rows], int(codes.max()) + 1,
+                                              1.0 - confidence)
+        info["certify_rows"] = int(certify_rows.size)
     result = SolveResult(scores, status, message, n_iter=kept, objective=float(losses[kept]),
                          max_violation=max(0.0, float(gaps[kept] - tolerance)), multipliers=objective.multipliers.copy(),
-                         history=history.as_arrays(),
-                         info={"gap": float(gaps[kept]), "rounds_trained": rounds,
-                               "measured_on": "training rows" if held is None else "validation rows",
-                               "constraint_names": list(block.names), "dual_step": float(dual_step)},
-                         solver="proxy_lagrangian")
+                         history=history.as_arrays(), info=info, solver="proxy_lagrangian")
     return ensemble, result
