@@ -128,7 +128,10 @@ class ConstraintReport:
                                  if k in present}
         for j, name in enumerate(estimator.classes_):
             y01 = (labels == j).astype(np.int64)
-            value = max(value, fairness_gap(estimator.constraint, margins[:, j], y01, codes))
+            try:
+                value = max(value, fairness_gap(estimator.constraint, margins[:, j], y01, codes))
+            except ValueError as exc:   # name the class whose one-vs-rest rate is undefined
+                raise ValueError(f"{exc} (class {name!r} against the rest)") from None
             rates = metrics.group_rates((margins[:, j] > 0).astype(np.int64), codes, y01)
             for k, label in enumerate(estimator.groups_):
                 if k in present:
