@@ -91,8 +91,8 @@ def _fairness_row(name, model, constraint, bound, part, fit_s, train_value=None)
     y_pred = model.predict(part.X)
     return {"problem": "fairness", "model": name, "constraint": constraint, "bound": bound, "delta": None,
             "accuracy": float(np.mean(y_pred == part.y)),
-            "dp_gap": group_rates(y_pred, part.groups).gap("selection_rate"),
-            "eo_gap": equalized_odds_gap(y_pred, part.y, part.groups),
+            "dp_gap": group_rates(part.y, y_pred, sensitive_features=part.groups).gap("selection_rate"),
+            "eo_gap": equalized_odds_gap(part.y, y_pred, sensitive_features=part.groups),
             "type_one_error": None, "type_two_error": None, "train_value": train_value, "fit_s": fit_s}
 
 
@@ -100,8 +100,9 @@ def _np_row(name, model, bound, delta, part, fit_s, train_value=None):
     y_pred = model.predict(part.X)
     return {"problem": "neyman_pearson", "model": name, "constraint": "type_one_error" if bound else None,
             "bound": bound, "delta": delta, "accuracy": float(np.mean(y_pred == part.y)), "dp_gap": None,
-            "eo_gap": None, "type_one_error": type_one_error(y_pred, part.y, CONSTRAINED_CLASS),
-            "type_two_error": type_two_error(y_pred, part.y, CONSTRAINED_CLASS), "train_value": train_value,
+            "eo_gap": None, "type_one_error": type_one_error(part.y, y_pred, constrained_class=CONSTRAINED_CLASS),
+            "type_two_error": type_two_error(part.y, y_pred, constrained_class=CONSTRAINED_CLASS),
+            "train_value": train_value,
             "fit_s": fit_s}
 
 

@@ -12,7 +12,8 @@ from scipy.stats import wasserstein_distance
 from fastcon.datasets import dump_libsvm, encode_groups, load_libsvm
 from reference import group_rates as ref
 from fastcon.metrics import (
-    equal_opportunity_gap, equalized_odds_gap, false_positive_rate_gap, group_rates, wasserstein_gap,
+    demographic_parity_gap, equal_opportunity_gap, equalized_odds_gap, false_positive_rate_gap, group_rates,
+    wasserstein_gap,
 )
 
 
@@ -151,16 +152,23 @@ def test_gaps_match_fairlearn(case, pred_enc, true_enc):
     enc = {"01": lambda v: v, "bool": lambda v: v.astype(bool), "pm1": lambda v: 2 * v - 1.0}
     p, t = enc[pred_enc](y_pred), enc[true_enc](y_true)
     fl = dict(y_true=y_true, y_pred=y_pred, sensitive_features=groups)  # fairlearn: one 0/1 encoding
-    assert equal_opportunity_gap(p, t, groups) == pytest.approx(
+    assert equal_opportunity_gap(t, p, sensitive_features=groups) == pytest.approx(
         fairlearn_metrics.true_positive_rate_difference(**fl), abs=1e-12)
-    assert false_positive_rate_gap(p, t, groups) == pytest.approx(
+    assert false_positive_rate_gap(t, p, sensitive_features=groups) == pytest.approx(
         fairlearn_metrics.false_positive_rate_difference(**fl), abs=1e-12)
-    assert equalized_odds_gap(p, t, groups) == pytest.approx(
+    assert equalized_odds_gap(t, p, sensitive_features=groups) == pytest.approx(
         fairlearn_metrics.equalized_odds_difference(**fl), abs=1e-12)
-    rates = group_rates(p, groups, t)
+    rates = group_rates(t, p, sensitive_features=groups)
     assert rates.gap() == pytest.approx(fairlearn_metrics.demographic_parity_difference(**fl), abs=1e-12)
-    assert group_rates(p, groups).gap("selection_rate") == rates.gap("selection_rate")
-    assert equalized_odds_gap(p, t, encode_groups(groups)) == equalized_odds_gap(p, t, groups)
+    assert group_rates(None, p, sensitive_features=groups).gap("selection_rate") == rates.gap("selection_rate")
+    assert equalized_odds_gap(t, p, sensitive_features=encode_groups(groups)) == equalized_odds_gap(
+        t, p, sensitive_features=groups)
+    # the signatures are fairlearn's: the same keywords call both libraries
+    for ours, theirs in ((demographic_parity_gap, fairlearn_metrics.demographic_parity_difference),
+                         (equal_opportunity_gap, fairlearn_metrics.true_positive_rate_difference),
+                         (false_positive_rate_gap, fairlearn_metrics.false_positive_rate_difference),
+                         (equalized_odds_gap, fairlearn_metrics.equalized_odds_difference)):
+        assert ours(**fl) == pytest.approx(theirs(**fl), abs=1e-12)
     frame = fairlearn_metrics.MetricFrame(
         metrics={"sr": fairlearn_metrics.selection_rate, "tpr": fairlearn_metrics.true_positive_rate,
                  "fpr": fairlearn_metrics.false_positive_rate, "n": fairlearn_metrics.count}, **fl).by_group
@@ -177,15 +185,16 @@ def test_gaps_match_numpy(case, pred_enc):
     y_pred, y_true, groups = case
     p = {"01": y_pred, "bool": y_pred.astype(bool), "pm1": 2 * y_pred - 1.0}[pred_enc]
     table = ref.rates(y_pred, y_true, groups)               # {label: (n, selection, TPR, FPR)}
-    rates = group_rates(p, groups, y_true)
+    rates = group_rates(y_true, p, sensitive_features=groups)
     for k, label in enumerate(rates.labels):
         n, sr, tpr, fpr = table[label]
         assert rates.counts[k] == n
         np.testing.assert_allclose([rates.selection_rate[k], rates.true_positive_rate[k],
                                     rates.false_positive_rate[k]], [sr, tpr, fpr], rtol=1e-14)
-    for constraint, gap in (("demographic_parity", rates.gap()), ("equal_opportunity", equal_opportunity_gap(
-            p, y_true, groups)), ("false_positive_parity", false_positive_rate_gap(p, y_true, groups)),
-            ("equalized_odds", equalized_odds_gap(p, y_true, groups))):
+    for constraint, gap in (("demographic_parity", rates.gap()),
+                            ("equal_opportunity", equal_opportunity_gap(y_true, p, sensitive_features=groups)),
+                            ("false_positive_parity", false_positive_rate_gap(y_true, p, sensitive_features=groups)),
+                            ("equalized_odds", equalized_odds_gap(y_true, p, sensitive_features=groups))):
         assert gap == pytest.approx(ref.hard_gap(constraint, y_pred, y_true, groups), abs=1e-14)
 
 
@@ -197,13 +206,13 @@ def test_intersectional_gaps_match_fairlearn(case, seed):
     second = np.random.default_rng(seed).choice(["a", "b"], size=y_pred.size)
     frame = pd.DataFrame({"g": groups, "h": second})
     enc = encode_groups(frame)
-    rates = group_rates(y_pred, frame, y_true)
+    rates = group_rates(y_true, y_pred, sensitive_features=frame)
     assert rates.labels == enc.labels
     assert rates.gap() == pytest.approx(fairlearn_metrics.demographic_parity_difference(
         y_true, y_pred, sensitive_features=frame), abs=1e-12)
     if np.all(rates.positives > 0) and np.all(rates.negatives > 0):
-        assert equalized_odds_gap(y_pred, y_true, frame) == pytest.approx(fairlearn_metrics.equalized_odds_difference(
-            y_true, y_pred, sensitive_features=frame), abs=1e-12)
+        assert equalized_odds_gap(y_true, y_pred, sensitive_features=frame) == pytest.approx(
+            fairlearn_metrics.equalized_odds_difference(y_true, y_pred, sensitive_features=frame), abs=1e-12)
 
 
 def test_gap_is_the_worst_pair_over_three_groups():
@@ -211,41 +220,42 @@ def test_gap_is_the_worst_pair_over_three_groups():
     y_pred = np.array([1, 0, 1, 1, 1, 0, 0, 0])
     groups = np.array(["a", "a", "b", "b", "b", "b", "c", "c"])
     y_true = np.array([1, 0, 1, 1, 0, 0, 1, 0])
-    rates = group_rates(y_pred, groups, y_true)
+    rates = group_rates(y_true, y_pred, sensitive_features=groups)
     np.testing.assert_array_equal(rates.selection_rate, [0.5, 0.75, 0.0])
     np.testing.assert_array_equal(rates.true_positive_rate, [1.0, 1.0, 0.0])
     np.testing.assert_array_equal(rates.false_positive_rate, [0.0, 0.5, 0.0])
-    assert rates.gap() == 0.75 and equal_opportunity_gap(y_pred, y_true, groups) == 1.0
-    assert false_positive_rate_gap(y_pred, y_true, groups) == 0.5 and equalized_odds_gap(y_pred, y_true, groups) == 1.0
+    assert rates.gap() == 0.75 and equal_opportunity_gap(y_true, y_pred, sensitive_features=groups) == 1.0
+    assert false_positive_rate_gap(y_true, y_pred, sensitive_features=groups) == 0.5
+    assert equalized_odds_gap(y_true, y_pred, sensitive_features=groups) == 1.0
 
 
 def test_undefined_rates_and_bad_encodings_raise():
     groups = ["a", "a", "b", "b"]
-    rates = group_rates([1, 0, 1, 0], groups, [1, 1, 1, 0])  # group a has no negatives
+    rates = group_rates([1, 1, 1, 0], [1, 0, 1, 0], sensitive_features=groups)  # group a has no negatives
     assert np.isnan(rates.false_positive_rate[0]) and rates.true_positive_rate.tolist() == [0.5, 1.0]
     with pytest.raises(ValueError, match="^y_true: group 'a' has no negative samples"):
-        false_positive_rate_gap([1, 0, 1, 0], [1, 1, 1, 0], groups)
+        false_positive_rate_gap([1, 1, 1, 0], [1, 0, 1, 0], sensitive_features=groups)
     with pytest.raises(ValueError, match="^y_true: group 'b' has no positive samples"):
-        equal_opportunity_gap([1, 0, 1, 0], [1, 0, 0, 0], groups)
+        equal_opportunity_gap([1, 0, 0, 0], [1, 0, 1, 0], sensitive_features=groups)
     with pytest.raises(ValueError, match="^y_true: required for the true positive rate"):
-        group_rates([1, 0, 1, 0], groups).gap("true_positive_rate")
+        group_rates(None, [1, 0, 1, 0], sensitive_features=groups).gap("true_positive_rate")
     with pytest.raises(ValueError, match="^rate: expected one of"):
         rates.gap("accuracy")
-    with pytest.raises(ValueError, match="^groups: a gap compares at least two groups, found 1"):
-        group_rates([1, 0], ["a", "a"]).gap()
+    with pytest.raises(ValueError, match="^sensitive_features: a gap compares at least two groups, found 1"):
+        group_rates(None, [1, 0], sensitive_features=["a", "a"]).gap()
     with pytest.raises(ValueError, match=r"^y_pred: expected 0/1, bool or -1/\+1 values \(one encoding\), found \[2\]"):
-        group_rates([0, 2], groups[:2])
+        group_rates(None, [0, 2], sensitive_features=groups[:2])
     with pytest.raises(ValueError, match=r"^y_true: expected 0/1, bool or -1/\+1 values \(one encoding\), "
                                          r"found \[-1, 0, 1\]"):
-        group_rates([0, 1, 1], ["a", "b", "b"], [-1, 0, 1])
+        group_rates([-1, 0, 1], [0, 1, 1], sensitive_features=["a", "b", "b"])
     with pytest.raises(ValueError, match="^y_pred: expected 0/1, bool or -1/\\+1 values, got dtype <U1"):
-        group_rates(["1", "0"], groups[:2])
+        group_rates(None, ["1", "0"], sensitive_features=groups[:2])
     with pytest.raises(ValueError, match="^y_true: has 3 values but y_pred has 4"):
-        group_rates([1, 0, 1, 0], groups, [1, 0, 1])
-    with pytest.raises(ValueError, match="^groups: has 3 labels but y_pred has 4"):
-        group_rates([1, 0, 1, 0], groups[:3])
+        group_rates([1, 0, 1], [1, 0, 1, 0], sensitive_features=groups)
+    with pytest.raises(ValueError, match="^sensitive_features: has 3 labels but y_pred has 4"):
+        group_rates(None, [1, 0, 1, 0], sensitive_features=groups[:3])
     with pytest.raises(ValueError, match="^sensitive_features: missing value"):
-        group_rates([1, 0], ["a", None])
+        group_rates(None, [1, 0], sensitive_features=["a", None])
 
 
 # --------------------------------------------------------------------------- Wasserstein
@@ -260,26 +270,28 @@ def test_wasserstein_gap_matches_scipy(seed, k, n, ties, scale):
         s = np.round(s / scale * 2) * scale  # many equal scores across and within groups
     labels = np.array(["p", "q", "r", "s"])[g]
     expected = max(wasserstein_distance(s[g == a], s[g == b]) for a, b in itertools.combinations(range(k), 2))
-    assert wasserstein_gap(s, labels) == pytest.approx(expected, rel=1e-10, abs=1e-14 * scale)
-    assert wasserstein_gap(s, encode_groups(labels)) == wasserstein_gap(s, labels)
+    assert wasserstein_gap(s, sensitive_features=labels) == pytest.approx(expected, rel=1e-10, abs=1e-14 * scale)
+    assert wasserstein_gap(s, sensitive_features=encode_groups(labels)) == wasserstein_gap(
+        s, sensitive_features=labels)
 
 
 def test_wasserstein_gap_of_a_shift_is_the_shift(rng):
     a = rng.standard_normal(300)
     s = np.concatenate([a, a + 0.75, a - 0.25])
     groups = np.repeat([0, 1, 2], 300)
-    assert wasserstein_gap(s, groups) == pytest.approx(1.0, rel=1e-12)  # the worst pair: groups 1 and 2
-    assert wasserstein_gap(s[:600], groups[:600]) == pytest.approx(0.75, rel=1e-12)
-    assert wasserstein_gap(np.ones(4), [0, 0, 1, 1]) == 0.0
+    # the worst pair: groups 1 and 2
+    assert wasserstein_gap(s, sensitive_features=groups) == pytest.approx(1.0, rel=1e-12)
+    assert wasserstein_gap(s[:600], sensitive_features=groups[:600]) == pytest.approx(0.75, rel=1e-12)
+    assert wasserstein_gap(np.ones(4), sensitive_features=[0, 0, 1, 1]) == 0.0
 
 
 def test_wasserstein_gap_errors():
-    with pytest.raises(ValueError, match="^groups: a gap compares at least two groups, found 1"):
-        wasserstein_gap([0.0, 1.0], [3, 3])
-    with pytest.raises(ValueError, match="^scores: contains NaN or inf"):
-        wasserstein_gap([0.0, np.nan], [0, 1])
-    with pytest.raises(ValueError, match="^groups: has 3 labels but scores has 2"):
-        wasserstein_gap([0.0, 1.0], [0, 1, 1])
+    with pytest.raises(ValueError, match="^sensitive_features: a gap compares at least two groups, found 1"):
+        wasserstein_gap([0.0, 1.0], sensitive_features=[3, 3])
+    with pytest.raises(ValueError, match="^y_score: contains NaN or inf"):
+        wasserstein_gap([0.0, np.nan], sensitive_features=[0, 1])
+    with pytest.raises(ValueError, match="^sensitive_features: has 3 labels but y_score has 2"):
+        wasserstein_gap([0.0, 1.0], sensitive_features=[0, 1, 1])
 
 
 # --------------------------------------------------------------------------- load_libsvm(group_feature=...)
@@ -331,10 +343,13 @@ def test_group_rates_sample_weight_is_a_repeated_row():
     y_pred, y_true = rng.integers(0, 2, n), rng.integers(0, 2, n)
     groups = rng.choice(["a", "b", "c"], n)
     w = rng.integers(0, 4, n)
-    weighted = group_rates(y_pred, groups, y_true, sample_weight=w)
-    repeated = group_rates(y_pred.repeat(w), groups.repeat(w), y_true.repeat(w))
+    weighted = group_rates(y_true, y_pred, sensitive_features=groups, sample_weight=w)
+    repeated = group_rates(y_true.repeat(w), y_pred.repeat(w), sensitive_features=groups.repeat(w))
     for rate in ("selection_rate", "true_positive_rate", "false_positive_rate"):
         np.testing.assert_allclose(getattr(weighted, rate), getattr(repeated, rate), rtol=1e-14)
     np.testing.assert_array_equal(weighted.counts, np.bincount(np.unique(groups, return_inverse=True)[1]))
+    for gap in (equal_opportunity_gap, false_positive_rate_gap, equalized_odds_gap, demographic_parity_gap):
+        assert gap(y_true, y_pred, sensitive_features=groups, sample_weight=w) == pytest.approx(
+            gap(y_true.repeat(w), y_pred.repeat(w), sensitive_features=groups.repeat(w)), abs=1e-14)
     with pytest.raises(ValueError, match="^sample_weight: must be finite and non-negative"):
-        group_rates(y_pred, groups, y_true, sample_weight=-w)
+        group_rates(y_true, y_pred, sensitive_features=groups, sample_weight=-w)

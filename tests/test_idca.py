@@ -204,8 +204,8 @@ def _partial_problem(model, kappa, n=1500, seed=0):
 def test_idca_from_zero_stays_feasible_and_trades_accuracy_for_fairness(model):
     from fastcon.metrics import partial_dp, weak_partial_dp
 
-    metric = {"pdp": lambda s, g: partial_dp(s, g, (0.1, 0.4)),
-              "weak_pdp": lambda s, g: weak_partial_dp(s, g, (0.1, 0.4))}[model]
+    metric = {"pdp": lambda s, g: partial_dp(s, sensitive_features=g, interval=(0.1, 0.4)),
+              "weak_pdp": lambda s, g: weak_partial_dp(s, sensitive_features=g, interval=(0.1, 0.4))}[model]
     eps = 1e-3
     losses, gaps = [], []
     for kappa in (0.6, 0.2, 0.02):

@@ -147,12 +147,32 @@ def test_rank_rejects_non_integer_n():
 def test_type_one_and_type_two_errors():
     y_true = np.array([-1, -1, -1, -1, 1, 1, 1])
     y_pred = np.array([-1, 1, -1, -1, 1, -1, -1])
-    assert type_one_error(y_pred, y_true, constrained_class=-1) == 0.25  # 1 of 4 negatives called positive
-    assert type_two_error(y_pred, y_true, constrained_class=-1) == pytest.approx(2 / 3)  # 2 of 3 positives missed
-    assert type_one_error(["a", "b"], ["a", "a"], "a") == 0.5
+    assert type_one_error(y_true, y_pred, constrained_class=-1) == 0.25  # 1 of 4 negatives called positive
+    assert type_two_error(y_true, y_pred, constrained_class=-1) == pytest.approx(2 / 3)  # 2 of 3 positives missed
+    assert type_one_error(["a", "a"], ["a", "b"], constrained_class="a") == 0.5
     with pytest.raises(ValueError, match="^constrained_class: no sample of y_true has the label 0"):
-        type_one_error(y_pred, y_true, 0)
+        type_one_error(y_true, y_pred, constrained_class=0)
     with pytest.raises(ValueError, match="^y_true: every sample has the constrained label -1"):
-        type_two_error([1, 1], [-1, -1], -1)
+        type_two_error([-1, -1], [1, 1], constrained_class=-1)
     with pytest.raises(ValueError, match=r"^y_pred: expected shape \(7,\)"):
-        type_one_error(y_pred[:3], y_true, -1)
+        type_one_error(y_true, y_pred[:3], constrained_class=-1)
+    with pytest.raises(TypeError):   # the class is keyword-only
+        type_one_error(y_true, y_pred, -1)
+
+
+def test_type_errors_sample_weight_is_a_repeated_row():
+    rng = np.random.default_rng(3)
+    y_true, y_pred = rng.choice([-1, 1], 80), rng.choice([-1, 1], 80)
+    w = rng.integers(0, 4, 80)
+    for error in (type_one_error, type_two_error):
+        weighted = error(y_true, y_pred, constrained_class=-1, sample_weight=w)
+        repeated = error(y_true.repeat(w), y_pred.repeat(w), constrained_class=-1)
+        assert weighted == pytest.approx(repeated, rel=1e-14)
+        assert error(y_true, y_pred, constrained_class=-1, sample_weight=np.ones(80)) == error(
+            y_true, y_pred, constrained_class=-1)
+    with pytest.raises(ValueError, match="^sample_weight: must be finite and non-negative"):
+        type_one_error(y_true, y_pred, constrained_class=-1, sample_weight=-w)
+    with pytest.raises(ValueError, match="^sample_weight: the rows of the constrained class have zero total weight"):
+        type_one_error(y_true, y_pred, constrained_class=-1, sample_weight=(y_true == 1).astype(float))
+    with pytest.raises(ValueError, match=r"^sample_weight: expected shape \(80,\)"):
+        type_two_error(y_true, y_pred, constrained_class=-1, sample_weight=w[:3])

@@ -54,8 +54,8 @@ def test_tolerance_met_on_training_rows_where_the_unconstrained_model_violates_i
     X, y, g = data
     est = fitted(constraint, tolerance)
     metric = METRIC[constraint]
-    assert metric(free_scores, g, est.interval_) > 2 * tolerance
-    value = metric(est.decision_function(X), g, est.interval_)
+    assert metric(free_scores, sensitive_features=g, interval=est.interval_) > 2 * tolerance
+    value = metric(est.decision_function(X), sensitive_features=g, interval=est.interval_)
     assert value <= tolerance
     assert est.fit_gap_ == pytest.approx(value, abs=1e-12)
     assert est.calibration_["met"] and est.calibration_["measured_on"] == "training rows"
@@ -77,7 +77,7 @@ def test_weak_partial_dp_below_a_band_under_one_half_does_not_overpredict():
                          max_calibration=2).fit(X, y, sensitive_features=g)
     s = est.decision_function(X)
     assert est.calibration_["met"]
-    assert metrics.weak_partial_dp(s, g, (0.0, 0.25)) <= 0.05
+    assert metrics.weak_partial_dp(s, sensitive_features=g, interval=(0.0, 0.25)) <= 0.05
     assert np.mean(est.predict(X) == y) > max(y.mean(), 1.0 - y.mean())
     assert max(np.mean(s[g == k] > 0) for k in (0, 1)) < 0.1
 
@@ -112,7 +112,7 @@ def test_report_on_test_data(data, fitted):
     report = est.constraint_report(test.X, test.y, test.groups)
     s = est.decision_function(test.X)
     assert report.constraint == "partial_dp" and report.bound == 0.1
-    assert report.value == metrics.partial_dp(s, test.groups, est.interval_)
+    assert report.value == metrics.partial_dp(s, sensitive_features=test.groups, interval=est.interval_)
     assert report.satisfied == (report.value <= 0.1)
     assert report.interval == est.interval_
     assert report.fit_value == est.fit_gap_

@@ -244,40 +244,84 @@ def test_metrics_vs_brute_force(rng):
     s = np.round(rng.standard_normal(300), 1)  # ties
     g = rng.integers(0, 2, 300)
     s_p, s_u = s[g == 0], s[g == 1]
-    assert roc_gap(s, g) == pytest.approx(ref.hard_roc_gap(s_p, s_u), abs=1e-15)
+    assert roc_gap(s, sensitive_features=g) == pytest.approx(ref.hard_roc_gap(s_p, s_u), abs=1e-15)
     grid = np.linspace(-2, 2, 11)
-    assert roc_gap(s, g, grid) == pytest.approx(ref.hard_roc_gap(s_p, s_u, grid), abs=1e-15)
+    assert roc_gap(s, sensitive_features=g, thresholds=grid) == pytest.approx(ref.hard_roc_gap(s_p, s_u, grid),
+                                                                              abs=1e-15)
     for t in (grid, np.sort(rng.uniform(-2, 2, 11))):
         expected = np.max(np.abs(ref.sigmoid_means(s_p, t) - ref.sigmoid_means(s_u, t)))
-        assert smoothed_roc_gap(s, g, t) == pytest.approx(expected, rel=1e-12)
-    assert demographic_parity_gap(s, g, 0.3) == pytest.approx(abs(np.mean(s_p >= 0.3) - np.mean(s_u >= 0.3)))
-    assert demographic_parity_gap(s, g) <= roc_gap(s, g)
+        assert smoothed_roc_gap(s, sensitive_features=g, thresholds=t) == pytest.approx(expected, rel=1e-12)
+    y = rng.choice([-1, 1], 300)
+    assert demographic_parity_gap(y, s, sensitive_features=g, threshold=0.3) == pytest.approx(
+        abs(np.mean(s_p >= 0.3) - np.mean(s_u >= 0.3)))
+    assert demographic_parity_gap(None, s, sensitive_features=g, threshold=0.0) <= roc_gap(s, sensitive_features=g)
     g3 = rng.integers(0, 3, 300)
     rates = [np.mean(s[g3 == k] >= 0) for k in range(3)]
-    assert demographic_parity_gap(s, g3) == pytest.approx(max(rates) - min(rates))
-    y = rng.choice([-1, 1], 300)
-    assert accuracy(s, y) == pytest.approx(np.mean(np.where(s >= 0, 1, -1) == y))
-    assert accuracy(s, (y + 1) // 2) == accuracy(s, y)
+    assert demographic_parity_gap(y, s, sensitive_features=g3, threshold=0.0) == pytest.approx(max(rates) - min(rates))
+    # without a threshold y_pred are predictions (fairlearn's demographic_parity_difference); y_true is ignored
+    pred = (s >= 0).astype(int)
+    assert demographic_parity_gap(y, pred, sensitive_features=g3) == demographic_parity_gap(
+        None, s, sensitive_features=g3, threshold=0.0)
+    assert demographic_parity_gap(y, 2 * pred - 1, sensitive_features=g3) == demographic_parity_gap(
+        y, pred.astype(bool), sensitive_features=g3)
+    assert accuracy(y, s, threshold=0.0) == pytest.approx(np.mean(np.where(s >= 0, 1, -1) == y))
+    assert accuracy((y + 1) // 2, s, threshold=0.0) == accuracy(y, s, threshold=0.0)
+    assert accuracy(y, np.where(s >= 0, 1, -1)) == accuracy(y, s, threshold=0.0)   # labels: compared with ==
     S = rng.standard_normal((300, 4))
-    assert accuracy(S, S.argmax(axis=1)) == 1.0
+    assert accuracy(S.argmax(axis=1), S) == 1.0
+
+
+def test_weighted_metrics_are_repeated_rows(rng):
+    s = np.round(rng.standard_normal(200), 1)
+    g = rng.integers(0, 3, 200)
+    y = rng.choice([-1, 1], 200)
+    w = rng.integers(0, 4, 200)
+    r = np.repeat(np.arange(200), w)
+    for threshold in (None, 0.2):
+        pred = s if threshold is not None else (s >= 0).astype(int)
+        weighted = demographic_parity_gap(y, pred, sensitive_features=g, threshold=threshold, sample_weight=w)
+        repeated = demographic_parity_gap(y[r], pred[r], sensitive_features=g[r], threshold=threshold)
+        assert weighted == pytest.approx(repeated, abs=1e-14)
+    assert accuracy(y, s, threshold=0.2, sample_weight=w) == pytest.approx(accuracy(y[r], s[r], threshold=0.2),
+                                                                           rel=1e-14)
+    pred = np.where(s >= 0, 1, -1)
+    assert accuracy(y, pred, sample_weight=w) == pytest.approx(accuracy(y[r], pred[r]), rel=1e-14)
+    with pytest.raises(ValueError, match="^sample_weight: all zero"):
+        accuracy(y, pred, sample_weight=np.zeros(200))
 
 
 def test_metrics_validation():
     s, g = np.array([0.1, 0.2, 0.3]), np.array([0, 1, 1])
-    with pytest.raises(ValueError, match="scores: contains NaN"):
-        roc_gap(np.array([0.1, np.nan, 0.3]), g)
-    with pytest.raises(ValueError, match=r"groups: expected shape \(3,\)"):
-        roc_gap(s, np.array([0, 1]))
-    with pytest.raises(ValueError, match="exactly two groups, found 1"):
-        roc_gap(s, np.zeros(3))
-    with pytest.raises(ValueError, match="exactly two groups, found 3"):
-        smoothed_roc_gap(s, np.array([0, 1, 2]), np.linspace(0, 1, 3))
-    with pytest.raises(ValueError, match="at least two groups"):
-        demographic_parity_gap(s, np.zeros(3))
-    with pytest.raises(ValueError, match="scores: expected a non-empty"):
+    with pytest.raises(ValueError, match="^y_score: contains NaN"):
+        roc_gap(np.array([0.1, np.nan, 0.3]), sensitive_features=g)
+    with pytest.raises(ValueError, match=r"^sensitive_features: expected shape \(3,\)"):
+        roc_gap(s, sensitive_features=np.array([0, 1]))
+    with pytest.raises(ValueError, match="^sensitive_features: the ROC gap compares exactly two groups, found 1"):
+        roc_gap(s, sensitive_features=np.zeros(3))
+    with pytest.raises(ValueError, match="^sensitive_features: the ROC gap compares exactly two groups, found 3"):
+        smoothed_roc_gap(s, sensitive_features=np.array([0, 1, 2]), thresholds=np.linspace(0, 1, 3))
+    with pytest.raises(TypeError):   # sensitive_features is keyword-only
+        roc_gap(s, g)
+    with pytest.raises(ValueError, match="^sensitive_features: a gap compares at least two groups, found 1"):
+        demographic_parity_gap(None, s, sensitive_features=np.zeros(3), threshold=0.0)
+    with pytest.raises(ValueError, match=r"^y_pred: expected 0/1, bool or -1/\+1 values .*; for scores, pass thresh"):
+        demographic_parity_gap(None, s, sensitive_features=g)
+    with pytest.raises(ValueError, match="^y_pred: contains NaN"):
+        demographic_parity_gap(None, np.array([0.1, np.nan, 0.3]), sensitive_features=g, threshold=0.0)
+    with pytest.raises(ValueError, match="^threshold: must be finite"):
+        demographic_parity_gap(None, s, sensitive_features=g, threshold=np.inf)
+    with pytest.raises(ValueError, match="^y_pred: expected a non-empty"):
+        accuracy(np.array([]), np.array([]), threshold=0.0)
+    with pytest.raises(ValueError, match="^y_pred: expected a non-empty"):
         accuracy(np.array([]), np.array([]))
-    with pytest.raises(ValueError, match="y: binary labels"):
-        accuracy(s, np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="^y_true: binary labels"):
+        accuracy(np.array([0, 1, 2]), s, threshold=0.0)
+    with pytest.raises(ValueError, match=r"^y_true: expected shape \(3,\)"):
+        accuracy(np.array([0, 1]), s, threshold=0.0)
+    with pytest.raises(ValueError, match=r"^y_true: expected shape \(3,\)"):
+        accuracy(np.array([0, 1]), np.array([0, 1, 1]))
+    with pytest.raises(ValueError, match="^threshold: applies to 1-D scores"):
+        accuracy(np.array([0, 1]), np.ones((2, 2)), threshold=0.0)
 
 
 # --------------------------------------------------------------------------- real data
@@ -305,5 +349,7 @@ def test_a9a_against_reference(data_home):
         numba.set_num_threads(before)
     assert np.array_equal(out1, out)
     s = ds.X @ w
-    assert smoothed_roc_gap(s, ds.groups, term.thresholds) == pytest.approx(value, rel=1e-12)
-    assert roc_gap(s, ds.groups) >= roc_gap(s, ds.groups, term.thresholds)
+    assert smoothed_roc_gap(s, sensitive_features=ds.groups, thresholds=term.thresholds) == pytest.approx(
+        value, rel=1e-12)
+    assert roc_gap(s, sensitive_features=ds.groups) >= roc_gap(s, sensitive_features=ds.groups,
+                                                               thresholds=term.thresholds)

@@ -268,10 +268,11 @@ def test_problems_demographic_parity_gap_is_a_deprecated_alias():
     x = np.linspace(-1.0, 1.0, D)
     assert old.value(x) == new.value(x)
     assert "demographic_parity_gap" not in problems.__all__
-    # the metric keeps the name: the hard gap of scores, no warning
+    # the metric keeps the name: the hard gap of predictions (or of scores at a threshold), no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert metrics.demographic_parity_gap(np.array([1.0, -1.0, 1.0, 1.0]), np.array([0, 0, 1, 1])) == 0.5
+        assert metrics.demographic_parity_gap(None, np.array([1.0, -1.0, 1.0, 1.0]),
+                                              sensitive_features=np.array([0, 0, 1, 1])) == 0.5
 
 
 def test_theory_parameters_are_deprecated_aliases():

@@ -530,7 +530,7 @@ class FairClassifier(LinearConstrainedClassifier):
                                     choose_solver("auto", self.loss, "unconstrained"), ridge)
         g_fit = _check_all_groups_present(g_fit, n_groups)
         if self.interval is None:
-            choice = choose_interval(scores.scores(free.x).copy(), g_fit, threshold=0.0)
+            choice = choose_interval(scores.scores(free.x).copy(), sensitive_features=g_fit, threshold=0.0)
             self.interval_, self.interval_choice_ = choice.interval, choice
         else:
             self.interval_ = check_interval(self.interval)
@@ -636,11 +636,11 @@ class FairClassifier(LinearConstrainedClassifier):
 
 
 def _partial_dp(scores, codes, interval):
-    return metrics.partial_dp(scores, codes, interval)
+    return metrics.partial_dp(scores, sensitive_features=codes, interval=interval)
 
 
 def _weak_partial_dp(scores, codes, interval):
-    return metrics.weak_partial_dp(scores, codes, interval, threshold=0.0)
+    return metrics.weak_partial_dp(scores, sensitive_features=codes, interval=interval, threshold=0.0)
 
 
 _PARTIAL_METRICS = {"partial_dp": _partial_dp, "weak_partial_dp": _weak_partial_dp}

@@ -333,7 +333,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         constrained = self.classes_[0] if self.constrained_class is None else self.constrained_class
         if sample_weight is None:
             weight = np.ones(y.shape[0])
-            value = type_one_error(y_pred == constrained, y == constrained, True)
+            value = type_one_error(y == constrained, y_pred == constrained, constrained_class=True)
         else:
             weight, _ = check_sample_weight(sample_weight, y.shape[0])
             value = _weighted_error(y_pred, y, constrained, weight)

@@ -29,17 +29,18 @@ def fairness_gap(constraint, scores, y01, codes, sample_weight=None, interval=No
         if np.unique(codes).size < 2:   # one group has nobody to differ from
             return 0.0
         if constraint == "partial_dp":
-            return metrics.partial_dp(scores, codes, interval)
-        return metrics.weak_partial_dp(scores, codes, interval, threshold=0.0)
+            return metrics.partial_dp(scores, sensitive_features=codes, interval=interval)
+        return metrics.weak_partial_dp(scores, sensitive_features=codes, interval=interval, threshold=0.0)
     if constraint in _RATE_OF:
-        rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01, sample_weight)
+        rates = metrics.group_rates(y01, (scores > 0).astype(np.int64), sensitive_features=codes,
+                                    sample_weight=sample_weight)
         return max(rates.gap(rate) for rate in _RATE_OF[constraint])
     if constraint == "wasserstein":
-        return metrics.wasserstein_gap(scores, codes)
+        return metrics.wasserstein_gap(scores, sensitive_features=codes)
     if constraint == "roc":
         n_groups = int(codes.max()) + 1
-        gaps = [metrics.roc_gap(scores[(codes == a) | (codes == b)], codes[(codes == a) | (codes == b)])
-                for a in range(n_groups) for b in range(a + 1, n_groups)]
+        pairs = ((codes == a) | (codes == b) for a in range(n_groups) for b in range(a + 1, n_groups))
+        gaps = [metrics.roc_gap(scores[rows], sensitive_features=codes[rows]) for rows in pairs]
         return float(max(gaps))
     raise ValueError(f"constraint: unknown {constraint!r}")
 
@@ -95,7 +96,8 @@ class ConstraintReport:
         """The report of a `FairClassifier` from its scores on some rows (``sample_weight`` weighs the rates)."""
         interval = getattr(estimator, "interval_", None)
         value = fairness_gap(estimator.constraint, scores, y01, codes, sample_weight, interval=interval)
-        rates = metrics.group_rates((scores > 0).astype(np.int64), codes, y01, sample_weight)
+        rates = metrics.group_rates(y01, (scores > 0).astype(np.int64), sensitive_features=codes,
+                                    sample_weight=sample_weight)
         present = {int(k) for k in np.unique(codes)}
         per_group = {}
         for k, label in enumerate(estimator.groups_):
@@ -132,7 +134,7 @@ class ConstraintReport:
                 value = max(value, fairness_gap(estimator.constraint, margins[:, j], y01, codes))
             except ValueError as exc:   # name the class whose one-vs-rest rate is undefined
                 raise ValueError(f"{exc} (class {name!r} against the rest)") from None
-            rates = metrics.group_rates((margins[:, j] > 0).astype(np.int64), codes, y01)
+            rates = metrics.group_rates(y01, (margins[:, j] > 0).astype(np.int64), sensitive_features=codes)
             for k, label in enumerate(estimator.groups_):
                 if k in present:
                     r = rates.labels.index(k)

@@ -195,8 +195,8 @@ def evaluate(data, w, interval):
         _, y, g = data.parts[part]
         s = data.scores(part, w)
         out[part] = {"accuracy": float(np.mean(np.where(s > 0, 1.0, -1.0) == y)),
-                     "pdp": float(partial_dp(s, g, interval)),
-                     "weak_pdp": float(weak_partial_dp(s, g, interval, threshold=0.0))}
+                     "pdp": float(partial_dp(s, sensitive_features=g, interval=interval)),
+                     "weak_pdp": float(weak_partial_dp(s, sensitive_features=g, interval=interval, threshold=0.0))}
     return out
 
 
@@ -408,7 +408,7 @@ def ccdf_curve(data, w, n_points=201):
     from ..metrics import score_ccdf_curves
 
     _, _, g = data.parts["test"]
-    curves = score_ccdf_curves(data.scores("test", w), g)
+    curves = score_ccdf_curves(data.scores("test", w), sensitive_features=g)
     keep = np.unique(np.linspace(0, curves.thresholds.size - 1, n_points).round().astype(np.int64))
     return {"x": curves.ccdf[0, keep].tolist(), "y": curves.ccdf[1, keep].tolist()}
 
@@ -592,7 +592,8 @@ def dataset_facts(session) -> dict:
             names = data.group_names
             if split == 0:
                 w, _ = unconstrained_optimum(data)
-                rule = choose_interval(data.scores("train", w), data.parts["train"][2], threshold=0.0).interval
+                rule = choose_interval(data.scores("train", w), sensitive_features=data.parts["train"][2],
+                                       threshold=0.0).interval
         out[dataset] = {"group_names": names, "test_majority_accuracy": float(np.mean(majority)),
                         "interval": list(cfg["interval"][dataset]), "rule_interval": list(rule)}
     return out

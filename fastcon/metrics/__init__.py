@@ -1,5 +1,9 @@
-"""Evaluation metrics (pure functions of scores, groups and labels) and optimality certificates
-on a problem and a point."""
+"""Evaluation metrics (pure functions of labels, predictions, scores and groups) and optimality
+certificates on a problem and a point.
+
+The metrics follow scikit-learn and fairlearn: ``(y_true, y_pred, *, sensitive_features,
+sample_weight=None)`` for metrics of predictions and labels, ``(y_score, *, sensitive_features, ...)``
+for metrics of score distributions (docs/design.md, "Naming (issue 37)")."""
 from ._fairness import accuracy, demographic_parity_gap, roc_gap, smoothed_roc_gap
 from ._group_metrics import (
     GroupRates, equal_opportunity_gap, equalized_odds_gap, false_positive_rate_gap, group_rates, wasserstein_gap,

@@ -9,9 +9,11 @@ false-positive rate), the *gap* is the worst pair:
 
 fairlearn's ``between_groups`` difference. With two groups it is :math:`|r_a - r_b|`.
 
-Encodings: predictions ``y_pred`` and labels ``y_true`` are 0/1, bool or -1/+1; the positive class
-is 1 / True / +1. Groups are any labels :func:`fastcon.datasets.encode_groups` accepts (ints,
-strings, mixed objects, several columns for intersectional groups).
+Signatures follow fairlearn: ``(y_true, y_pred, *, sensitive_features, sample_weight=None)``, and
+``(y_score, *, sensitive_features)`` for the Wasserstein gap of scores. Encodings: predictions
+``y_pred`` and labels ``y_true`` are 0/1, bool or -1/+1; the positive class is 1 / True / +1.
+Groups (``sensitive_features``) are any labels :func:`fastcon.datasets.encode_groups` accepts
+(ints, strings, mixed objects, several columns for intersectional groups).
 """
 from __future__ import annotations
 
@@ -28,9 +30,9 @@ __all__ = ["GroupRates", "group_rates", "equal_opportunity_gap", "false_positive
 _RATES = ("selection_rate", "true_positive_rate", "false_positive_rate")
 
 
-def _encoding(groups):
+def _encoding(sensitive_features):
     # An encoding is reused as is: callers that evaluate many predictions on one data set encode once.
-    return groups if isinstance(groups, GroupEncoding) else encode_groups(groups)
+    return sensitive_features if isinstance(sensitive_features, GroupEncoding) else encode_groups(sensitive_features)
 
 
 def _weights(sample_weight, n):
@@ -108,7 +110,7 @@ class GroupRates:
         if rate not in _RATES:
             raise ValueError(f"rate: expected one of {_RATES}, got {rate!r}")
         if len(self.labels) < 2:
-            raise ValueError(f"groups: a gap compares at least two groups, found {len(self.labels)}")
+            raise ValueError(f"sensitive_features: a gap compares at least two groups, found {len(self.labels)}")
         values = getattr(self, rate)
         if values is None:
             raise ValueError(f"y_true: required for the {rate.replace('_', ' ')}")
@@ -121,7 +123,7 @@ class GroupRates:
         return float(values.max() - values.min())
 
 
-def group_rates(y_pred, groups, y_true=None, sample_weight=None) -> GroupRates:
+def group_rates(y_true, y_pred, *, sensitive_features, sample_weight=None) -> GroupRates:
     r"""Selection rate, true- and false-positive rates of binary predictions in each group.
 
     .. math::
@@ -132,14 +134,14 @@ def group_rates(y_pred, groups, y_true=None, sample_weight=None) -> GroupRates:
 
     Parameters
     ----------
+    y_true : array-like of shape (n,) or None
+        True labels, 0/1, bool or -1/+1 (independently of ``y_pred``'s encoding). None: only the
+        selection rates are computed.
     y_pred : array-like of shape (n,)
         Predictions, 0/1, bool or -1/+1 (positive: 1, True, +1).
-    groups : array-like of shape (n,) or (n, m), pandas Series or DataFrame, or GroupEncoding
+    sensitive_features : array-like of shape (n,) or (n, m), pandas Series or DataFrame, or GroupEncoding
         Group labels of any hashable type; several columns give intersectional groups
         (:func:`fastcon.datasets.encode_groups`). An encoding is used as it is (its ``codes``).
-    y_true : array-like of shape (n,), optional
-        True labels in the same encodings (independently of ``y_pred``'s). Without it only the
-        selection rates are computed.
     sample_weight : array-like of shape (n,), optional
         Row weights :math:`c_i \ge 0`: every count in the rates becomes a sum of weights (a weight
         of 2 counts as a repeated row). ``counts``, ``positives`` and ``negatives`` stay row counts.
@@ -153,9 +155,9 @@ def group_rates(y_pred, groups, y_true=None, sample_weight=None) -> GroupRates:
     n = pred.shape[0]
     if n == 0:
         raise ValueError("y_pred: no samples")
-    enc = _encoding(groups)
+    enc = _encoding(sensitive_features)
     if enc.codes.shape[0] != n:
-        raise ValueError(f"groups: has {enc.codes.shape[0]} labels but y_pred has {n}")
+        raise ValueError(f"sensitive_features: has {enc.codes.shape[0]} labels but y_pred has {n}")
     K = enc.n_groups
     counts = enc.counts
     w = np.ones(n) if sample_weight is None else _weights(sample_weight, n)
@@ -178,34 +180,66 @@ def group_rates(y_pred, groups, y_true=None, sample_weight=None) -> GroupRates:
     return GroupRates(**rates)
 
 
-def equal_opportunity_gap(y_pred, y_true, groups) -> float:
+def equal_opportunity_gap(y_true, y_pred, *, sensitive_features, sample_weight=None) -> float:
     r"""True-positive-rate gap :math:`\max_g \mathrm{TPR}_g - \min_g \mathrm{TPR}_g` (equal opportunity).
 
     Hardt, Price & Srebro, "Equality of opportunity in supervised learning" (2016); fairlearn's
-    ``true_positive_rate_difference``. See :func:`group_rates` for the arguments.
+    ``true_positive_rate_difference``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        True labels, 0/1, bool or -1/+1.
+    y_pred : array-like of shape (n,)
+        Predictions, 0/1, bool or -1/+1 (positive: 1, True, +1).
+    sensitive_features : array-like of shape (n,) or (n, m), pandas Series or DataFrame, or GroupEncoding
+        Group labels of any hashable type (:func:`fastcon.datasets.encode_groups`).
+    sample_weight : array-like of shape (n,), optional
+        Row weights :math:`c_i \ge 0` of the rates (:func:`group_rates`).
+
+    Returns
+    -------
+    float in [0, 1]
 
     Raises
     ------
     ValueError
         When a group has no positive samples (its TPR is undefined), or there is one group.
     """
-    return group_rates(y_pred, groups, y_true).gap("true_positive_rate")
+    return group_rates(y_true, y_pred, sensitive_features=sensitive_features,
+                       sample_weight=sample_weight).gap("true_positive_rate")
 
 
-def false_positive_rate_gap(y_pred, y_true, groups) -> float:
+def false_positive_rate_gap(y_true, y_pred, *, sensitive_features, sample_weight=None) -> float:
     r"""False-positive-rate gap :math:`\max_g \mathrm{FPR}_g - \min_g \mathrm{FPR}_g`.
 
-    fairlearn's ``false_positive_rate_difference``. See :func:`group_rates` for the arguments.
+    fairlearn's ``false_positive_rate_difference``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        True labels, 0/1, bool or -1/+1.
+    y_pred : array-like of shape (n,)
+        Predictions, 0/1, bool or -1/+1 (positive: 1, True, +1).
+    sensitive_features : array-like of shape (n,) or (n, m), pandas Series or DataFrame, or GroupEncoding
+        Group labels of any hashable type (:func:`fastcon.datasets.encode_groups`).
+    sample_weight : array-like of shape (n,), optional
+        Row weights :math:`c_i \ge 0` of the rates (:func:`group_rates`).
+
+    Returns
+    -------
+    float in [0, 1]
 
     Raises
     ------
     ValueError
         When a group has no negative samples (its FPR is undefined), or there is one group.
     """
-    return group_rates(y_pred, groups, y_true).gap("false_positive_rate")
+    return group_rates(y_true, y_pred, sensitive_features=sensitive_features,
+                       sample_weight=sample_weight).gap("false_positive_rate")
 
 
-def equalized_odds_gap(y_pred, y_true, groups) -> float:
+def equalized_odds_gap(y_true, y_pred, *, sensitive_features, sample_weight=None) -> float:
     r"""Equalized-odds gap: the larger of the TPR and FPR gaps.
 
     .. math::
@@ -213,14 +247,29 @@ def equalized_odds_gap(y_pred, y_true, groups) -> float:
         \max\bigl(\max_g \mathrm{TPR}_g - \min_g \mathrm{TPR}_g,\;
                   \max_g \mathrm{FPR}_g - \min_g \mathrm{FPR}_g\bigr),
 
-    fairlearn's ``equalized_odds_difference`` (``agg="worst_case"``). See :func:`group_rates`.
+    fairlearn's ``equalized_odds_difference`` (``agg="worst_case"``).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        True labels, 0/1, bool or -1/+1.
+    y_pred : array-like of shape (n,)
+        Predictions, 0/1, bool or -1/+1 (positive: 1, True, +1).
+    sensitive_features : array-like of shape (n,) or (n, m), pandas Series or DataFrame, or GroupEncoding
+        Group labels of any hashable type (:func:`fastcon.datasets.encode_groups`).
+    sample_weight : array-like of shape (n,), optional
+        Row weights :math:`c_i \ge 0` of the rates (:func:`group_rates`).
+
+    Returns
+    -------
+    float in [0, 1]
 
     Raises
     ------
     ValueError
         When a group lacks positive or negative samples, or there is one group.
     """
-    rates = group_rates(y_pred, groups, y_true)
+    rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight)
     return max(rates.gap("true_positive_rate"), rates.gap("false_positive_rate"))
 
 
@@ -235,7 +284,7 @@ def _w1_sorted(a, b) -> float:
     return float(np.dot(np.abs(F_a - F_b), widths))
 
 
-def wasserstein_gap(scores, groups) -> float:
+def wasserstein_gap(y_score, *, sensitive_features) -> float:
     r"""Largest 1-D Wasserstein-1 distance between the score distributions of two groups.
 
     For groups :math:`a, b` with empirical CDFs :math:`F_a, F_b` of their scores,
@@ -251,9 +300,9 @@ def wasserstein_gap(scores, groups) -> float:
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
+    y_score : array-like of shape (n,)
         Finite real scores (decision values, probabilities).
-    groups : array-like of shape (n,) or (n, m), pandas Series or DataFrame, or GroupEncoding
+    sensitive_features : array-like of shape (n,) or (n, m), pandas Series or DataFrame, or GroupEncoding
         At least two groups, labels of any hashable type (:func:`fastcon.datasets.encode_groups`).
 
     Returns
@@ -261,16 +310,16 @@ def wasserstein_gap(scores, groups) -> float:
     float >= 0
         In the units of the scores.
     """
-    s = np.asarray(scores, dtype=np.float64)
+    s = np.asarray(y_score, dtype=np.float64)
     if s.ndim != 1 or s.shape[0] == 0:
-        raise ValueError(f"scores: expected a non-empty 1-D array, got shape {s.shape}")
+        raise ValueError(f"y_score: expected a non-empty 1-D array, got shape {s.shape}")
     if not np.all(np.isfinite(s)):
-        raise ValueError("scores: contains NaN or inf")
-    enc = _encoding(groups)
+        raise ValueError("y_score: contains NaN or inf")
+    enc = _encoding(sensitive_features)
     if enc.codes.shape[0] != s.shape[0]:
-        raise ValueError(f"groups: has {enc.codes.shape[0]} labels but scores has {s.shape[0]}")
+        raise ValueError(f"sensitive_features: has {enc.codes.shape[0]} labels but y_score has {s.shape[0]}")
     if enc.n_groups < 2:
-        raise ValueError(f"groups: a gap compares at least two groups, found {enc.n_groups}")
+        raise ValueError(f"sensitive_features: a gap compares at least two groups, found {enc.n_groups}")
     # One sort of everything, then a stable split by group keeps each group's scores sorted.
     order = np.argsort(s, kind="stable")
     by_group = order[np.argsort(enc.codes[order], kind="stable")]

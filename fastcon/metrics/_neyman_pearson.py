@@ -31,6 +31,8 @@ import math
 import numpy as np
 from scipy.special import betainc
 
+from ._group_metrics import _weights
+
 __all__ = ["np_umbrella_rank", "np_umbrella_threshold", "np_umbrella_min_samples", "type_one_error",
            "type_two_error"]
 
@@ -170,55 +172,84 @@ def np_umbrella_threshold(scores_constrained, alpha, delta) -> float:
     return float(np.partition(s, k - 1)[k - 1])
 
 
-def _labels(y_pred, y_true):
-    y_pred, y_true = np.asarray(y_pred), np.asarray(y_true)
+def _labels(y_true, y_pred, sample_weight):
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.ndim != 1:
         raise ValueError(f"y_true: expected a 1-D array, got shape {y_true.shape}")
     if y_pred.shape != y_true.shape:
         raise ValueError(f"y_pred: expected shape {y_true.shape} (as y_true), got {y_pred.shape}")
-    return y_pred, y_true
+    if sample_weight is not None:
+        sample_weight = _weights(sample_weight, y_true.shape[0])
+    return y_true, y_pred, sample_weight
 
 
-def type_one_error(y_pred, y_true, constrained_class) -> float:
+def _share(wrong, mask, sample_weight, field):
+    """The (weighted) share of ``wrong`` among the rows of ``mask``."""
+    if sample_weight is None:
+        return float(np.mean(wrong[mask]))
+    w = sample_weight[mask]
+    total = float(w.sum())
+    if not total > 0:
+        raise ValueError(f"sample_weight: the rows of {field} have zero total weight")
+    return float(w @ wrong[mask]) / total
+
+
+def type_one_error(y_true, y_pred, *, constrained_class, sample_weight=None) -> float:
     r"""Type-I error :math:`P(\hat y \ne c \mid y = c)` of the constrained class :math:`c`.
 
     Parameters
     ----------
-    y_pred, y_true : array-like of shape (n,)
-        Predicted and true labels, in one encoding (compared with ``==``).
-    constrained_class
+    y_true : array-like of shape (n,)
+        True labels.
+    y_pred : array-like of shape (n,)
+        Predicted labels, in the encoding of ``y_true`` (compared with ``==``).
+    constrained_class : label
         The label :math:`c` whose misclassification is bounded (class 0 of [TFL18]).
+    sample_weight : array-like of shape (n,), optional
+        Row weights :math:`c_i \ge 0`: the share becomes a weighted mean over the rows of class :math:`c`.
+
+    Returns
+    -------
+    float in [0, 1]
 
     Raises
     ------
     ValueError
         ``"constrained_class: ..."`` when no sample has that label.
     """
-    y_pred, y_true = _labels(y_pred, y_true)
+    y_true, y_pred, sample_weight = _labels(y_true, y_pred, sample_weight)
     mask = y_true == constrained_class
     if not np.any(mask):
         raise ValueError(f"constrained_class: no sample of y_true has the label {constrained_class!r}")
-    return float(np.mean(y_pred[mask] != constrained_class))
+    return _share(y_pred != constrained_class, mask, sample_weight, "the constrained class")
 
 
-def type_two_error(y_pred, y_true, constrained_class) -> float:
+def type_two_error(y_true, y_pred, *, constrained_class, sample_weight=None) -> float:
     r"""Type-II error :math:`P(\hat y = c \mid y \ne c)`: the other class predicted as :math:`c`.
 
     Parameters
     ----------
-    y_pred, y_true : array-like of shape (n,)
-        Predicted and true labels, in one encoding (compared with ``==``).
-    constrained_class
+    y_true : array-like of shape (n,)
+        True labels.
+    y_pred : array-like of shape (n,)
+        Predicted labels, in the encoding of ``y_true`` (compared with ``==``).
+    constrained_class : label
         The label :math:`c` of the constrained class.
+    sample_weight : array-like of shape (n,), optional
+        Row weights :math:`c_i \ge 0`: the share becomes a weighted mean over the rows not of class :math:`c`.
+
+    Returns
+    -------
+    float in [0, 1]
 
     Raises
     ------
     ValueError
         ``"y_true: ..."`` when every sample has the label ``constrained_class``.
     """
-    y_pred, y_true = _labels(y_pred, y_true)
+    y_true, y_pred, sample_weight = _labels(y_true, y_pred, sample_weight)
     mask = y_true != constrained_class
     if not np.any(mask):
         raise ValueError(f"y_true: every sample has the constrained label {constrained_class!r}; the type-II "
                          "error needs samples of the other class")
-    return float(np.mean(y_pred[mask] == constrained_class))
+    return _share(y_pred == constrained_class, mask, sample_weight, "the other class")

@@ -24,9 +24,10 @@ which turns both partial metrics into functions of the group CCDFs alone. On sam
 closed form is the *definition* used here (see :func:`partial_dp` for how it relates to the
 truncated empirical distributions, which differ by less than :math:`1/(n_k(\beta - \alpha))`).
 
-Groups are given per sample by any labels (integers, bools, strings, integer-valued floats; the
-distinct values present are the groups, numbered in sorted order), as in the other fairness
-metrics, and every gap is the worst pair, :math:`\max_k - \min_k` of a per-group value.
+Every function takes ``(y_score, *, sensitive_features, ...)``: the scores, and the groups given per
+sample by any labels (integers, bools, strings, integer-valued floats; the distinct values present
+are the groups, numbered in sorted order), as in the other fairness metrics. Every gap is the worst
+pair, :math:`\max_k - \min_k` of a per-group value.
 """
 from __future__ import annotations
 
@@ -44,27 +45,28 @@ __all__ = ["partial_dp", "weak_partial_dp", "ks_demographic_parity", "choose_int
 _ROUND_OFF = 1e-9
 
 
-def _group_codes(groups, n):
+def _group_codes(sensitive_features, n):
     """Dense codes 0..G-1 (sorted order of the labels) of the group labels, and G >= 2."""
-    g = np.asarray(groups)
+    g = np.asarray(sensitive_features)
     if g.ndim != 1:
-        raise ValueError(f"groups: expected a 1-D array, got shape {g.shape}")
+        raise ValueError(f"sensitive_features: expected a 1-D array, got shape {g.shape}")
     if g.shape[0] != n:
-        raise ValueError(f"groups: has {g.shape[0]} ids but scores has {n}")
+        raise ValueError(f"sensitive_features: has {g.shape[0]} ids but y_score has {n}")
     if g.dtype.kind == "f":
         if not np.all(np.isfinite(g)):
-            raise ValueError("groups: contains NaN or inf")
+            raise ValueError("sensitive_features: contains NaN or inf")
         if np.any(g != np.round(g)):
             bad = g[g != np.round(g)][0]
-            raise ValueError(f"groups: expected integer-valued group ids, found {bad!r}")
+            raise ValueError(f"sensitive_features: expected integer-valued group ids, found {bad!r}")
     elif g.dtype.kind not in "iubUSO":
-        raise TypeError(f"groups: expected group labels (integers, bools or strings), got dtype {g.dtype}")
+        raise TypeError(f"sensitive_features: expected group labels (integers, bools or strings), got dtype {g.dtype}")
     try:
         labels, codes = np.unique(g, return_inverse=True)
     except TypeError:   # object labels that do not sort together, e.g. None beside strings
-        raise TypeError("groups: labels must be comparable with each other (integers, bools or strings)") from None
+        raise TypeError("sensitive_features: labels must be comparable with each other (integers, bools or "
+                        "strings)") from None
     if labels.size < 2:
-        raise ValueError(f"groups: need at least two non-empty groups, found {labels.size}")
+        raise ValueError(f"sensitive_features: need at least two non-empty groups, found {labels.size}")
     return codes.reshape(-1).astype(np.int64, copy=False), labels.size
 
 
@@ -96,9 +98,9 @@ def _threshold(threshold, field="threshold"):
     return t
 
 
-def _checked(scores, groups):
-    s = _scores(scores)
-    codes, n_groups = _group_codes(groups, s.shape[0])
+def _checked(y_score, sensitive_features):
+    s = _scores(y_score)
+    codes, n_groups = _group_codes(sensitive_features, s.shape[0])
     return s, codes, n_groups
 
 
@@ -141,7 +143,7 @@ def _clipped_gap(ccdfs, alpha, beta) -> float:
     return float(max(np.max(hi - lo), 0.0) / (beta - alpha))
 
 
-def partial_dp(scores, groups, interval) -> float:
+def partial_dp(y_score, *, sensitive_features, interval) -> float:
     r"""Partial demographic parity (pDP) of scores: the worst pair's truncated KS distance.
 
     He, Huang, Yao & Lin [HHYL25] Definition 4.2, eq. (6): the Kolmogorov–Smirnov distance between
@@ -174,9 +176,9 @@ def partial_dp(scores, groups, interval) -> float:
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
+    y_score : array-like of shape (n,)
         Finite real scores (a higher score ranks first).
-    groups : array-like of shape (n,)
+    sensitive_features : array-like of shape (n,)
         Group labels (integers, bools or strings), at least two distinct values.
     interval : pair of float
         :math:`(\alpha, \beta)` with :math:`0 \le \alpha < \beta \le 1`: the rank band, e.g.
@@ -188,13 +190,13 @@ def partial_dp(scores, groups, interval) -> float:
         0 when all groups' truncated score distributions agree; the reported fairness of
         [HHYL25] §7 is one minus this.
     """
-    s, codes, n_groups = _checked(scores, groups)
+    s, codes, n_groups = _checked(y_score, sensitive_features)
     alpha, beta = check_interval(interval)
     parts, thresholds = _sorted_by_group(s, codes, n_groups)
     return _clipped_gap((_ccdf(p, thresholds) for p in parts), alpha, beta)
 
 
-def ks_demographic_parity(scores, groups) -> float:
+def ks_demographic_parity(y_score, *, sensitive_features) -> float:
     r"""Strong demographic parity gap: the worst pair's Kolmogorov–Smirnov distance of the scores.
 
     He, Huang, Yao & Lin [HHYL25] eq. (2),
@@ -208,18 +210,19 @@ def ks_demographic_parity(scores, groups) -> float:
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
-    groups : array-like of shape (n,)
+    y_score : array-like of shape (n,)
+        Finite real scores.
+    sensitive_features : array-like of shape (n,)
         Group labels (integers, bools or strings), at least two distinct values.
 
     Returns
     -------
     float in [0, 1]
     """
-    return partial_dp(scores, groups, (0.0, 1.0))
+    return partial_dp(y_score, sensitive_features=sensitive_features, interval=(0.0, 1.0))
 
 
-def weak_partial_dp(scores, groups, interval, threshold=0.0) -> float:
+def weak_partial_dp(y_score, *, sensitive_features, interval, threshold=0.0) -> float:
     r"""Weak partial demographic parity: the selection-rate gap inside the rank band, at one threshold.
 
     He, Huang, Yao & Lin [HHYL25] Definition 4.3, eq. (9), evaluated through the closed form (29)
@@ -238,8 +241,9 @@ def weak_partial_dp(scores, groups, interval, threshold=0.0) -> float:
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
-    groups : array-like of shape (n,)
+    y_score : array-like of shape (n,)
+        Finite real scores.
+    sensitive_features : array-like of shape (n,)
         Group labels (integers, bools or strings), at least two distinct values.
     interval : pair of float
         :math:`(\alpha, \beta)` with :math:`0 \le \alpha < \beta \le 1`.
@@ -250,7 +254,7 @@ def weak_partial_dp(scores, groups, interval, threshold=0.0) -> float:
     -------
     float in [0, 1]
     """
-    s, codes, n_groups = _checked(scores, groups)
+    s, codes, n_groups = _checked(y_score, sensitive_features)
     alpha, beta = check_interval(interval)
     t = _threshold(threshold)
     rates = (np.bincount(codes, weights=s > t, minlength=n_groups)
@@ -306,7 +310,8 @@ def _widths(widths):
     return np.unique(w.reshape(-1))
 
 
-def choose_interval(scores, groups, *, rate=None, threshold=0.0, widths=(0.25, 0.3), step=0.05) -> IntervalChoice:
+def choose_interval(y_score, *, sensitive_features, rate=None, threshold=0.0, widths=(0.25, 0.3),
+                    step=0.05) -> IntervalChoice:
     r"""Pick the rank band :math:`\mathcal I` on which unconstrained scores are the most unfair.
 
     The rule of He, Huang, Yao & Lin [HHYL25] §4 ("How to choose :math:`\mathcal I`"): cover a
@@ -324,12 +329,12 @@ def choose_interval(scores, groups, *, rate=None, threshold=0.0, widths=(0.25, 0
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
+    y_score : array-like of shape (n,)
         Scores of the unconstrained model (on the training data).
-    groups : array-like of shape (n,)
+    sensitive_features : array-like of shape (n,)
         Group labels (integers, bools or strings), at least two distinct values.
     rate : float in [0, 1], optional
-        :math:`p`; by default the fraction of all ``scores`` above ``threshold``.
+        :math:`p`; by default the fraction of all ``y_score`` above ``threshold``.
     threshold : float
         :math:`\hat\theta` defining the default rate.
     widths : sequence of float in (0, 1]
@@ -347,7 +352,7 @@ def choose_interval(scores, groups, *, rate=None, threshold=0.0, widths=(0.25, 0
         When no candidate exists (``widths`` not multiples of ``step``, or none long enough to
         fit), besides the argument checks.
     """
-    s, codes, n_groups = _checked(scores, groups)
+    s, codes, n_groups = _checked(y_score, sensitive_features)
     t = _threshold(threshold)
     if rate is None:
         p = float(np.mean(s > t))
@@ -399,7 +404,7 @@ class ScoreCCDFCurves:
     ccdf: np.ndarray
 
 
-def score_ccdf_curves(scores, groups) -> ScoreCCDFCurves:
+def score_ccdf_curves(y_score, *, sensitive_features) -> ScoreCCDFCurves:
     r"""Every group's CCDF :math:`\bar F_k(\theta)` as :math:`\theta` sweeps from :math:`+\infty` to :math:`-\infty`.
 
     The data of Figure 2 of He, Huang, Yao & Lin [HHYL25]: plotting ``ccdf[1]`` against
@@ -410,15 +415,16 @@ def score_ccdf_curves(scores, groups) -> ScoreCCDFCurves:
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
-    groups : array-like of shape (n,)
+    y_score : array-like of shape (n,)
+        Finite real scores.
+    sensitive_features : array-like of shape (n,)
         Group labels (integers, bools or strings), at least two distinct values.
 
     Returns
     -------
     ScoreCCDFCurves
     """
-    s, codes, n_groups = _checked(scores, groups)
+    s, codes, n_groups = _checked(y_score, sensitive_features)
     parts, thresholds = _sorted_by_group(s, codes, n_groups)
     descending = thresholds[::-1]
     ccdf = np.empty((n_groups, descending.shape[0] + 2))
