@@ -156,7 +156,7 @@ def _check_predictions(pred, n):
 def dp_gap(pred, groups):
     r"""Demographic-parity gap of 0/1 predictions: :math:`\max_g P_g(\hat y=1) - \min_g P_g(\hat y=1)`."""
     pred = _check_predictions(pred, np.shape(groups)[0])
-    return demographic_parity_gap(pred, groups, threshold=0.5)
+    return demographic_parity_gap(None, pred, sensitive_features=groups)
 
 
 def eo_gap(pred, y, groups):
@@ -173,7 +173,7 @@ def eo_gap(pred, y, groups):
         rows = y == label
         if np.unique(groups[rows]).size < 2:
             raise ValueError(f"groups: label {label} occurs in fewer than two groups; the EO gap is undefined")
-        gaps.append(demographic_parity_gap(pred[rows], groups[rows], threshold=0.5))
+        gaps.append(demographic_parity_gap(None, pred[rows], sensitive_features=groups[rows]))
     return float(max(gaps))
 
 
@@ -389,7 +389,7 @@ def score(method, data, predictors, fit_s):
         train_gap = (dp_gap(pred_train, data.g_train) if method.constraint == "demographic_parity"
                      else eo_gap(pred_train, data.y_train, data.g_train))
         rows.append(_row(data.name, method, variant, fit_s=fit_s,
-                         test_accuracy=accuracy(pred_test, data.y_test, threshold=0.5),
+                         test_accuracy=accuracy(data.y_test, pred_test, threshold=0.5),
                          test_dp_gap=dp_gap(pred_test, data.g_test),
                          test_eo_gap=eo_gap(pred_test, data.y_test, data.g_test), train_gap=train_gap))
     return rows

@@ -331,16 +331,16 @@ def fit_report(data):
     s = data["ds"].X @ result.x[:data["scores"].n_weights]
     rows = [dict(method=f"fastcon idca K={FIT_OUTER} T=200 eps={EPSILON} (pDP kappa={KAPPA})", seconds=t_idca,
                  accuracy=float(np.mean(np.where(s > 0, 1.0, -1.0) == y)),
-                 dp_gap=float(demographic_parity_gap((s > 0).astype(np.int64), groups, threshold=0.5)),
-                 partial_dp=float(partial_dp(s, groups, INTERVAL)), status=result.status,
+                 dp_gap=float(demographic_parity_gap(y, (s > 0).astype(np.int64), sensitive_features=groups)),
+                 partial_dp=float(partial_dp(s, sensitive_features=groups, interval=INTERVAL)), status=result.status,
                  max_violation=float(result.max_violation))]
     model, X, t_fl = fit_fairlearn(data)
     pred = np.asarray(model.predict(X, random_state=0)).astype(np.int64)
     prob = model._pmf_predict(X)[:, 1]       # P(y = 1) of the randomized classifier: its score
     rows.append(dict(method=f"fairlearn EG + LogisticRegression, DP <= {FAIRLEARN_BOUND} [randomized]",
                      seconds=t_fl, accuracy=float(np.mean(np.where(pred > 0, 1.0, -1.0) == y)),
-                     dp_gap=float(demographic_parity_gap(pred, groups, threshold=0.5)),
-                     partial_dp=float(partial_dp(prob, groups, INTERVAL)), status="fitted",
+                     dp_gap=float(demographic_parity_gap(y, pred, sensitive_features=groups)),
+                     partial_dp=float(partial_dp(prob, sensitive_features=groups, interval=INTERVAL)), status="fitted",
                      max_violation=float("nan")))
     return rows
 

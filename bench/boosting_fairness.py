@@ -256,7 +256,7 @@ def rate_gaps(pred, y, groups):
     pred = np.asarray(pred)
     if pred.ndim != 1 or not np.all(np.isin(pred, (0, 1))):
         raise ValueError("pred: expected a 1-D array of 0/1 predictions")
-    rates = group_rates(pred, groups, y_true=y)
+    rates = group_rates(y, pred, sensitive_features=groups)
     out = {}
     for key, rate in (("dp", "selection_rate"), ("tpr", "true_positive_rate"), ("fpr", "false_positive_rate")):
         try:
