@@ -18,7 +18,8 @@ from scipy.stats import binom
 from sklearn.exceptions import ConvergenceWarning
 
 from fastcon.boosting import FairGBMClassifier, load
-from fastcon.boosting._rate_fit import CERTIFY_AIM, CONFIDENCE_HOLDOUT, stratified_holdout
+from fastcon.estimators._certify import CERTIFY_AIM, CONFIDENCE_HOLDOUT
+from fastcon.estimators._split import stratified_split as stratified_holdout
 from fastcon.problems._class_rate_constraints import ClassRateConstraints, class_margins
 from reference import class_rates as ref
 

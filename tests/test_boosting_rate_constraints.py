@@ -12,7 +12,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fastcon._results import History
 from fastcon.boosting import FairGBMClassifier, load
-from fastcon.boosting._rate_fit import AIM, CheckRows, RateLagrangian, stratified_holdout
+from fastcon.boosting._rate_fit import AIM, CheckRows, RateLagrangian
+from fastcon.estimators._split import stratified_split as stratified_holdout
 from fastcon.estimators._report import fairness_gap
 from fastcon.problems._score_constraints import group_fairness_constraints
 from reference import rate_lagrangian as ref

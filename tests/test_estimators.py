@@ -10,7 +10,7 @@ from scipy.stats import norm
 
 from fastcon.estimators import ConstraintReport, FairClassifier, NeymanPearsonClassifier
 from fastcon.datasets import Dataset
-from fastcon.estimators._fair import _validation_split
+from fastcon.estimators._split import stratified_split as _validation_split
 from fastcon.problems._linear_model import LinearScores
 from fastcon.problems._score_constraints import group_fairness_constraints
 from reference.group_rates import hard_gap, rates

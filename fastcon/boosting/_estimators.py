@@ -19,6 +19,7 @@ from ..estimators._input import (
     split_sensitive,
 )
 from ..estimators._linear import ConstrainedClassifier
+from ..estimators._certify import guarantee_text, not_certified_message
 from ..estimators._report import ConstraintReport, _solve_summary, class_error_report
 from ..estimators._solve import Calibration, calibrate_bound
 from ..metrics import np_umbrella_threshold
@@ -619,11 +620,12 @@ class FairGBMClassifier(_GBMClassifier):
     ``"false_positive_parity"``, ``"equalized_odds"``: the names and hard gaps of
     `fastcon.FairClassifier`, any number of groups; with J >= 3 classes every class's one-vs-rest
     rates, read on its margin :math:`F_j - \max_{k \ne j} F_k`): one boosting run of
-    ``n_estimators`` rounds on the proxy Lagrangian of Cotter et al., "Optimization with
-    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals"
-    (JMLR 2019) — the trees descend the loss plus multipliers times *smoothed* group rates, the
+    ``n_estimators`` rounds on the proxy Lagrangian of Cotter, Jiang, Gupta, Wang, Narayan, You &
+    Sridharan, "Optimization with Non-Differentiable Constraints with Applications to Fairness,
+    Recall, Churn, and Other Goals" (JMLR 2019) — the trees descend the loss plus multipliers times *smoothed* group rates, the
     multipliers ascend on the *hard* gaps between rounds — and the kept model is the round of least
-    loss whose hard gap is within ``tolerance`` (`fastcon.boosting._rate_fit` has the math):
+    loss (on the rows the gap is measured on) whose gap is within ``tolerance``, round 0 (no tree)
+    excepted (`fastcon.boosting._rate_fit` has the math):
 
     .. math::
 
@@ -652,7 +654,9 @@ class FairGBMClassifier(_GBMClassifier):
     n_estimators : int
         Boosting rounds of a rate-constrained fit (default 100).
     smoothing : float
-        :math:`\tau > 0` of the smoothed rates :math:`\sigma(F/\tau)`, in score (logit) units.
+        :math:`\tau > 0` of the smoothed rates :math:`\sigma(F/\tau)`, in score (logit) units,
+        fixed for the fit (the linear estimator's calibration may halve its ``smoothing``; here
+        the multipliers follow the hard gaps, which do not depend on it).
     dual_step : float or "auto"
         The multipliers' step. Rate constraints: :math:`\eta` of the ascent on the hard gaps;
         ``"auto"``: 2 (`fastcon.boosting._rate_fit.AUTO_DUAL_STEP`).
@@ -787,24 +791,18 @@ class FairGBMClassifier(_GBMClassifier):
             self.guarantee_ = ("no guarantee on new data: the bound is "
                                f"{'met' if self.fit_gap_ <= self.tolerance else 'NOT met'} on the {where}")
         else:
-            verdict = ("certified" if self.certified_gap_ <= self.tolerance else
-                       f"not certified (tolerance {self.tolerance:g}; no guarantee at the tolerance)")
-            self.guarantee_ = (f"{verdict}: population {self.constraint} gap <= {self.certified_gap_:.4g} with "
-                               f"probability >= {self.confidence:g} (Clopper-Pearson bounds on "
-                               f"{result.info['certify_rows']} held-out rows)")
+            n_certify = result.info["certify_rows"]
+            self.guarantee_ = guarantee_text(self.constraint, self.certified_gap_, self.tolerance, self.confidence,
+                                             n_certify)
             if self.certified_gap_ > self.tolerance:
-                warnings.warn(f"tolerance: {self.tolerance} cannot be certified at confidence {self.confidence} with "
-                              f"the rows available: the certified bound on the {self.constraint} gap is "
-                              f"{self.certified_gap_:.4g} ({result.info['certify_rows']} certifying rows); use more "
-                              "rows, a lower confidence or a larger tolerance", UserWarning, stacklevel=2)
-        if self.n_rounds_ == 0 and len(self.groups_) > 1:
-            warnings.warn(f"tolerance: no round after the first (the constant model) had a hard {self.constraint} "
-                          f"gap within {self.tolerance} on the {where}, so the model predicts one class; lower "
-                          "dual_step or the learning rate, or raise smoothing", ConvergenceWarning, stacklevel=2)
-        if self.fit_gap_ > self.tolerance and self.confidence is None:
-            warnings.warn(f"tolerance: the hard {self.constraint} gap on the {where} reached {self.fit_gap_:.4g} > "
-                          f"{self.tolerance} in every one of {result.info['rounds_trained']} rounds (kept round "
-                          f"{result.n_iter}, of the least gap); raise n_estimators or dual_step",
+                warnings.warn(not_certified_message(self.constraint, self.certified_gap_, self.tolerance,
+                                                    self.confidence, n_certify), UserWarning, stacklevel=2)
+        if result.status == "no_feasible_iterate":
+            what = (f"hard {self.constraint} gap" if self.confidence is None else
+                    f"{self.constraint} bound (Clopper-Pearson, widened)")
+            warnings.warn(f"tolerance: the {what} on the {where} exceeded {self.tolerance} in every one of "
+                          f"{result.info['rounds_trained']} rounds; kept round {result.n_iter}, of the least, "
+                          f"{self.fit_gap_:.4g}; raise n_estimators or dual_step, or a larger tolerance",
                           ConvergenceWarning, stacklevel=2)
         return self
 
@@ -831,6 +829,8 @@ class FairGBMClassifier(_GBMClassifier):
         model = self._score_model(X, labels, self.classes_.size)
         n_iter, xi = self._solve_cbpr(problem, model)
         self._finish_gap(xi, n_iter, stacklevel=4)
+        self.certified_gap_ = None
+        self.guarantee_ = "no guarantee on new data: the mean-loss gap is bounded on the training rows"
         return self
 
     def _fit_groups(self, sensitive, n_rows):

@@ -52,9 +52,10 @@ gap, fairlearn#1201's definition); the loss is the softmax cross-entropy and the
 margin's rate reaches the class and its runner-up.
 
 **Output.** The rounds are nested models (round :math:`t`: the first :math:`t` trees). The fit
-keeps the round of least training loss among those whose hard training gap is within
-:math:`\varepsilon` (the "best feasible iterate"); when no round is, the round of least gap,
-with the status ``"no_feasible_iterate"``. Cost: one training run of ``n_estimators`` rounds,
+keeps the round of least loss among those whose hard gap is within :math:`\varepsilon` (the
+"best feasible iterate"; loss and gap on the check rows: the training rows, or held-out ones with
+``validation_fraction``), round 0 excepted (no tree: every rate 0, one class predicted); when no
+round is, the round of least gap, with the status ``"no_feasible_iterate"``. Cost: one training run of ``n_estimators`` rounds,
 plus per round one pass over the rows for the rates (:math:`O(n)`).
 """
 from __future__ import annotations
@@ -63,25 +64,19 @@ import numpy as np
 
 from .._kernels._boosting import logistic_grad_hess, logistic_losses, softmax_grad_hess, softmax_losses
 from .._results import History, SolveResult
-from ..estimators._certify import certified_gap
+from ..estimators._certify import CERTIFY_AIM, CONFIDENCE_HOLDOUT, certified_gap, certified_rate_bounds
+from ..estimators._split import check_all_groups_present, check_held_out_part, stratified_split
 from ..problems._class_rate_constraints import ClassRateConstraints
 from ..problems._score_constraints import group_fairness_constraints
 from ._backends import backend as _backend
 from ._models import BoostedEnsemble
 
-__all__ = ["RATE_CONSTRAINTS", "AIM", "AUTO_DUAL_STEP", "CONFIDENCE_HOLDOUT", "CERTIFY_AIM", "RateLagrangian", "CheckRows", "rate_block", "stratified_holdout",
-           "fit_rate_constrained"]
+__all__ = ["RATE_CONSTRAINTS", "AIM", "AUTO_DUAL_STEP", "RateLagrangian", "CheckRows", "rate_block", "fit_rate_constrained"]
 
 #: Constraint names of the rate path (those of `fastcon.FairClassifier` with a hard rate gap).
 RATE_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds")
 #: The multipliers aim at this fraction of the tolerance (module docstring).
 AIM = 0.9
-#: With ``confidence`` and no ``validation_fraction``: the held-out share, half of which steers
-#: the multipliers and the kept round, half certifies (as `fastcon.FairClassifier`).
-CONFIDENCE_HOLDOUT = 0.4
-#: With ``confidence``, the steering half's gap is its Clopper-Pearson bound widened by this many
-#: standard errors (`fastcon.estimators._certify.certified_gap`'s ``aim``, the linear estimator's).
-CERTIFY_AIM = 1.2816
 
 
 #: The multiplier step of ``dual_step="auto"``. A multiplier's pull on a row of group :math:`k`
@@ -184,10 +179,10 @@ class CheckRows:
         ``predict(X, start, stop)``: the scores of rounds ``[start, stop)`` (with ``X``); the
         held-out scores are kept up to date one round at a time.
     certify : tuple, optional
-        ``(constraint, codes, n_groups, delta)``: measure the gap as the Clopper-Pearson bound
-        widened by `CERTIFY_AIM` standard errors instead of the hard gap (every pair's hard value
-        moves up by the difference), so that the multipliers steer toward a model whose bound on
-        fresh rows meets the tolerance (two classes).
+        ``(constraint, codes, n_groups, delta)``: measure every pair's gap as its Clopper-Pearson
+        bound :math:`U_a - L_b`, each one-sided bound widened by `CERTIFY_AIM` standard errors
+        (`fastcon.estimators._certify.certified_rate_bounds`), instead of the hard gap, so that the
+        multipliers steer toward a model whose bound on fresh rows meets the tolerance (two classes).
     """
 
     def __init__(self, labels, block, X=None, predict=None, certify=None):
@@ -205,26 +200,15 @@ class CheckRows:
                 self.rounds = rounds
             F = self.scores
         (logistic_losses if F.ndim == 1 else softmax_losses)(F, self.labels, self.losses)
-        hard = self.block.hard_values_from_scores(F)
-        if self.certify is not None and hard.size:
+        if self.certify is not None and self.block.n_constraints:
+            # every pair (a, b) at its own widened bound U_a - L_b: a shift common to all pairs
+            # would move (a, b) and (b, a) together, and their multipliers' pulls would cancel
             constraint, codes, n_groups, delta = self.certify
-            bound = certified_gap(constraint, F > 0, self.labels, codes, n_groups, delta, aim=CERTIFY_AIM)
-            hard = hard + (bound - self.block.bound.max() - hard.max())
-        return float(self.losses.mean()), hard
-
-
-def stratified_holdout(codes, labels, fraction, seed):
-    """``(fit rows, held-out rows)``: ``fraction`` of every (group, label) cell held out, at least one row kept."""
-    rng = np.random.default_rng(seed)
-    cell = codes * (int(labels.max()) + 1) + labels
-    fit_rows, held = [], []
-    for c in np.unique(cell):
-        rows = np.flatnonzero(cell == c)
-        rng.shuffle(rows)
-        k = min(int(round(fraction * rows.size)), rows.size - 1)
-        held.append(rows[:k])
-        fit_rows.append(rows[k:])
-    return np.sort(np.concatenate(fit_rows)), np.sort(np.concatenate(held))
+            lower, upper = certified_rate_bounds(constraint, F > 0, self.labels, codes, n_groups, delta,
+                                                 aim=CERTIFY_AIM)
+            pairs = self.block.pairs
+            return float(self.losses.mean()), upper[pairs[:, 0]] - lower[pairs[:, 1]] - self.block.bound
+        return float(self.losses.mean()), self.block.hard_values_from_scores(F)
 
 
 def rate_block(labels, n_classes, codes, constraint, tolerance, smoothing, group_labels=None, class_labels=None):
@@ -268,8 +252,8 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     n_classes : int
         J: scores of shape (n,) for 2, (n, J) for more.
     validation_fraction : float, optional
-        Hold out this fraction of every (group, label) cell (`stratified_holdout`, seeded by
-        ``seed``): the trees are fitted on the rest, the multipliers step on the held-out rows'
+        Hold out this fraction of every (group, label) cell
+        (`fastcon.estimators._split.stratified_split`, seeded by ``seed``): the trees are fitted on the rest, the multipliers step on the held-out rows'
         hard gap and the kept round is chosen by their gap and loss. None: the training rows.
     confidence : float, optional
         Two classes: hold out ``validation_fraction`` (default `CONFIDENCE_HOLDOUT`), steer by
@@ -285,7 +269,7 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     ensemble : BoostedEnsemble
         The kept rounds, standalone (no reference to the training rows).
     result : SolveResult
-        ``x``: the kept round's training scores; ``n_iter``: the kept round; ``multipliers``: the
+        ``x``: the kept model's scores on every row of X; ``n_iter``: the kept round; ``multipliers``: the
         multipliers after the last round; ``history``: one row per round; ``info``: ``gap`` (the
         kept round's gap on the check rows: hard, or with ``confidence`` the widened bound),
         ``measured_on``, ``rounds_trained``, ``constraint_names``, ``dual_step``; with
@@ -295,14 +279,19 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     if confidence is not None and validation_fraction is None:
         validation_fraction = CONFIDENCE_HOLDOUT
     certify_rows = None
-    if validation_fraction is None:
-        fit_rows = held = None
-    else:
-        fit_rows, held = stratified_holdout(codes, labels, float(validation_fraction), seed)
-        if confidence is not None:
-            # rows that chose the round cannot also certify the choice
-            tune, certify = stratified_holdout(codes[held], labels[held], 0.5, seed)
-            held, certify_rows = held[tune], held[certify]
+    n_groups = int(codes.max()) + 1
+    fit_rows, held = stratified_split(codes, labels, validation_fraction, seed)
+    if held is not None and confidence is not None:
+        # rows that chose the round cannot also certify the choice
+        tune, certify = stratified_split(codes[held], labels[held], 0.5, seed)
+        held, certify_rows = held[tune], held[certify]
+    if n_groups > 1:
+        if fit_rows is not None:
+            check_all_groups_present(codes[fit_rows], n_groups)
+        for part in (held, certify_rows):
+            if part is not None:
+                for y01 in ([labels] if n_classes == 2 else [(labels == j).astype(np.int64) for j in range(n_classes)]):
+                    check_held_out_part(codes, y01, part, n_groups, constraint)
     X_fit = X if fit_rows is None else X[fit_rows]
     y_fit = labels if fit_rows is None else labels[fit_rows]
     g_fit = codes if fit_rows is None else codes[fit_rows]
@@ -316,7 +305,6 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     if held is None:
         check = CheckRows(y_fit, block)
     else:
-        n_groups = int(codes.max()) + 1
         check = CheckRows(labels[held], rate_block(labels[held], n_classes, codes[held], constraint, tolerance,
                                                    smoothing, group_labels, class_labels),
                           X[held], lambda rows, start, stop: lib.predict(booster, rows, start, stop, n_threads),
@@ -328,21 +316,24 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
         lib.boost(booster, data, objective, min(10, int(n_estimators) - start))
         if verbose:
             loss, gap = objective.trace[objective.round]
-            print(f"round {objective.round:5d}  loss {loss:.5f}  hard gap {gap:.4f}  "
-                  f"max multiplier {objective.multipliers.max():.4g}")
+            largest = objective.multipliers.max() if objective.multipliers.size else 0.0
+            print(f"round {objective.round:5d}  loss {loss:.5f}  gap {gap:.4f}  max multiplier {largest:.4g}")
     rounds = lib.n_rounds(booster)
     final = lib.training_scores(booster, data).reshape(objective.grad.shape)
     objective.observe(final, rounds)
     losses, gaps = np.array([objective.trace[r] for r in range(rounds + 1)]).T
-    feasible = np.flatnonzero(gaps <= tolerance)
+    # round 0 (no tree: every score 0, every rate 0) meets any tolerance and predicts one class; it is
+    # kept only when the booster grew no tree at all
+    first = 1 if rounds >= 1 else 0
+    feasible = first + np.flatnonzero(gaps[first:] <= tolerance)
     if feasible.size:
         kept = int(feasible[np.argmin(losses[feasible])])
         status, message = "converged", (f"round {kept} of {rounds}: the least loss among the {feasible.size} "
-                                        f"rounds whose hard gap is within {tolerance:g}")
+                                        f"rounds whose gap is within {tolerance:g}")
     else:
-        kept = int(np.argmin(gaps))
-        status, message = "no_feasible_iterate", (f"no round's hard gap is within {tolerance:g}; kept round "
-                                                  f"{kept}, of the least gap {gaps[kept]:.4g}")
+        kept = first + int(np.argmin(gaps[first:]))
+        status, message = "no_feasible_iterate", (f"no round's gap is within {tolerance:g}; kept round {kept}, of "
+                                                  f"the least gap {gaps[kept]:.4g}")
     ensemble = BoostedEnsemble(backend, [booster], [(0, 0, kept, 1.0)], n_outputs, n_threads).standalone()
     scores = final if kept == rounds and fit_rows is None else ensemble.predict_scores(X)
     info = {"gap": float(gaps[kept]), "rounds_trained": rounds,

@@ -24,7 +24,10 @@ from ..problems._weak_partial_dp import weak_partial_dp_constraints
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
 from ..solvers.idca import idca
-from ._certify import CERTIFIED_CONSTRAINTS, certified_gap
+from ._certify import (
+    CERTIFIED_CONSTRAINTS, CERTIFY_AIM, CONFIDENCE_HOLDOUT, certified_gap, guarantee_text, not_certified_message,
+)
+from ._split import check_all_groups_present, check_held_out_part, stratified_split
 from ._input import (
     check_binary_target, check_fraction, check_random_state, check_sample_weight, drop_columns, encode_fit_groups,
     fit_dataset, labels_to_index, resolve_sensitive, ridge_for, split_sensitive,
@@ -43,14 +46,6 @@ IDCA_OUTER_ITER, IDCA_INNER_ITER, IDCA_TOLERANCE = 100, 200, 1e-3
 #: Largest surrogate bound of the partial DP block: its theory-safe level grid
 #: [alpha, beta - kappa (beta - alpha)) is empty at kappa = 1.
 _MAX_PARTIAL_BOUND = 0.99
-#: The held-out fraction with ``confidence`` when ``validation_fraction`` is not given: half of it
-#: steers the calibration, half certifies the kept model.
-_CONFIDENCE_HOLDOUT = 0.4
-#: With ``confidence``, calibration steers by the tuning half's bound widened by this many standard
-#: errors (`certified_gap`'s ``aim``): the certifying half's rates differ from the tuning half's by
-#: about sqrt(2) standard errors of each, and 1.28 of them more makes the certificate pass in about
-#: 9 fits in 10 where the tolerance is within reach (instead of about half).
-_CERTIFY_AIM = 1.2816
 #: Constraints whose hard gap is a difference of two rates in [0, 1] (a ``tolerance`` above 1 is a mistake).
 _RATE_GAP_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds", "roc")
 
@@ -373,17 +368,17 @@ class FairClassifier(LinearConstrainedClassifier):
         rng = check_random_state(self.random_state)
         fraction = self.validation_fraction
         if self.confidence is not None and fraction is None:
-            fraction = _CONFIDENCE_HOLDOUT
-        fit_rows, check_rows = _validation_split(groups.codes, y01, fraction, rng)
+            fraction = CONFIDENCE_HOLDOUT
+        fit_rows, check_rows = stratified_split(groups.codes, y01, fraction, rng)
         certify_rows = None
         if self.confidence is not None:
             # half the held-out rows steer the calibration, the other half certify the kept model once:
             # rows that chose among the solves cannot also certify the choice
-            tune, certify = _validation_split(groups.codes[check_rows], y01[check_rows], 0.5, rng)
+            tune, certify = stratified_split(groups.codes[check_rows], y01[check_rows], 0.5, rng)
             check_rows, certify_rows = check_rows[tune], check_rows[certify]
         for part in (check_rows, certify_rows):
             if part is not None and len(self.groups_) >= 2:
-                _check_validation_part(groups.codes, y01, part, len(self.groups_), self.constraint)
+                check_held_out_part(groups.codes, y01, part, len(self.groups_), self.constraint)
         if fit_rows is None:
             y_fit, g_fit, w_fit = y01, groups.codes, weight
         else:
@@ -408,7 +403,7 @@ class FairClassifier(LinearConstrainedClassifier):
         thresholds = None
         if self.constraint == "roc":
             thresholds = threshold_grid(scores.scores(free.x).copy(), self.n_thresholds)
-        g_fit = _check_all_groups_present(g_fit, n_groups)
+        g_fit = check_all_groups_present(g_fit, n_groups)
         block = group_fairness_constraints(scores, y_fit, g_fit, self.constraint, float(self.tolerance),
                                            smoothing=float(self.smoothing), thresholds=thresholds,
                                            group_labels=self.groups_,
@@ -451,7 +446,7 @@ class FairClassifier(LinearConstrainedClassifier):
                 s = scores.scores_on(x, check_rows, s_check)
                 if self.confidence is not None:     # aim at a model whose certified bound meets the tolerance
                     return certified_gap(self.constraint, s > 0, y_check, g_check, n_groups, 1.0 - self.confidence,
-                                         aim=_CERTIFY_AIM)
+                                         aim=CERTIFY_AIM)
                 return fairness_gap(self.constraint, s, y_check, g_check, w_check)
 
         if n_groups < 2:   # no pair of groups: no constraint, the unconstrained model is the answer
@@ -468,17 +463,11 @@ class FairClassifier(LinearConstrainedClassifier):
             self.certified_gap_ = (0.0 if n_groups < 2 else
                                    certified_gap(self.constraint, s > 0, y01[certify_rows], groups.codes[certify_rows],
                                                  n_groups, 1.0 - self.confidence))
-            verdict = ("certified" if self.certified_gap_ <= self.tolerance else
-                       f"not certified (tolerance {self.tolerance:g}; no guarantee at the tolerance)")
-            self.guarantee_ = (f"{verdict}: population {self.constraint} gap <= {self.certified_gap_:.4g} with "
-                               f"probability >= {self.confidence:g} (Clopper-Pearson bounds on {certify_rows.size} "
-                               "held-out rows)")
+            self.guarantee_ = guarantee_text(self.constraint, self.certified_gap_, self.tolerance, self.confidence,
+                                             certify_rows.size)
             if self.certified_gap_ > self.tolerance:
-                warnings.warn(f"tolerance: {self.tolerance} cannot be certified at confidence {self.confidence} with "
-                              f"the rows available: the certified bound on the {self.constraint} gap is "
-                              f"{self.certified_gap_:.4g} ({certify_rows.size} certifying rows), the smallest "
-                              "tolerance this model certifies; use more rows, a lower confidence or a larger "
-                              "tolerance", UserWarning, stacklevel=2)
+                warnings.warn(not_certified_message(self.constraint, self.certified_gap_, self.tolerance,
+                                                    self.confidence, certify_rows.size), UserWarning, stacklevel=2)
         return self
 
     def _set_fitted(self, x, X, result, record, check_rows, solver, ridge):
@@ -528,7 +517,7 @@ class FairClassifier(LinearConstrainedClassifier):
             self.interval_ = None if self.interval is None else check_interval(self.interval)
             return self._set_fitted(free.x, X, free, Calibration(met=True), check_rows,
                                     choose_solver("auto", self.loss, "unconstrained"), ridge)
-        g_fit = _check_all_groups_present(g_fit, n_groups)
+        g_fit = check_all_groups_present(g_fit, n_groups)
         if self.interval is None:
             choice = choose_interval(scores.scores(free.x).copy(), sensitive_features=g_fit, threshold=0.0)
             self.interval_, self.interval_choice_ = choice.interval, choice
@@ -692,50 +681,3 @@ class _ScaledLoss(LinearLoss):
         if h is not None:
             h *= self.scale ** 2
         return h
-
-
-def _check_all_groups_present(codes, n_groups, part="training"):
-    """``codes`` of the training or validation rows, checked to hold every group: a split can leave
-    a small group without training rows (its rates could not be constrained) or without validation
-    rows (the gap measured there would ignore it and could report the tolerance met)."""
-    present = np.unique(codes)
-    if present.size == n_groups:
-        return codes
-    advice = "use a smaller fraction" if part == "training" else "use a larger fraction, or none"
-    raise ValueError(f"validation_fraction: the {part} part has no rows of group(s) "
-                     f"{sorted(set(range(n_groups)) - set(present.tolist()))}; {advice}")
-
-
-#: The labels whose rows a rate constraint's rates are conditioned on (1: positives, 0: negatives).
-_RATE_LABELS = {"equal_opportunity": (1,), "false_positive_parity": (0,), "equalized_odds": (0, 1)}
-
-
-def _check_validation_part(codes, y01, check_rows, n_groups, constraint):
-    """The validation rows hold every group, and every (group, label) cell the constraint's rates
-    count that the data have: else the gap measured there ignores that group or has no rate."""
-    _check_all_groups_present(codes[check_rows], n_groups, "validation")
-    part_codes, part_y = codes[check_rows], y01[check_rows]
-    for label in _RATE_LABELS.get(constraint, ()):
-        missing = sorted(set(np.unique(codes[y01 == label]).tolist())
-                         - set(np.unique(part_codes[part_y == label]).tolist()))
-        if missing:
-            kind = "positive" if label == 1 else "negative"
-            raise ValueError(f"validation_fraction: the validation part has no {kind} rows of group(s) {missing}, "
-                             f"whose rates {constraint} compares; use a larger fraction, or none")
-
-
-def _validation_split(codes, y01, fraction, random_state):
-    """``(fit rows, validation rows)`` stratified by (group, label), or ``(None, None)`` without a fraction."""
-    if fraction is None:
-        return None, None
-    rng = np.random.default_rng(random_state)
-    cell = codes * 2 + y01
-    fit_rows, check_rows = [], []
-    for c in np.unique(cell):
-        rows = np.flatnonzero(cell == c)
-        rng.shuffle(rows)
-        k = int(round(fraction * rows.size))
-        k = min(k, rows.size - 1)
-        check_rows.append(rows[:k])
-        fit_rows.append(rows[k:])
-    return np.sort(np.concatenate(fit_rows)), np.sort(np.concatenate(check_rows))

@@ -85,9 +85,13 @@ class ClassRateConstraints:
         labels = np.asarray(labels, dtype=np.int64)
         self.n_classes = int(n_classes)
         names = list(class_labels) if class_labels is not None else list(range(self.n_classes))
-        self.blocks = [group_fairness_constraints(None, (labels == j).astype(np.int64), groups, constraint, bound,
-                                                  smoothing=smoothing, group_labels=group_labels)
-                       for j in range(self.n_classes)]
+        self.blocks = []
+        for j in range(self.n_classes):
+            try:
+                self.blocks.append(group_fairness_constraints(None, (labels == j).astype(np.int64), groups, constraint,
+                                                              bound, smoothing=smoothing, group_labels=group_labels))
+            except ValueError as exc:   # "positive" / "negative" rows are class j's and the others'
+                raise ValueError(f"{exc} (class {names[j]!r} against the rest)") from None
         self.names = [f"class {names[j]!r}: {name}" for j, b in enumerate(self.blocks) for name in b.names]
         self._sizes = [b.n_constraints for b in self.blocks]
         self._starts = np.concatenate([[0], np.cumsum(self._sizes)]).astype(np.int64)
