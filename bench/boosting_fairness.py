@@ -191,6 +191,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import _peers  # noqa: E402  (the linear peers' benchmark: splits, thread limits, XGBoost base model)
+from _timing import git_state  # noqa: E402
 from fastcon.metrics import group_rates  # noqa: E402
 
 DATASETS = ("adult", "compas", "bank")
@@ -774,10 +775,7 @@ def plot_tradeoff(panels, path):
 
 
 def _commit():
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True)
-    return head.stdout.strip() or "unknown", bool(dirty.stdout.strip())
+    return git_state(REPO)
 
 
 def _log(row, skipped):

@@ -78,6 +78,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from _timing import git_state  # noqa: E402
+
 #: LIBSVM's shapes: training rows, features, Zipf draws per row (binary columns), real-valued columns.
 SHAPES = {
     "url": {"rows": 2_396_130, "features": 3_231_961, "per_row": 82, "real_columns": 200},
@@ -419,10 +421,7 @@ def _has(step, folder):
 
 
 def _commit():
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True)
-    return head.stdout.strip() or "unknown", bool(dirty.stdout.strip())
+    return git_state(REPO)
 
 
 def check_disk(plans, cache):

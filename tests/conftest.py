@@ -20,6 +20,7 @@ No network
 """
 import gzip
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,17 @@ def _state(config) -> dict:
     if not hasattr(config, _STATE):
         setattr(config, _STATE, {"missing": {}, "summary_done": False, "header_done": False})
     return getattr(config, _STATE)
+
+
+def bench_module(name):
+    """The module ``bench/<name>.py`` (bench/ is not a package; its own imports resolve from bench/)."""
+    import importlib.util
+
+    sys.path.insert(0, str(REPO / "bench"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

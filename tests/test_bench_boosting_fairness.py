@@ -14,18 +14,12 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, bench_module
 
 
-def _module(name):
-    sys.path.insert(0, str(REPO / "bench"))
-    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-bf = _module("boosting_fairness")
+bf = bench_module("boosting_fairness")
 
 
 # --------------------------------------------------------------------------------- metrics

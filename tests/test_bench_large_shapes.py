@@ -3,27 +3,19 @@
 The benchmark itself (timings, memory) is run by hand; these check that what it writes is the data
 it generated, exactly, whatever the chunking.
 """
-import importlib.util
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, bench_module
 
 from fastcon.datasets import read_libsvm
 
 
-def _module(name):
-    sys.path.insert(0, str(REPO / "bench"))
-    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-synthetic = _module("synthetic_sparse")
-shapes = _module("large_shapes")
+synthetic = bench_module("synthetic_sparse")
+shapes = bench_module("large_shapes")
 
 
 def _stack(chunks):
