@@ -9,9 +9,7 @@ Common keywords mean the same in every solver that has them (tests/test_solver_k
 switching test), ``seed`` (same seed, same bits), ``record_every`` (history rows at the multiples of
 it, plus the last iteration; default None: `fastcon.solvers._common.default_record_every`),
 ``callback(t, x_{t+1}, info) -> bool`` (True stops with status ``"callback_stop"``), ``verbose`` and
-``step_size`` (the primal step's scale). Deprecated names (``theory_parameters``, conex's
-``averaging_weights``, iqrc's ``inner``, exact_penalty_trust_region's ``tolerance``) still work and
-emit a FutureWarning naming the new one.
+``step_size`` (the primal step's scale).
 """
 from ._schedules import as_schedule, constant, inverse_linear, inverse_sqrt, linear
 from .conex import conex, prox_weights_to_steps
@@ -22,8 +20,6 @@ from .exact_penalty import exact_penalty_trust_region
 from ._smoothed_penalty import kkt_multiplier, smoothed_plus, smoothed_plus_derivative
 from .spider import spider, spider_theory_parameters
 from .switching import check_certificate, switching_subgradient, switching_theory_parameters
-# Deprecated alias of switching_theory_parameters (FutureWarning when called); not in __all__.
-from .switching import theory_parameters
 from .augmented_lagrangian import augmented_lagrangian
 from .feasibility import FeasibilityResult, check_feasibility, support_function
 from .projected_gradient import gradient_lipschitz_constant, projected_gradient

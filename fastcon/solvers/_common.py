@@ -3,10 +3,8 @@ metering that excludes history-only evaluations, argument checks and the optiona
 certificate."""
 from __future__ import annotations
 
-import functools
 import math
 import time
-import warnings
 
 import numpy as np
 
@@ -80,47 +78,6 @@ def average_weight_values(weights, n, step_sizes):
         check_choice("average_weights", weights, ("step_size", "linear"))
         return np.asarray(step_sizes, dtype=np.float64) if weights == "step_size" else np.arange(1.0, n + 1.0)
     return check_schedule("average_weights", weights, n)
-
-
-def rename_keywords(kwargs, renames, owner, stacklevel=3):
-    """Move deprecated keyword names in ``kwargs`` (in place) to their new names, with a FutureWarning.
-
-    ``renames`` maps old name -> new name; giving both is a TypeError (as a duplicated argument is).
-    """
-    for old, new in renames.items():
-        if old in kwargs:
-            if new in kwargs:
-                raise TypeError(f"{new}: given both as {new!r} and as its deprecated name {old!r} ({owner})")
-            warnings.warn(f"{old}: renamed {new!r} in {owner}; the old name will be removed in a future version",
-                          FutureWarning, stacklevel=stacklevel)
-            kwargs[new] = kwargs.pop(old)
-    return kwargs
-
-
-def renamed_keywords(**renames):
-    """Decorator: the function also accepts the deprecated keyword names ``old=new`` (see `rename_keywords`).
-
-    The wrapper keeps the function's signature (`inspect.signature` follows ``__wrapped__``), so
-    the old names appear nowhere in the public signature.
-    """
-    def decorate(func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            return func(*args, **rename_keywords(kwargs, renames, func.__name__))
-        return wrapper
-    return decorate
-
-
-def deprecated_alias(func, old_name, owner):
-    """``func`` under its old name ``old_name``: same result, plus a FutureWarning naming ``func``."""
-    @functools.wraps(func)
-    def alias(*args, **kwargs):
-        warnings.warn(f"{old_name}: renamed {func.__name__!r} in {owner}; the old name will be removed in a "
-                      "future version", FutureWarning, stacklevel=2)
-        return func(*args, **kwargs)
-    alias.__name__ = alias.__qualname__ = old_name
-    alias.__doc__ = f"Deprecated alias of `{func.__name__}` (emits a FutureWarning)."
-    return alias
 
 
 def as_seed_sequence(seed):

@@ -33,7 +33,7 @@ from ._output import WeightedAverage
 from ._schedules import Schedule, as_schedule
 from ._common import (
     average_weight_values, check_choice, constraint_rows, default_record_every, describe_seed, FEASIBILITY_TOLERANCE,
-    make_objective_oracle, no_feasible_message, PassMeter, renamed_keywords, start_point, stationarity_certificate,
+    make_objective_oracle, no_feasible_message, PassMeter, start_point, stationarity_certificate,
     seeded_streams,
 )
 from ._validation import (
@@ -59,7 +59,6 @@ def prox_weights_to_steps(eta_prox, tau_prox):
             Schedule(lambda t: 1.0 / tau(t), f"1/({tau!r})"))
 
 
-@renamed_keywords(averaging_weights="average_weights")
 def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, theta=1.0,
           extrapolation="linearized", output="last", average_weights=1.0, y0=None,
           objective_oracle="deterministic", objective_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE,
@@ -89,8 +88,7 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
     average_weights : {"step_size", "linear"}, float or callable of t
         The weights :math:`\gamma_t \ge 0` of ``output="average"``, as in `switching_subgradient`:
         1 (default) uniform, ``"linear"`` or ``linear(1)`` :math:`t + 1`, ``"step_size"`` the primal
-        step :math:`\eta_t`; all 0: the plain average. (Formerly ``averaging_weights``, still
-        accepted with a FutureWarning.)
+        step :math:`\eta_t`; all 0: the plain average.
     y0 : array-like of shape (m,), optional
         Initial multipliers (default 0).
     objective_oracle, objective_batch_size

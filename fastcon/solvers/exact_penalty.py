@@ -98,7 +98,7 @@ from .._progress import Progress
 from .._results import History, SolveResult
 from ..problems import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole
 from ._common import (
-    check_choice, default_record_every, describe_seed, no_feasible_message, PassMeter, renamed_keywords, start_point,
+    check_choice, default_record_every, describe_seed, no_feasible_message, PassMeter, start_point,
 )
 from ._validation import check_callback, check_count, check_optional_count, check_real, check_seed
 
@@ -268,7 +268,6 @@ def _record(history, meter, k, row, force, passes_time=None):
 
 
 # ---------------------------------------------------------------------------- the solver
-@renamed_keywords(tolerance="criticality_tolerance")
 def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update="steering", steering=0.1,
                                penalty_increase=100.0, max_penalty=1e12, max_steering_repeats=5, radius=1.0,
                                max_iter=1000, eta1=0.3, eta2=0.7, gamma=0.5, gamma_accept=1.0, expansion=1.0,
@@ -319,7 +318,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     criticality_tolerance : float
         :math:`\epsilon > 0` for the criticality measures :math:`\psi_\sigma` and :math:`\chi` (a
         stopping test, not a level of :math:`g`: in the other solvers ``tolerance`` is a threshold on
-        :math:`g`). Formerly ``tolerance``, still accepted with a FutureWarning.
+        :math:`g`).
     feasibility_tolerance : float, optional
         :math:`\epsilon_{\mathrm{feas}}` on the maximum violation for ``"converged"``; default
         ``criticality_tolerance``.

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._results import SolveResult
 from ._common import (
-    FEASIBILITY_TOLERANCE, PassMeter, check_choice, describe_seed, no_feasible_message, renamed_keywords,
+    FEASIBILITY_TOLERANCE, PassMeter, check_choice, describe_seed, no_feasible_message,
     seeded_streams, start_point,
 )
 from ._validation import (
@@ -106,7 +106,6 @@ def _phase_one(problem, x, target, max_iter, step_size):
     return x_out.copy(), report
 
 
-@renamed_keywords(inner="inner_solver")
 def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBILITY_TOLERANCE,
          tolerance_reading="threshold", outer_iter=50, inner_iter=20000, inner_solver="switching", inner_params=None,
          output="last", phase_one=True, phase_one_iter=1000, phase_one_step_size="polyak", seed=0, record_every=None,
@@ -181,7 +180,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
         :math:`K` per subproblem (paper: 20000, fixed rather than Theorem 2's formula).
     inner_solver : {"switching", "online"}
         Algorithm 2 (deterministic oracles) or Algorithm 3 (stochastic minibatch oracles); the
-        keyword of `proximal_point` (formerly ``inner``, still accepted with a FutureWarning).
+        keyword of `proximal_point`.
     inner_params : dict, optional
         Extra keyword arguments of the inner solver, e.g. ``V``, ``alpha``,
         ``objective_batch_size``, ``constraint_batch_size`` for ``"online"``. ``step_size`` and

@@ -26,7 +26,7 @@ from ._schedules import Schedule, constant, linear
 from .conex import _conex
 from .online_stochastic import _online_stochastic_subgradient
 from ._common import (
-    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message, rename_keywords,
+    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message,
     start_point,
 )
 from ._validation import (
@@ -127,8 +127,6 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     check_seed("seed", seed)
     check_callback("callback", callback)
     params = dict(inner_params or {})
-    if inner_solver == "conex":
-        rename_keywords(params, {"averaging_weights": "average_weights"}, "conex (inner_params)")
     for key in ("max_iter", "output", "seed", "record_every", "record_problem", "y0"):
         if key in params:
             raise ValueError(f"inner_params: {key!r} is set by proximal_point")

@@ -46,7 +46,7 @@ from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ..problems import Ball, PenalizedTerm, ShiftedTerm, Whole
 from ._common import (
-    as_seed_sequence, check_choice, default_record_every, deprecated_alias, describe_seed, FEASIBILITY_TOLERANCE,
+    as_seed_sequence, check_choice, default_record_every, describe_seed, FEASIBILITY_TOLERANCE,
     no_feasible_message, start_point, stationarity_certificate,
 )
 from ._validation import (
@@ -416,5 +416,3 @@ def spider_theory_parameters(epsilon_bar, *, nu, beta, l_f, l_g, rho, Delta, L_g
 
 
 spider.theory_parameters = spider_theory_parameters
-#: Deprecated module-level alias (a FutureWarning); `fastcon.solvers` exports `spider_theory_parameters`.
-theory_parameters = deprecated_alias(spider_theory_parameters, "theory_parameters", "fastcon.solvers.spider")

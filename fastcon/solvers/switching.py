@@ -39,7 +39,7 @@ from .._results import History, SolveResult
 from .._kernels._vector import axpy
 from ._output import BestIterate, RandomIterate, WeightedAverage
 from ._common import (
-    average_weight_values, check_choice, constraint_rows, default_record_every, deprecated_alias, describe_seed,
+    average_weight_values, check_choice, constraint_rows, default_record_every, describe_seed,
     make_objective_oracle, no_feasible_message, PassMeter, RowSampler, start_point, stationarity_certificate,
     seeded_streams,
 )
@@ -331,8 +331,7 @@ def switching_theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lamb
                                 mu=None) -> dict:
     r"""Parameters prescribed by [HL23]'s theorems for a target :math:`\epsilon`, for `switching_subgradient`.
 
-    (Formerly ``fastcon.solvers.theory_parameters``, kept as a deprecated alias; 3S-Econ's are
-    `spider_theory_parameters`.)
+    3S-Econ's counterpart is `spider_theory_parameters`.
 
     With :math:`\Delta = \hat\rho - \rho` and :math:`\Lambda` from Lemma 3.3 eq. (7),
     :math:`\Lambda = (MD + \hat\rho D^2) / (-g(x_{feas}))` when ``g_slater`` :math:`= g(x_{feas}) < 0`
@@ -421,8 +420,6 @@ def switching_theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lamb
     return out
 
 
-#: Deprecated alias (a FutureWarning): the bare name did not say which solver's theory it is.
-theory_parameters = deprecated_alias(switching_theory_parameters, "theory_parameters", "fastcon.solvers")
 switching_subgradient.theory_parameters = switching_theory_parameters
 
 
