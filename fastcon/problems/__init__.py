@@ -2,8 +2,6 @@
 from ._compose import BlockTerm, CustomTerm, PenalizedTerm, ProximalTerm, ShiftedTerm, custom_term, less_equal, \
     penalized
 from ._demographic_parity import DemographicParityGap, smoothed_demographic_parity
-# Deprecated alias of smoothed_demographic_parity (FutureWarning when called); not in __all__.
-from ._demographic_parity import demographic_parity_gap
 from ._design import DesignMatrix
 from ._erm import ErmResult, erm_optimum, hinge_constrained_problem, hinge_constraint
 from ._domains import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole

@@ -15,8 +15,6 @@ gap :math:`d` (a difference of means, which *is* linear in the rows) and take :m
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .._kernels._datafit import GROUP_GAP, datafit_buffers, datafit_bundle, datafit_value_grad, statistic, \
@@ -148,14 +146,3 @@ def smoothed_demographic_parity(group_p, group_u) -> DemographicParityGap:
     DemographicParityGap
     """
     return DemographicParityGap(group_p, group_u)
-
-
-def demographic_parity_gap(group_p, group_u) -> DemographicParityGap:
-    """Deprecated name of `smoothed_demographic_parity` (a FutureWarning).
-
-    It clashed with `fastcon.metrics.demographic_parity_gap`, the hard gap of scores.
-    """
-    warnings.warn("demographic_parity_gap: renamed 'smoothed_demographic_parity' in fastcon.problems (the name "
-                  "fastcon.metrics.demographic_parity_gap is the hard gap of scores); the old name will be removed "
-                  "in a future version", FutureWarning, stacklevel=2)
-    return smoothed_demographic_parity(group_p, group_u)
