@@ -1,18 +1,17 @@
-"""One name, one meaning: the keywords every solver shares, and the deprecated names that still work.
+"""One name, one meaning: the keywords every solver shares, one spelling each (no deprecated aliases).
 
 Signatures are introspected, then every public solver runs on one tiny fairness problem (logistic
 risk s.t. a smoothed demographic-parity bound) to check that ``x0``, ``max_iter``, ``tolerance``,
 ``seed``, ``record_every``, ``callback``, ``verbose`` and ``step_size`` behave alike.
 """
 import inspect
-import warnings
 
 import numpy as np
 import pytest
 
 from fastcon import metrics, problems, solvers
 from fastcon.datasets import make_fair_classification
-from fastcon.problems import ConstrainedProblem, DemographicParityGap, Whole, less_equal, logistic_risk, \
+from fastcon.problems import ConstrainedProblem, Whole, less_equal, logistic_risk, \
     smoothed_demographic_parity
 from fastcon.solvers import conex, exact_penalty_trust_region, iqrc, online_stochastic_subgradient, \
     proximal_point, spider, switching_subgradient
@@ -257,54 +256,23 @@ def test_average_weights_mean_the_same_in_switching_and_conex():
         run("conex", max_iter=5, average_weights="uniform")
 
 
-# ---------------------------------------------------------------------------- deprecated names
-def test_problems_demographic_parity_gap_is_a_deprecated_alias():
-    data = make_fair_classification(60, D, seed=1)
-    p, u = data.subset(data.groups == 1), data.subset(data.groups == 0)
-    with pytest.warns(FutureWarning, match="^demographic_parity_gap: renamed 'smoothed_demographic_parity'"):
-        old = problems.demographic_parity_gap(p, u)
-    new = smoothed_demographic_parity(p, u)
-    assert isinstance(old, DemographicParityGap)
-    x = np.linspace(-1.0, 1.0, D)
-    assert old.value(x) == new.value(x)
-    assert "demographic_parity_gap" not in problems.__all__
-    # the metric keeps the name: the hard gap of predictions (or of scores at a threshold), no warning
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert metrics.demographic_parity_gap(None, np.array([1.0, -1.0, 1.0, 1.0]),
-                                              sensitive_features=np.array([0, 0, 1, 1])) == 0.5
-
-
-def test_theory_parameters_are_deprecated_aliases():
-    args = (1.0, 1.0, 0.0, 1.0, 0.1)
-    with pytest.warns(FutureWarning, match="^theory_parameters: renamed 'switching_theory_parameters'"):
-        old = solvers.theory_parameters(*args, Lambda=1.0)
-    assert old == solvers.switching_theory_parameters(*args, Lambda=1.0)
-    assert "theory_parameters" not in solvers.__all__
+# ---------------------------------------------------------------------------- one name, no aliases
+def test_old_names_are_gone():
+    """fastcon is unreleased (issue 37): renamed functions and keywords have no deprecated aliases."""
+    assert not hasattr(problems, "demographic_parity_gap")  # now smoothed_demographic_parity
+    assert not hasattr(solvers, "theory_parameters")  # now switching_theory_parameters
+    import importlib
+    assert not hasattr(importlib.import_module("fastcon.solvers.spider"), "theory_parameters")
     assert switching_subgradient.theory_parameters is solvers.switching_theory_parameters
     assert spider.theory_parameters is solvers.spider_theory_parameters
-    import importlib
-    spider_module = importlib.import_module("fastcon.solvers.spider")
-    kw = dict(nu=0.01, beta=10.0, l_f=1.0, l_g=2.0, rho=3.0, Delta=1.0, L_g=2.0, n_samples=400)
-    with pytest.warns(FutureWarning, match="^theory_parameters: renamed 'spider_theory_parameters'"):
-        assert spider_module.theory_parameters(0.1, **kw) == solvers.spider_theory_parameters(0.1, **kw)
     assert "3S-Econ" in spider.__doc__ and "Liu & Xu" in spider.__doc__
-
-
-def test_renamed_keywords_warn_and_mean_the_same():
-    kw = dict(max_iter=20, output="average", record_every=5)
-    with pytest.warns(FutureWarning, match="^averaging_weights: renamed 'average_weights' in conex"):
-        old = run("conex", averaging_weights="linear", **kw)
-    assert_same_bits(old, run("conex", average_weights="linear", **kw))
-    with pytest.raises(TypeError, match="^average_weights: given both"):
-        run("conex", averaging_weights=1.0, average_weights=1.0, **kw)
-    with pytest.warns(FutureWarning, match="^averaging_weights: renamed 'average_weights' in conex"):
-        run("proximal_point", outer_iter=1, inner_iter=10, inner_solver="conex",
-            inner_params=dict(averaging_weights=1.0))
-    with pytest.warns(FutureWarning, match="^inner: renamed 'inner_solver' in iqrc"):
-        old = run("iqrc", outer_iter=1, inner_iter=10, inner="switching")
-    assert_same_bits(old, run("iqrc", outer_iter=1, inner_iter=10, inner_solver="switching"))
-    with pytest.warns(FutureWarning, match="^tolerance: renamed 'criticality_tolerance' in exact_penalty"):
-        old = exact_penalty_trust_region(tiny_problem(), max_iter=5, tolerance=1e-6, record_every=1)
-    new = exact_penalty_trust_region(tiny_problem(), max_iter=5, criticality_tolerance=1e-6, record_every=1)
-    assert_same_bits(old, new)
+    # the metric keeps its name: the hard gap of predictions (or of scores at a threshold)
+    assert metrics.demographic_parity_gap(None, np.array([1.0, -1.0, 1.0, 1.0]),
+                                          sensitive_features=np.array([0, 0, 1, 1])) == 0.5
+    kw = dict(max_iter=5, record_every=5)
+    with pytest.raises(TypeError, match="'averaging_weights'"):
+        run("conex", averaging_weights="linear", **kw)
+    with pytest.raises(TypeError, match="'inner'"):
+        run("iqrc", outer_iter=1, inner_iter=10, inner="switching")
+    with pytest.raises(TypeError, match="'tolerance'"):
+        exact_penalty_trust_region(tiny_problem(), tolerance=1e-6, **kw)
