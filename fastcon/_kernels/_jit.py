@@ -42,6 +42,17 @@ Compile options
     key also holds a hash of every source file of this package (`_sources_tag`): any change of any
     kernel file compiles every kernel afresh.
 
+Processes
+    numba's cache is not safe for processes that compile the same kernels at once (numba issues
+    #4807, #10128: a caller's entry and its callees' entries written by different processes, or an
+    index rewritten by one while another adds to it, load into a process that then crashes). Test
+    runs with pytest-xdist, Dask workers and multiprocessing pools on a cold cache do exactly that:
+    a ``_datafit`` entry written that way segfaulted every later process. Every lookup of a fastcon
+    kernel therefore takes an exclusive ``fcntl`` lock on ``.compile.lock`` in the cache folder; a
+    hit gives it back at once, a miss keeps it through the compilation (of the kernel and of the
+    kernels it calls) and the save, so one process compiles and writes at a time and the others
+    load what it wrote. A failed compilation gives it back too (the end of its ``numba:compile`` event).
+
 Threads
     Importing this module asks numba for a fork-safe threading layer unless the user chose one,
     and `njit` wraps every ``parallel=True`` kernel, and every kernel whose code calls one, in
@@ -54,6 +65,11 @@ import os
 import sys
 import tempfile
 import warnings
+
+try:
+    import fcntl
+except ImportError:   # Windows: no lock between processes (numba's behaviour)
+    fcntl = None
 
 import numba
 from numba.core import caching, config, event
@@ -131,8 +147,42 @@ def _sources_tag() -> str:
     return _state["sources"]
 
 
+class _CompileLock:
+    """An exclusive lock on the kernel cache folder, held by one process from a cache lookup that
+    misses to the save of what it compiled (module notes, Processes). Re-entrant within a process
+    (a kernel's compilation compiles the kernels it calls); a no-op where ``fcntl`` is missing."""
+
+    def __init__(self):
+        self._depth = 0
+        self._file = None
+
+    def acquire(self):
+        if self._depth == 0 and fcntl is not None:
+            try:
+                self._file = open(os.path.join(kernel_cache_dir(), ".compile.lock"), "a+b")
+                fcntl.flock(self._file.fileno(), fcntl.LOCK_EX)
+            except OSError:   # no lock rather than no kernel: numba's own behaviour
+                self._file = None
+        self._depth += 1
+
+    def release(self):
+        if self._depth == 0:
+            return
+        self._depth -= 1
+        if self._depth == 0 and self._file is not None:
+            try:
+                fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+            finally:
+                self._file.close()
+                self._file = None
+
+
+_compile_lock = _CompileLock()
+
+
 class _OptionsKeyedCache(caching.FunctionCache):
-    """numba's function cache, with the compile options and the kernels' sources in the index key (module notes)."""
+    """numba's function cache, with the compile options and the kernels' sources in the index key (module notes),
+    read and written under `_compile_lock`."""
 
     def __init__(self, py_func, tag):
         super().__init__(py_func)
@@ -140,6 +190,22 @@ class _OptionsKeyedCache(caching.FunctionCache):
 
     def _index_key(self, sig, codegen):
         return super()._index_key(sig, codegen) + (self._fastcon_options_tag, _sources_tag())
+
+    def load_overload(self, sig, target_context):
+        _compile_lock.acquire()
+        found = None
+        try:
+            found = super().load_overload(sig, target_context)
+        finally:
+            if found is not None:   # a miss keeps the lock: the compilation and its save follow
+                _compile_lock.release()
+        return found
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        finally:
+            _compile_lock.release()
 
 
 def njit(*args, **options):
@@ -192,7 +258,12 @@ class _ColdCacheNotice(event.Listener):
                   file=sys.stderr, flush=True)
 
     def on_end(self, ev):
-        pass
+        # a failed compilation is never saved: give back the lock its cache lookup took. Failure is
+        # read from the dispatcher (a success adds the overload before the event ends), not from
+        # `Event.is_failed`, which numba 0.6x returns inverted
+        dispatcher = ev.data["dispatcher"]
+        if id(dispatcher) in _cached_kernels and tuple(ev.data["args"]) not in dispatcher.overloads:
+            _compile_lock.release()
 
 
 event.register("numba:compile", _ColdCacheNotice())
