@@ -16,28 +16,27 @@ block for the logistic and sigmoid losses (below).
 How the loss is made generic
 ----------------------------
 Each loss is a tiny ``inline="always"`` function ``z -> (phi(z), phi'(z))``; the kernels take an
-integer loss code and :func:`margin_loss` branches on it once per row. Measured on a9a, the branch
-costs nothing visible (hinge 0.436 ms with the code vs 0.447 ms with the loss passed as a jitted
-function argument; logistic 1.42 vs 1.38 ms, serial), while the alternatives were worse:
+integer loss code and :func:`margin_loss` branches on it once per row. The branch costs nothing
+visible (docs/measurements.md), while the alternatives were worse:
 
 * passing the jitted loss function as an argument (or closing over it in a kernel factory) gives
   fast code, but numba cannot cache such kernels across processes — every process recompiles;
 * compile-time dispatch on a literal code (``numba.literally``) caches, but every call from Python
-  then pays ~3 ms of dispatch.
+  then pays milliseconds of dispatch.
 
 The integer code also suits jitted solver loops, which can hold it as a plain int.
 
 Logistic and sigmoid: blocks of rows
 ------------------------------------
 A transcendental per row made these passes slow: the row loop called libm's ``exp`` and
-``log1p``, which LLVM cannot vectorise (no SVML here), at 15 ns per row for the logistic loss,
-while the honest SciPy reference (``scipy.special.log_expit``/``expit``) uses NumPy's
+``log1p``, which LLVM cannot vectorise (no SVML here), while the honest SciPy reference
+(``scipy.special.log_expit``/``expit``) uses NumPy's
 SIMD-vectorised ``exp``/``log``. So their passes go through the rows in blocks of
 ``LOSS_BLOCK_ROWS`` = 128: (1) the block's margins :math:`z` into a small buffer (the sparse dot
 products as before), (2) :math:`(\phi, \phi')` over the buffer in one loop with no branch and no
 call (:func:`logistic` and :func:`sigmoid` are built from `fastcon._kernels._vecmath`), which
-LLVM vectorises, (3) the loss sum and the subgradient rows of the block, in row order. 64, 128
-and 256 rows measured the same; the buffers (3 kB) stay in L1 and so do the block's rows between
+LLVM vectorises, (3) the loss sum and the subgradient rows of the block, in row order. The
+buffers (3 kB) stay in L1 and so do the block's rows between
 (1) and (3). The value-only kernels do (1), (2) and the loss sum. Row subsets (minibatches) take
 the same blocks, so a pass over ``rows=np.arange(n)`` returns the bits of the full pass, and the
 value-only and value+subgradient kernels return the same value. The hinge losses keep the
@@ -50,12 +49,7 @@ within 3 ulp (:math:`\phi`) and 5 ulp (:math:`\phi'`, the product of two rounded
 multi-class passes) computes the same per-row bits as the passes here; the sigmoid's formula is
 also that of the multi-class block sigmoid (`fastcon._kernels._multiclass_np`).
 
-Measured on a9a (32,561 rows, binary features, value+subgradient, old and new kernel interleaved
-in one process, best of 300; the machine is shared, so ratios are steadier than times): logistic
-0.557 -> 0.311 ms on two threads (the SciPy reference 1.41 ms: 2.5x -> 4.5x) and 1.06 -> 0.51 ms
-on one (1.4x -> 2.8x); sigmoid 0.397 -> 0.283 ms on two threads (reference 0.89 ms: 2.3x -> 3.2x)
-and 0.72 -> 0.43 ms on one (1.2x -> 2.0x); value only, two threads: logistic 0.50 -> 0.18 ms,
-sigmoid 0.33 -> 0.13 ms. The hinge pass, unchanged, takes 0.20-0.24 ms on two threads.
+Measured: docs/measurements.md.
 
 Chunking: see :mod:`fastcon._kernels._linalg`. ``workspace`` has shape ``(n_chunks, d + 1)``: row
 ``k`` holds chunk ``k``'s subgradient accumulator and, in its last slot, its loss sum. Chunk results
@@ -207,8 +201,7 @@ def _csr_span_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi):
     """Positions ``[lo, hi)``: block by block for the smooth losses, row by row otherwise.
 
     Two compiled functions rather than one with both loops: with the block loop (and its buffer)
-    in the same function, the unchanged hinge pass on a9a took 0.27 instead of 0.20 ms on two
-    threads (the same on one thread).
+    in the same function, the hinge pass was slower (docs/measurements.md).
     """
     if _is_smooth(loss):
         return _csr_blocks_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi)

@@ -46,27 +46,16 @@ vectorise (within 1.2 ulp of the exact value, subnormal results included), and
 ``np.true_divide`` so that it vectorises too (see :func:`_block_losses`):
 :math:`r = 1/(1+e^{-|z|})`, :math:`\phi = r` or :math:`e^{-|z|} r` by the sign of :math:`z`, and
 :math:`-\phi' = \phi(1-\phi) = e^{-|z|} r^2` (each factor from its own formula, never
-``1 - phi``). That is about 2.6 ns per margin against 11.5 ns with libm's ``exp`` and two
-divisions, which were the largest cost of a pendigits pass. Other losses call
+``1 - phi``). Other losses call
 :func:`~fastcon._kernels._losses.margin_loss` per entry.
 
 Kernels by layout
 -----------------
-Measured on a 2-core virtual machine whose speed varies by up to 2x from minute to minute (other
-processes, then other guests), best of several runs, with ``bench/bench_multiclass_np.py`` (its
-reference uses one BLAS thread); ratios to the reference are steadier than times. "Before" is
-the previous per-row design (scores and :math:`(\phi, \phi')` of one row, then its rank-one
-update):
-
 * **Dense, every row** (:func:`dense_blas_pairwise_value_grad`): steps 1 and 3 are BLAS products
   (``np.dot`` inside numba: GEMM) on blocks of at most ``BLAS_BLOCK_WORK`` = :math:`2^{17}`
   multiply-adds (rows x C x d). OpenBLAS runs a product that small on one thread whatever its
   thread setting (its GEMM threads only above :math:`4 \cdot 65536`), which matters on a loaded
-  machine: usps' ten terms took 196 ms with 256-row blocks and default BLAS threads, 2.4 ms with
-  32- to 100-row blocks; the block of X also stays in cache between the two products
-  (whole-class GEMMs: 3.6 ms). pendigits' ten terms: 0.54 ms against 1.45 ms before (reference
-  3.9 ms: 7.2x); usps: 2.4 ms against 10.6 ms before (reference 8.3-9.0 ms: 3.4-3.8x; the
-  bench's NumPy prototype of a BLAS path 5.4-6.3 ms).
+  machine, and the block of X stays in cache between the two products.
 * **Dense, row subsets** (minibatches; :func:`dense_pairwise_value_grad`): the per-row loop, C dot
   products with four interleaved partial sums (without fastmath a single running sum cannot use
   SIMD; four let LLVM vectorise) and a contiguous axpy per class for the gradient.
@@ -80,30 +69,11 @@ update):
   leaves C mod 16 to scalar code, which for C = 20 cost as many instructions as the vector part.
   The gradient goes column by column through a CSC copy of the block: column
   :math:`j` gathers the coefficient rows :math:`b_i` of its entries and is written once, where
-  a scatter ``grad_t[j] += a_ij * b_i`` read and wrote a C-vector per entry. One synthetic
-  class (5,000 x 10,000, 50 entries per row, C = 20, warm caches): scores 1.05 ms by groups of
-  eight entries against 1.47 ms one entry at a time, gradient 1.9 ms by columns against 3.5 ms
-  by scatter, the whole pass 2.8 ms against 6.4 ms before. All twenty classes of the bench, one
-  thread: 70-75 ms against 149-168 ms before (reference 180-230 ms: 2.6-2.9x). The 4-wide
-  classes and the loss sums of four rows side by side (:func:`_block_value_coef`: a row's sum is
-  a chain of dependent additions) then took the twenty classes from 80.0 to 73.5 ms on two
-  threads and from 94.1 to 86.5 ms on one (same run, same bits; the machine was in a slow phase:
-  reference 279 ms).
-  Two changes that did **not** pay, measured on an AVX-512 machine (AMD Zen 5, 1 MB L2 per core;
-  one class as above, old and new kernel alternated in one process, one thread): 8-lane vector
-  blocks (8 + 8 + 4 for C = 20, three vector operations per gathered row instead of five, same
-  bits; LLVM did emit 512-bit instructions) took 1.73 ms against 1.67 ms for the whole pass; and
-  column tiles of ``w_t`` small enough for L2 (per-row tile pointers into the sorted CSR rows,
-  2-8 tiles, row blocks of 256 rows to the whole block) took 0.58-0.99 ms for the scores against
-  0.61-0.63 ms untiled, because each row's entries split into shorter runs and more of them fall
-  outside the groups of eight. The scores and the CSC gradient are each bound by the latency of
-  the random row reads (0.63 ms for 250,000 rows of 160 bytes; 0.44 ms when ``w_t`` fits in L2),
-  not by arithmetic. What did pay, on the whole bench pass (twenty distinct class blocks, which
-  do not stay in cache between terms: one warm block repeated twenty times took 20.3 ms against
-  24.8 ms for the twenty blocks): ``w_t``, ``grad_t`` and ``S`` on huge pages (TLB reach;
+  a scatter ``grad_t[j] += a_ij * b_i`` read and wrote a C-vector per entry.
+  The scores and the CSC gradient are each bound by the latency of the random row reads, not by
+  arithmetic; what pays is ``w_t``, ``grad_t`` and ``S`` on huge pages (TLB reach;
   `fastcon._kernels._memory`), a compiled finiteness check of x, and uint16 indices where they
-  fit (`fastcon.problems._multiclass_np`), 28.2 ms before, 22.9-24.4 ms after, on two threads
-  (one thread 45-46 before, 39-40 ms after; reference 118-132 ms, 4.85-5.27x).
+  fit (`fastcon.problems._multiclass_np`). Measured: docs/measurements.md.
 * **CSR, row subsets** (:func:`csr_pairwise_value_grad`): the same scores, and the scatter into
   ``grad_t`` (d x C), which needs no CSC copy of the subset.
 
@@ -117,31 +87,11 @@ gradient transposed: no transpose of :math:`W` (a 1.6 MB strided copy and a para
 its own per call, for C = 20 and d = 10,000), and each gradient row :math:`(\nabla_W)_{:j}` is
 summed in place in the output instead of through ``acc`` and C strided stores. Same bits as the
 default path. The full passes also check the point for NaN/inf themselves, each chunk the rows of
-``w_t`` that match its index (:func:`_csr_rows_losses`), instead of a serial scan before the call
-(55 µs per term on the benchmark's cold 1.6 MB point), and a sparse row's last ``nnz mod 8``
-entries go four classes at a time (`fastcon._kernels._simd.add_scaled_4`; same bits).
-Measured on an Intel Sapphire Rapids machine (2 cores, KVM, 2 MB L2 per core) on the bench's
-twenty synthetic classes, all terms' values and gradients, two threads: 38.3 ms in the
-``"classes"`` layout and 30.7 ms in ``"features"`` before the in-kernel check and the in-place
-rows (reference 156 ms); in-place rows 28.1 -> 26.6 ms (kernels alone); with everything,
-28.2 ms in ``"features"`` against 36.0 ms in ``"classes"`` (reference 158.6 ms: 5.6x and 4.4x).
-Tried on that machine and dropped, each against the kernel of the time in one process:
-
-* software prefetch (``llvm.prefetch``) of the table rows 8-24 entries ahead: 35.3 against
-  34.0 ms on two threads, 58.9 against 55.6 ms on one (a prototype of the scores alone had shown
-  10%, which did not survive a second run);
-* 8-lane blocks (8 + 8 + 4 classes) and fused multiply-adds: one block's scores 0.94 and 0.87 ms
-  against 0.88 ms (with the table in L1: 0.55 against 0.57 ms), i.e. not arithmetic-bound;
-* one pass over the CSR rows that scatters :math:`a_{ij} b_i` into ``grad_t`` (streams the block
-  once, no CSC copy): 90 against 51 ms on one thread;
-* one transposed copy of :math:`W` shared by the terms of a problem and reused while the point is
-  unchanged: comparing the point with the copy cost 90 µs per term (cold), as much as the
-  transpose it saves;
-* dynamic scheduling of the chunks (``numba.set_parallel_chunksize(1)``): no change;
-* OpenMP workers that spin briefly between regions (``GOMP_SPINCOUNT`` = 10,000, about 0.2 ms)
-  instead of sleeping: 34.0 -> 30.9 ms for the pass, but a loop alternating numba regions with
-  BLAS products took 1.55 s against 1.14 s (1.31 s at 3,000; fully active workers: 18.6 s), so
-  fastcon keeps passive waiting (`fastcon/__init__.py`).
+``w_t`` that match its index (:func:`_csr_rows_losses`), instead of a serial scan before the call,
+and a sparse row's last ``nnz mod 8`` entries go four classes at a time (`fastcon._kernels._simd.add_scaled_4`; same bits).
+Measurements, and what was tried and dropped (software prefetch, 8-lane blocks, one scatter pass
+without a CSC copy, a shared transposed copy of :math:`W`, dynamic scheduling, spinning OpenMP
+workers): docs/measurements.md.
 
 Intercepts (``intercept``)
 --------------------------
@@ -163,9 +113,7 @@ Full CSR passes over a large block (nnz C / 4 at least twice ``MIN_CHUNK_WORK`` 
 `fastcon._kernels._linalg`, e.g. the synthetic 5,000-row classes) run in parallel chunks of rows
 (steps 1-2) and then of columns (step 3), a number fixed by the data: every row and column is
 computed whole by one thread and the chunks' loss sums are added in chunk order, so the results
-do not depend on the number of threads. The bench's twenty classes took 42-48 ms on two threads
-when the second core was free (4.3-4.8x the reference), and gained nothing over one thread while
-other processes held it (71.3 against 71.2 ms). Everything else is serial: a class of the
+do not depend on the number of threads. Everything else is serial: a class of the
 paper's datasets takes about a millisecond, below the size where a parallel region pays off on
 this machine. Nothing is allocated per call.
 """
