@@ -55,10 +55,8 @@ Preconditions (not checked here: the score models and problems validate their in
 Parallelism
     Rows are independent, so the row-chunked passes (`fastcon._kernels._linalg.n_chunks_for`:
     serial below 2^18 entries) give the same bits at any thread count, and at one thread the
-    chunked pass costs what a plain serial loop costs (measured). Two threads gained nothing in
-    our measurements (1M x 7 softmax 48 ms at one and two threads, binary 1M 2.8 / 2.9 ms) but
-    those ran while another process held the second core, so they do not show what a free core
-    gives; the passes are mostly bound by memory traffic (about 300 MB for 1M x 7 with both
+    chunked pass costs what a plain serial loop costs (docs/measurements.md); the passes are
+    mostly bound by memory traffic (about 300 MB for 1M x 7 with both
     anchors). The experiments pin one numba thread anyway (docs/design.md).
 """
 import numpy as np
@@ -216,8 +214,7 @@ def _block_exps(F, i0, i1, E):
 
     Two loops: the shifts :math:`m_i - F_{ij} \ge 0` row by row, then the exponentials over the
     block's entries as one flat, branch-free loop that LLVM vectorises (a loop over one row's J
-    entries is too short to). `softmax_grad_hess` on 1M x 7 scores, one thread: 80 ms with the
-    exponentials in the row loop, 48 ms in blocks.
+    entries is too short to; docs/measurements.md).
     """
     J = F.shape[1]
     for i in range(i0, i1):

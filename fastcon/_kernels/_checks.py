@@ -5,9 +5,8 @@ which every term's oracle runs on its point. A double is NaN or infinite exactly
 exponent bits are all ones, so the scan takes the unsigned minimum of
 ``(bits & EXP) ^ EXP`` over the vector: it is 0 iff some entry is not finite. An unsigned-minimum
 reduction vectorises (integer reductions may be reordered; a floating-point test such as
-``x - x == 0`` summed would not be), and nothing is allocated. At 200,000 entries (the
-``W`` of a 20-class, 10,000-feature multi-class problem, checked by each of its 20 terms per
-evaluation) it took 12.6 µs against 24.0 µs for NumPy's ``isfinite`` + ``all``.
+``x - x == 0`` summed would not be), and nothing is allocated; about twice as fast as NumPy's
+``isfinite`` + ``all`` (docs/measurements.md).
 """
 import numpy as np
 

@@ -96,7 +96,7 @@ def _sigmoid_prime(z):
 def _gather_scores(indptr, indices, data, rows, n_rows, x, scores):
     """``scores[k] = a_{rows[k]}^T x``. A loop with no data-dependent branch: the rows' cache misses
     (batch rows are scattered over the matrix) overlap instead of waiting behind a mispredicted
-    loss branch, about twice as fast on a9a batches as fusing the loss into this loop."""
+    loss branch (docs/measurements.md)."""
     for k in range(n_rows):
         scores[k] = _csr_dot(indptr, indices, data, np.uint64(rows[k]), x)
 

@@ -9,7 +9,7 @@ the ``_entry``/``_row_at`` overloads below fold to constants — so no branch si
 Speed rules that shape the code:
 
 * loop counters and CSR offsets are unsigned (``uint64``; column indices ``uint32``): numba pays a
-  negative-index wraparound test on every signed index, which made a signed CSR mat-vec 3x slower
+  negative-index wraparound test on every signed index, which made a signed CSR mat-vec slower
   than scipy;
 * parallel loops run over a **fixed number of row chunks** decided by the data size
   (:func:`n_chunks_for`), never by the thread count, and chunk partial results are reduced in chunk
@@ -33,18 +33,14 @@ __all__ = [
 JIT = dict(cache=True, boundscheck=False, fastmath=False, nogil=True)
 # Only explicit ``prange`` loops run in parallel. With ``parallel=True`` numba also turns array
 # expressions such as ``out[:] = 0.0`` into parallel regions, so even the serial branch of a kernel
-# paid a thread-pool round trip (8 ms instead of 1.5 ms for a 3,300 x 400 threshold sweep with the
-# other core busy). Chunked prange loops with per-chunk accumulators are all the kernels need.
+# paid a thread-pool round trip (docs/measurements.md). Chunked prange loops with per-chunk accumulators are all the kernels need.
 JIT_PARALLEL = dict(JIT, parallel=dict(prange=True, reduction=True, comprehension=False, inplace_binop=False,
                                        setitem=False, numpy=False, stencil=False, fusion=False))
 
 #: Below twice this many stored entries a pass stays serial, and chunks never hold less work.
-#: Starting the thread pool costs ~10 µs, but the real price of a parallel region is waiting for the
-#: slowest thread: when another process holds a core, that wait can be a scheduler tick (~4 ms).
-#: With 32k-entry chunks, 0.2 ms passes on COMPAS-sized data took 10+ ms on a busy machine; with
-#: 1M-entry chunks a9a's passes (0.45M nonzeros) went serial and lost their speed-up on a quiet one
-#: (hinge value+subgradient 1.7x the SciPy reference instead of 3.9x). 128k entries keeps
-#: COMPAS-sized passes serial and splits a9a in two. The threading layer's idle workers sleep (tbb,
+#: The price of a parallel region is waiting for the slowest thread, which can be a scheduler tick
+#: when another process holds a core; 128k entries keeps COMPAS-sized passes serial and splits
+#: a9a in two (docs/measurements.md). The threading layer's idle workers sleep (tbb,
 #: workqueue: `fastcon._kernels._threading`), which keeps the busy-machine cost bounded.
 MIN_CHUNK_WORK = 1 << 17
 #: Upper bound on the chunk count; a power of two so that 1, 2, 4, 8 or 16 threads split it evenly.
@@ -103,9 +99,7 @@ def n_chunks_for(n_rows, work, n_features):
         Length of a per-chunk accumulator; chunks are limited so that the ``(n_chunks,
         n_features)`` scratch, zeroed and reduced every pass, holds at most an eighth as many
         numbers as the pass reads entries. A scattered entry costs several streamed ones, but the
-        scratch also competes with the gathered vector for cache: on 1M x 1M binary rows (37.6M
-        entries, 2 cores) :math:`X^\top c` took 50 ms with 16 chunks (128 MB of scratch), 40 ms
-        with 2 or 4 and 50 ms serial (docs/benchmarks.md, "Large data").
+        scratch also competes with the gathered vector for cache (docs/measurements.md).
 
     Returns
     -------

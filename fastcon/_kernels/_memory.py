@@ -4,10 +4,7 @@ A kernel that gathers rows of a table at random (the transposed weights ``w_t`` 
 multi-class kernels: one row of C doubles per stored entry; the coefficient rows ``S`` read back
 column by column) touches a different 4 KiB page on almost every read once the table is larger
 than the first-level TLB covers (a few hundred KiB). On 2 MiB pages a 1.6 MB table is one or two
-TLB entries. Measured on one synthetic class of the mNPC benchmark (5,000 x 10,000 CSR, 50
-entries per row, C = 20, warm caches, old and new layout alternated in one process): the whole
-value+gradient pass went from 2.01 to 1.95 ms on one thread and from 0.99 to 0.94 ms on two
-(25th percentiles 2.27 to 2.19 and 1.15 to 1.06 ms).
+TLB entries (measured: docs/measurements.md).
 
 Linux hands out huge pages to anonymous memory that asks for them (``madvise(MADV_HUGEPAGE)``)
 when ``/sys/kernel/mm/transparent_hugepage/enabled`` is ``always`` or ``madvise``; the mapping

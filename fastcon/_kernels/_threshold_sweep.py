@@ -40,9 +40,8 @@ Divisions then dominate (~2 cycles per pair even vectorised). Four samples share
 :math:`\sum_{k=1}^4 1/d_k = (d_1 d_2 (d_3+d_4) + d_3 d_4 (d_1+d_2)) / (d_1 d_2 d_3 d_4)` with
 :math:`d_k = 1 + a_k f_j \ge 1` — all terms positive, so ~6 ulp of rounding, no cancellation and no
 underflow. It is used when every :math:`a_k f_j` of the block is at most :data:`QUAD_SAFE`, so the
-product cannot overflow; other blocks take one division per pair. Measured on a9a-sized input (32k
-scores, 400 thresholds, one thread): 9.4 ms with a division per pair, 2.9 ms with the shared one;
-NumPy's exp-per-pair matrix takes ~250 ms.
+product cannot overflow; other blocks take one division per pair (measured:
+docs/measurements.md).
 
 Determinism
 -----------
@@ -202,9 +201,8 @@ def sigmoid_sweep(s, starts, anchors, tops, factors, out, scratch):
     """
     n = s.shape[0]
     n_chunks = scratch.shape[0]
-    # Always the prange loop, even for one chunk: the same loop in a serial branch ran 3-6x slower
-    # (a9a groups, 400 thresholds, one thread, measured side by side in one process); the parallel
-    # compilation of the chunk body vectorizes the threshold loop, the serial one did not.
+    # Always the prange loop, even for one chunk: the same loop in a serial branch ran slower
+    # (docs/measurements.md); the parallel compilation of the chunk body vectorizes the threshold loop, the serial one did not.
     for c in prange(n_chunks):
         lo, hi = _chunk_span(c, n_chunks, n)
         _sweep_span(s, starts, anchors, tops, factors, scratch[c], lo, hi)

@@ -93,7 +93,7 @@ CG_PASSES = 3.0
 
 # --------------------------------------------------------------------------- passes over C
 # Reductions over a row may be reassociated (``fastmath={"reassoc"}``): it lets LLVM vectorize the
-# sums, 3x faster per pass at m = 1300, and the order is still fixed for a given machine, so results
+# sums (docs/measurements.md), and the order is still fixed for a given machine, so results
 # stay deterministic. No other fast-math flag is set (no FMA contraction, no reciprocal tricks).
 JIT_SUM = dict(JIT, fastmath={"reassoc"})
 

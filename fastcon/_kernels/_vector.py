@@ -3,12 +3,8 @@ r"""Fused vector updates for the long iterates of the Wasserstein problem (:math
 On COMPAS the iterate has :math:`m^2 + d` = 478,880 entries (3.8 MB, beyond L2). Written in NumPy,
 the proximal term :math:`\frac{\hat\rho}2\|x - c\|^2` and its gradient took three passes and two
 3.8 MB temporaries per call, and a fresh temporary of that size is an ``mmap`` whose pages fault in
-on first touch. The kernels below make one pass and allocate nothing. COMPAS IPP-ConEx, 2,000
-iterations under cProfile with the test suite running on the other core: 33.4 s before, 20.8 s
-with the proximal term, average and SSG step fused (`ProximalTerm` 3.5 -> 0.4 ms per call), 10.2 s
-with the ConEx step and linearization fused too (`conex` itself 4.3 -> 0.05 ms per iteration); the
-objective value at the end is the same to the last bit. A whole COMPAS IPP-ConEx grid point
-(15,000 iterations, two runs at a time) went from 310-390 s to 80-115 s.
+on first touch. The kernels below make one pass and allocate nothing, with the same bits
+(measured: docs/measurements.md).
 
 Rounding: ``out[i] += rho * (x[i] - c[i])`` is evaluated exactly as NumPy's
 ``out += rho * (x - c)`` (no fused multiply-add: ``fastmath`` is off except for reassociating the
