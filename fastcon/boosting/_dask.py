@@ -57,9 +57,8 @@ What runs where
   calibration's error rates and the final checks (finite, not constant) are reductions too.
 
 Bytes per step: the objective object (a few hundred bytes plus :math:`8G`), the booster sent to
-every worker and returned once (its size grows with the trees: pickled, about 1.1 KB per XGBoost
-tree of depth 3 and 2.6 KB of depth 6, 0.9 KB per LightGBM tree of 7 leaves and 3.4 KB of 31,
-measured on 2,000 rows; with ``rounds=10`` and depth 6 a step adds about 26 KB), and the reduction.
+every worker and returned once (its size grows with the trees, a few KB per tree:
+docs/measurements.md), and the reduction.
 No X, no score vector: X stays on the workers and is never gathered; only the held-out rows'
 scores of the Neyman–Pearson threshold (8 bytes per held-out row, once: the umbrella rule needs
 their order statistic) and the predictions of `predict` (8 bytes per row) come to the client.
@@ -67,8 +66,8 @@ their order statistic) and the predictions of `predict` (8 bytes per row) come t
 What it costs that an in-memory fit does not pay: every training call rebuilds the library's
 data on each worker (the worker's blocks concatenated, XGBoost's quantile sketch, LightGBM's bins,
 the networks of both) and predicts the continued booster's trees on it to get :math:`L_0`, so a
-step costs O(rows x trees so far) besides its ``rounds`` rounds; the libraries' per-call
-overhead was 0.15-0.3 s on a 2-process `LocalCluster` of this 2-core machine.
+step costs O(rows x trees so far) besides its ``rounds`` rounds, plus the libraries' per-call
+overhead (docs/measurements.md).
 
 Equality with the in-memory fit
 -------------------------------
@@ -83,12 +82,9 @@ its sums across machines in another order, and a feature's bins come from one wo
 (values seen fewer than ``min_data_in_bin`` times there are merged): the trees agree when no leaf
 comes near ``min_data_in_leaf`` and each feature has few values, each frequent in every block
 (tests, two classes). The estimated counts are off where the Lagrangian weights differ much
-between rows: ABPP with ``dual_step=0.5`` on 1,200 rows (class weights 294 to 1 after three steps)
-changed the trees, which ``min_data_in_leaf=1, min_sum_hessian_in_leaf=0`` made equal again; with
-``dual_step=0.1`` (71 to 1) they were equal (measured).
-Otherwise some trees differ, and the fit meets its bounds on the training rows like the in-memory
-one, with other trees (tests, three classes: the class error rates within 0.025 of the in-memory
-fit's, measured).
+between rows, where ``min_data_in_leaf=1, min_sum_hessian_in_leaf=0`` made the trees equal again
+(docs/measurements.md). Otherwise some trees differ, and the fit meets its bounds on the training
+rows like the in-memory one, with other trees (tests, three classes).
 
 Limits (clear errors): y, the groups and the objective weights in memory (per-class only); no
 sensitive columns read from a dask X; the score problems' outlier and bound-reset heuristics

@@ -2,10 +2,8 @@
 
 The solvers' passes over X are memory-bound. A CSR entry costs 12 bytes (value and column index)
 against 8 for a dense one, and its indirect loads cost more per entry than dense streaming, so a
-dense X is converted once when at most `SPARSE_DENSITY` of its entries are non-zero. Measured (one
-thread): Adult's one-hot table (13 % non-zeros) a fit pass 1.0 → 0.3 ms; bank's cross-term design of
-[HHYL25] (16 %, 24,713 × 128) X̃w 3.1 → 0.43 ms; law school's (46 %) would gain only 0.20 → 0.15 ms
-and stays dense. Exact zeros add nothing, so results move by round-off only.
+dense X is converted once when at most `SPARSE_DENSITY` of its entries are non-zero (measured:
+docs/measurements.md). Exact zeros add nothing, so results move by round-off only.
 """
 import numpy as np
 import scipy.sparse as sp

@@ -113,8 +113,8 @@ def _lp_dual(BA, c):
     r"""Dual of the primal LP: max :math:`\sum_i \alpha_i` s.t. :math:`(BA)^\top \alpha = 0`,
     :math:`0 \le \alpha \le c`.
 
-    It has d equality rows instead of n inequality rows, so the simplex basis is d x d: on a9a it
-    is ~14x faster than the primal (3 s vs 43 s). :math:`w` is read off the equality multipliers
+    It has d equality rows instead of n inequality rows, so the simplex basis is d x d: much
+    faster than the primal when n >> d (docs/measurements.md). :math:`w` is read off the equality multipliers
     (``w = -marginals``: ``linprog`` minimises :math:`-\sum\alpha`, so the sign flips).
     """
     n, d = BA.shape

@@ -136,10 +136,8 @@ class ClassPairwiseRisk:
     side by side, class :math:`c` at ``x[c::C]``; gradients are laid out like ``x``. The CSR
     kernels read one C-vector of weights per stored entry and write one C-vector of gradient per
     column, so ``"features"`` is their native layout: a ``"classes"`` term transposes
-    :math:`W` (and, for minibatches, the gradient) on every call. Measured on the synthetic CSR
-    benchmark (``bench/bench_multiclass_np.py``: 20 classes of 5,000 x 10,000, 50 entries per
-    row, all twenty terms' values and gradients, two threads): 36.0 ms in ``"classes"`` against
-    28.2 ms in ``"features"`` (same run; the SciPy reference 158.6 ms). On dense data the two
+    :math:`W` (and, for minibatches, the gradient) on every call, slower on the synthetic
+    CSR benchmark (docs/measurements.md). On dense data the two
     layouts cost the same (BLAS takes either; a ``"features"`` term transposes the small
     :math:`C \times d` matrix). Values are the same bits in both layouts, gradients the same
     bits permuted.
@@ -320,8 +318,7 @@ class ClassPairwiseRisk:
     # ------------------------------------------------------------------ kernel dispatch
     def _full_pass_point(self, x):
         # The full CSR kernels check the point for NaN/inf themselves, each chunk its share inside
-        # the parallel region (about 1 ms per pass of the 20-class benchmark's terms, where a
-        # serial scan of the cold 1.6 MB point took 55 µs per term); a NaN value sends the caller
+        # the parallel region (docs/measurements.md); a NaN value sends the caller
         # to _finite_point.
         return check_x(x, self.n_features, finite_from=self.n_features if len(self._design) == 3 else 0)
 

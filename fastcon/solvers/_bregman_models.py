@@ -111,13 +111,8 @@ class LinearScoreModel:
         :math:`\ge 0`.
     solver : {"lbfgs", "newton-cg"}
         Prox-step solver: SciPy's L-BFGS-B (default) or Newton-CG with exact Hessian-vector
-        products (two passes each), both stopped by the gradient test of `prox_step`. Measured on
-        Adult (32,561 × 108 as CSR, ridge 1, one BLAS thread), data passes (a gradient = 2, a
-        Hessian-vector product = 2): 20 ABPP steps of the binary NP problem (class-0 rate 0.05,
-        `NeymanPearsonScores.from_error_rates`, μ = 1) 4,250 passes with L-BFGS vs 4,496 with
-        Newton-CG; 3 CBPR outer × 10 inner steps of `GroupLossGap` (sex, α = 0.01) 578 vs 1,138.
-        Wall time followed the passes on the shared machine (fairness 1.7 s vs 2.2–3.6 s; NP within
-        noise, 4.5–6.6 s both). Sum-type constraints make the weights large (there, the first dual
+        products (two passes each), both stopped by the gradient test of `prox_step`; L-BFGS took
+        as many or fewer data passes on Adult (docs/measurements.md). Sum-type constraints make the weights large (there, the first dual
         step already gives class 0 the weight :math:`\sigma_0 g(0) = 0.1 \times 16{,}278`), so the
         subproblems are ill-conditioned and SciPy's unpreconditioned CG needs about 90 products per
         Newton-CG prox step.
@@ -519,8 +514,8 @@ class LinearScoreModel:
             x_best = x_start
         else:
             # the solvers' vector work has p·J entries and the dot products over n rows are short:
-            # OpenBLAS threads spinning on a shared machine made an Adult prox step 15x slower
-            # (14.1 s vs 0.90 s for three steps) - as in augmented_lagrangian
+            # OpenBLAS threads spinning on a shared machine made an Adult prox step much slower
+            # (docs/measurements.md) - as in augmented_lagrangian
             import scipy.optimize  # both imported on first use, not at `import fastcon`
             from threadpoolctl import threadpool_limits
 

@@ -97,8 +97,7 @@ class _ScoreProblem:
 
     def objective_value(self, model, state) -> float:
         r""":math:`f = \sum_i w_i\ell_i + r(x)` over the kept rows (:math:`r`: the model's regulariser)."""
-        # a plain sum, not a BLAS dot: a length-n `@` wakes OpenBLAS's thread pool (7-8 ms a call on a
-        # loaded 2-core machine against 0.17 ms on one thread)
+        # a plain sum, not a BLAS dot: a length-n `@` wakes OpenBLAS's thread pool (docs/measurements.md)
         value = float(np.sum(self._objective_weights * self.keep * self.losses(model, state)))
         regularization = getattr(model, "regularization", None)
         return value + (regularization(state) if regularization is not None else 0.0)

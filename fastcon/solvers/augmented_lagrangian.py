@@ -229,7 +229,7 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
     f_value, g = np.nan, np.zeros(m)
     for k in range(max_iter):
         # L-BFGS works on vectors of n_features entries: OpenBLAS threads for its dot products cost
-        # more than they give (a9a fit 1.09 s with them, 0.50 s without)
+        # more than they give (docs/measurements.md)
         with threadpool_limits(1, user_api="blas"):
             res = scipy.optimize.minimize(objective, start_of(x), jac=True, method="L-BFGS-B", bounds=inner_bounds,
                                           callback=inner_callback,
