@@ -47,6 +47,15 @@ class BoostingState:
     """A point of a boosting score model: ``coefficients`` (prox-step index -> weight) and training ``scores``.
 
     The scores are read-only: states share them with the solver's bookkeeping.
+
+    Parameters
+    ----------
+    owner : score model
+        The model the state belongs to (`XGBoostScoreModel` or `LightGBMScoreModel`).
+    coefficients : dict of int to float
+        Prox-step index -> weight (stored sorted by step).
+    scores : ndarray
+        Training scores of the state; made read-only.
     """
 
     __slots__ = ("owner", "coefficients", "scores")
@@ -509,6 +518,23 @@ class LightGBMScoreModel(_BoostingScoreModel):
     ``min(20, max(1, n // 4))`` for n training rows: LightGBM's default 20 cannot split fewer than
     40 rows and stopped with an internal check; from 80 rows on it is LightGBM's 20. A
     ``min_data_in_leaf`` of more than n/2 is a ValueError naming the rows it needs.
+
+    Parameters
+    ----------
+    X : {ndarray, CSR matrix} of shape (n, d)
+        Training rows, as in `XGBoostScoreModel`.
+    labels : array-like of int, shape (n,)
+        Class ids 0..J-1 (0/1 for two classes).
+    n_classes : int
+        J >= 2.
+    rounds : int
+        Boosting rounds per prox step, default 10.
+    params : dict, optional
+        Tree parameters passed through to LightGBM (see below).
+    seed : int
+        LightGBM's ``seed``.
+    n_threads : int
+        LightGBM's ``num_threads`` (default 1), at most the CPUs this process may use.
     """
 
     backend_name = "lightgbm"

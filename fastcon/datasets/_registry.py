@@ -294,7 +294,13 @@ def _offline() -> bool:
 
 
 def data_home(data_home=None) -> Path:
-    """The data folder: the argument, else ``$FASTCON_DATA``, else ``~/.cache/fastcon``."""
+    """The data folder: the argument, else ``$FASTCON_DATA``, else ``~/.cache/fastcon``.
+
+    Parameters
+    ----------
+    data_home : str or path-like, optional
+        The data folder to use; default ``$FASTCON_DATA``, else ``~/.cache/fastcon``.
+    """
     if data_home is None:
         data_home = os.environ.get("FASTCON_DATA") or "~/.cache/fastcon"
     return Path(data_home).expanduser()
@@ -560,6 +566,13 @@ def load(name, data_home=None, subset="train", download=None, verify=True) -> Da
 
 def dataset_info(name, data_home=None) -> dict:
     """Description, shapes, groups, encoding and file locations (present or where to put them).
+
+    Parameters
+    ----------
+    name : str
+        Registry name of the dataset (see `list_datasets`).
+    data_home : str or path-like, optional
+        The data folder (see `data_home`).
 
     Returns
     -------

@@ -70,6 +70,13 @@ def np_umbrella_min_samples(alpha, delta) -> int:
     The largest rank :math:`k = n` has :math:`v(n) = (1-\alpha)^n`, so
     :math:`n_{\min} = \lceil \log\delta / \log(1-\alpha) \rceil` (59 for
     :math:`\alpha = \delta = 0.05`).
+
+    Parameters
+    ----------
+    alpha : float
+        :math:`\alpha`, the type-I error bound, in (0, 1).
+    delta : float
+        :math:`\delta`, the allowed probability of violating it, in (0, 1).
     """
     alpha, delta = _level(alpha, "alpha"), _level(delta, "delta")
     n = max(1, math.ceil(math.log(delta) / math.log1p(-alpha)))

@@ -56,6 +56,11 @@ def preserved_counters(problem):
     Certificates are measurements, not part of the algorithm: the data passes they spend must not
     show up in the caller's solver accounting. A term whose counter cannot be found or restored
     triggers a RuntimeWarning (checked through ``problem.rows_read_f/g`` when available).
+
+    Parameters
+    ----------
+    problem : ConstrainedProblem
+        The problem whose terms' ``rows_read`` counters are restored.
     """
     seen = set()
     holders = _counter_holders(problem.objective, [], seen)
@@ -373,6 +378,15 @@ def constraint_violation(problem, x, per_constraint=False):
     With ``per_constraint=True`` returns the array :math:`([g_i(x)]_+)_i`. Membership of
     :math:`\mathcal X` is not included (solvers keep iterates in :math:`\mathcal X` by projection;
     check ``problem.domain.contains(x)`` separately).
+
+    Parameters
+    ----------
+    problem : ConstrainedProblem
+        The problem whose constraints :math:`g_i` are evaluated.
+    x : ndarray
+        The point.
+    per_constraint : bool
+        Return the per-constraint array instead of the maximum.
     """
     x = np.ascontiguousarray(x, dtype=np.float64)
     with preserved_counters(problem):

@@ -35,7 +35,15 @@ class _Wrapper:
 
 
 class ShiftedTerm(_Wrapper):
-    r"""``term(x) - bound``: the constraint function :math:`g(x) = h(x) - c` of :math:`h(x) \le c`."""
+    r"""``term(x) - bound``: the constraint function :math:`g(x) = h(x) - c` of :math:`h(x) \le c`.
+
+    Parameters
+    ----------
+    term : term
+        :math:`h`.
+    bound : float
+        :math:`c`.
+    """
 
     def __init__(self, term, bound):
         super().__init__(term)
@@ -62,7 +70,15 @@ class ShiftedTerm(_Wrapper):
 
 
 def less_equal(term, bound) -> ShiftedTerm:
-    r"""The constraint :math:`h(x) \le c` as the term :math:`g(x) = h(x) - c` (feasible iff ``g <= 0``)."""
+    r"""The constraint :math:`h(x) \le c` as the term :math:`g(x) = h(x) - c` (feasible iff ``g <= 0``).
+
+    Parameters
+    ----------
+    term : term
+        :math:`h`.
+    bound : float
+        :math:`c`.
+    """
     return ShiftedTerm(term, bound)
 
 
@@ -70,6 +86,15 @@ class ProximalTerm(_Wrapper):
     r""":math:`h(x) + \frac{\hat\rho}{2}\|x - x_k\|^2`, the proximal-point subproblem term ([HL23] eq. 4).
 
     The quadratic reads no data, so ``rows_read`` is that of ``term``. ``center`` is copied.
+
+    Parameters
+    ----------
+    term : term
+        :math:`h`.
+    rho_hat : float
+        :math:`\hat\rho`.
+    center : array-like
+        :math:`x_k`.
     """
 
     def __init__(self, term, rho_hat, center):
@@ -106,6 +131,15 @@ class BlockTerm(_Wrapper):
 
     E.g. the hinge constraint of the Wasserstein problem reads only the weights ``w`` of
     ``x = (vec P, w)``; its subgradient is zero on the other blocks.
+
+    Parameters
+    ----------
+    term : term
+        The term of the block.
+    start : int
+        First index of the block in ``x``.
+    n_features : int
+        Dimension of the whole ``x``.
     """
 
     def __init__(self, term, start, n_features):
@@ -140,6 +174,13 @@ class PenalizedTerm(_Wrapper):
     r""":math:`h(x) + P(x)`: a data term plus a data-free penalty (e.g. `scad_penalty`), as in [LX25]
     Problem 2 (hinge risk + SCAD). Minibatch oracles pass the rows to :math:`h` and add :math:`P` in
     full; ``rows_read`` is that of :math:`h`.
+
+    Parameters
+    ----------
+    term : term
+        The data term :math:`h`.
+    penalty : term
+        The data-free penalty :math:`P`.
     """
 
     def __init__(self, term, penalty):
@@ -175,7 +216,15 @@ class PenalizedTerm(_Wrapper):
 
 
 def penalized(term, penalty) -> PenalizedTerm:
-    r"""The term :math:`h(x) + P(x)` (``penalty`` reads no data)."""
+    r"""The term :math:`h(x) + P(x)` (``penalty`` reads no data).
+
+    Parameters
+    ----------
+    term : term
+        The data term :math:`h`.
+    penalty : term
+        The data-free penalty :math:`P`.
+    """
     return PenalizedTerm(term, penalty)
 
 
@@ -237,5 +286,19 @@ class CustomTerm:
 
 
 def custom_term(value, value_and_subgradient, n_features, n_samples=None, **minibatch) -> CustomTerm:
-    """Wrap Python callables into a term every solver accepts; see `CustomTerm`."""
+    """Wrap Python callables into a term every solver accepts; see `CustomTerm`.
+
+    Parameters
+    ----------
+    value : callable ``x -> float``
+        The term's value.
+    value_and_subgradient : callable ``(x, out) -> float``
+        Writes a subgradient into ``out`` and returns the value.
+    n_features : int
+        Dimension of x.
+    n_samples : int, optional
+        Rows one call reads, for data-pass accounting (default 1).
+    **minibatch : callables, optional
+        ``value_rows`` and ``value_and_subgradient_rows``, the minibatch oracles of `CustomTerm`.
+    """
     return CustomTerm(value, value_and_subgradient, n_features, n_samples, **minibatch)

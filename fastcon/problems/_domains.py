@@ -58,6 +58,13 @@ class Ball(_Domain):
     The norm is scaled before squaring when :math:`\|x - c\|^2` over- or underflows (see
     `fastcon._kernels._projections`), so ``[1e200, 1e200]`` projects onto the unit ball as
     ``[0.707..., 0.707...]`` rather than the centre.
+
+    Parameters
+    ----------
+    radius : float
+        :math:`r \ge 0`.
+    center : array-like, optional
+        :math:`c`; default the origin.
     """
 
     def __init__(self, radius, center=None):
@@ -77,7 +84,15 @@ class Ball(_Domain):
 
 
 class ProductOfBalls(_Domain):
-    r"""Blocks :math:`x_{[o_k, o_{k+1})}` each in its own ball of radius :math:`r_k` (multi-class models)."""
+    r"""Blocks :math:`x_{[o_k, o_{k+1})}` each in its own ball of radius :math:`r_k` (multi-class models).
+
+    Parameters
+    ----------
+    offsets : array-like of int
+        Block boundaries :math:`o_0 < o_1 < \dots` in ``x``.
+    radii : array-like of float
+        :math:`r_k`, one per block.
+    """
 
     def __init__(self, offsets, radii):
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -137,7 +152,13 @@ class ColumnBalls(_Domain):
 
 
 class Box(_Domain):
-    r"""Box :math:`\{x : l \le x \le u\}` (scalars or arrays)."""
+    r"""Box :math:`\{x : l \le x \le u\}` (scalars or arrays).
+
+    Parameters
+    ----------
+    lo, hi : float or array-like
+        The bounds :math:`l` and :math:`u`.
+    """
 
     def __init__(self, lo, hi):
         self.lo = lo if np.ndim(lo) == 0 else np.ascontiguousarray(lo, dtype=np.float64)

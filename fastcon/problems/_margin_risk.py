@@ -236,20 +236,52 @@ def margin_risk(dataset, loss="hinge", sample_weight="dataset") -> MarginRisk:
 
 
 def hinge_risk(dataset, sample_weight="dataset") -> MarginRisk:
-    r"""Hinge risk :math:`L(w) = \frac1n \sum_{i=1}^n \max(0, 1 - b_i a_i^\top w)` ([HL23] eq. 10)."""
+    r"""Hinge risk :math:`L(w) = \frac1n \sum_{i=1}^n \max(0, 1 - b_i a_i^\top w)` ([HL23] eq. 10).
+
+    Parameters
+    ----------
+    dataset : fastcon.Dataset
+        The rows :math:`(a_i, b_i)`, labels in {-1, +1}.
+    sample_weight : array-like of shape (n_samples,), "dataset" or None
+        "dataset" (default) uses ``dataset.sample_weight`` when present.
+    """
     return MarginRisk(dataset, "hinge", sample_weight)
 
 
 def logistic_risk(dataset, sample_weight="dataset") -> MarginRisk:
-    r"""Logistic risk :math:`L(w) = \frac1n \sum_{i=1}^n \log(1 + e^{-b_i a_i^\top w})`."""
+    r"""Logistic risk :math:`L(w) = \frac1n \sum_{i=1}^n \log(1 + e^{-b_i a_i^\top w})`.
+
+    Parameters
+    ----------
+    dataset : fastcon.Dataset
+        The rows :math:`(a_i, b_i)`, labels in {-1, +1}.
+    sample_weight : array-like of shape (n_samples,), "dataset" or None
+        "dataset" (default) uses ``dataset.sample_weight`` when present.
+    """
     return MarginRisk(dataset, "logistic", sample_weight)
 
 
 def sigmoid_risk(dataset, sample_weight="dataset") -> MarginRisk:
-    r"""Sigmoid (smoothed 0-1) risk :math:`L(w) = \frac1n \sum_{i=1}^n 1/(1 + e^{b_i a_i^\top w})` (non-convex)."""
+    r"""Sigmoid (smoothed 0-1) risk :math:`L(w) = \frac1n \sum_{i=1}^n 1/(1 + e^{b_i a_i^\top w})` (non-convex).
+
+    Parameters
+    ----------
+    dataset : fastcon.Dataset
+        The rows :math:`(a_i, b_i)`, labels in {-1, +1}.
+    sample_weight : array-like of shape (n_samples,), "dataset" or None
+        "dataset" (default) uses ``dataset.sample_weight`` when present.
+    """
     return MarginRisk(dataset, "sigmoid", sample_weight)
 
 
 def squared_hinge_risk(dataset, sample_weight="dataset") -> MarginRisk:
-    r"""Squared-hinge risk :math:`L(w) = \frac1n \sum_{i=1}^n \max(0, 1 - b_i a_i^\top w)^2`."""
+    r"""Squared-hinge risk :math:`L(w) = \frac1n \sum_{i=1}^n \max(0, 1 - b_i a_i^\top w)^2`.
+
+    Parameters
+    ----------
+    dataset : fastcon.Dataset
+        The rows :math:`(a_i, b_i)`, labels in {-1, +1}.
+    sample_weight : array-like of shape (n_samples,), "dataset" or None
+        "dataset" (default) uses ``dataset.sample_weight`` when present.
+    """
     return MarginRisk(dataset, "squared_hinge", sample_weight)

@@ -27,6 +27,11 @@ class PartialDPConstraints(_DCBlock):
     lower :math:`f^+ = 0`, :math:`f^- = S_{kp} - p`; upper :math:`f^+ = S_{kp}`, :math:`f^- = p + \delta`.
     Both parts get :math:`\frac\rho2\|x\|^2`, :math:`x = (w, \theta)`.
 
+    Parameters
+    ----------
+    scores, groups, interval, kappa, n_levels, grid, surrogate, rho
+        As in `partial_dp_constraints`.
+
     Attributes
     ----------
     levels : float64[P]

@@ -22,7 +22,15 @@ __all__ = ["ScadPenalty", "scad_penalty"]
 
 
 class ScadPenalty:
-    r""":math:`\lambda\sum_i\varphi(x_i)` (module docstring); weakly convex with :math:`\rho = 2\lambda`."""
+    r""":math:`\lambda\sum_i\varphi(x_i)` (module docstring); weakly convex with :math:`\rho = 2\lambda`.
+
+    Parameters
+    ----------
+    n_features : int
+        Dimension of x.
+    lam : float
+        :math:`\lambda`, default 0.02.
+    """
 
     code = SCAD
     n_samples = 0
@@ -62,5 +70,13 @@ class ScadPenalty:
 
 
 def scad_penalty(n_features, lam=0.02) -> ScadPenalty:
-    r"""[LX25]'s SCAD-type penalty :math:`\lambda\sum_i\varphi(x_i)` (corrected, continuous form)."""
+    r"""[LX25]'s SCAD-type penalty :math:`\lambda\sum_i\varphi(x_i)` (corrected, continuous form).
+
+    Parameters
+    ----------
+    n_features : int
+        Dimension of x.
+    lam : float
+        :math:`\lambda`, default 0.02.
+    """
     return ScadPenalty(n_features, lam)

@@ -433,6 +433,21 @@ def rate_bound_constraint(scores, rows, bound, *, smoothing=1.0, name="rate", sa
     With ``rows`` the negative-class rows this is the smoothed type-I error of Neyman–Pearson
     classification (the hard one is the weighted fraction of them with :math:`z_i > 0`).
     ``sample_weight`` (all rows, default 1) gives the :math:`c_i`.
+
+    Parameters
+    ----------
+    scores : LinearScores
+        The scores :math:`z`.
+    rows : array-like of int
+        The rows :math:`I` whose rate is bounded.
+    bound : float
+        :math:`\kappa`.
+    smoothing : float
+        :math:`\tau > 0`, default 1.
+    name : str
+        Description of the constraint.
+    sample_weight : array-like of shape (n,), optional
+        The weights :math:`c_i` (all rows; default 1).
     """
     rows = np.asarray(rows, dtype=np.int64)
     weight = np.ones(scores.n_samples) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)

@@ -131,5 +131,15 @@ class TransportPolytope(_Domain):
 
 
 def transport_domain(m, radius, n_features) -> Product:
-    r""":math:`\mathcal X = \mathcal P \times \{w : \|w\| \le r\}` for :math:`x = (\mathrm{vec}\,P, w)` (problem 14)."""
+    r""":math:`\mathcal X = \mathcal P \times \{w : \|w\| \le r\}` for :math:`x = (\mathrm{vec}\,P, w)` (problem 14).
+
+    Parameters
+    ----------
+    m : int
+        Size of the transport plan :math:`P` (:math:`m \times m`).
+    radius : float
+        :math:`r`, the radius of the ball of ``w``.
+    n_features : int
+        Dimension of ``w``.
+    """
     return Product([(int(m) * int(m), TransportPolytope(m)), (int(n_features), Ball(radius))])

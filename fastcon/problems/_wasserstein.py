@@ -271,5 +271,16 @@ def wasserstein_fairness(group_p, group_u, downsample_seed=0, unbiased_scale=Fal
     Returns a term on :math:`x = (\mathrm{vec}\,P, w)` of dimension :math:`m^2 + d`,
     :math:`m = \min(n_p, n_u)`; pair it with ``term.domain(radius)`` (:math:`\mathcal P\times` ball)
     and start from ``term.initial_point(w0)``. See `WassersteinFairness`.
+
+    Parameters
+    ----------
+    group_p, group_u : fastcon.Dataset
+        Protected and unprotected rows, same features.
+    downsample_seed : int
+        Seed of the downsampling of the larger group to :math:`m` rows.
+    unbiased_scale : bool
+        Rescale minibatch estimates to be unbiased (see `WassersteinFairness`).
+    batch_size : int, optional
+        Default minibatch size; :math:`\lfloor m/10\rfloor` (at least 1).
     """
     return WassersteinFairness(group_p, group_u, downsample_seed, unbiased_scale, batch_size)

@@ -29,6 +29,11 @@ class WeakPartialDPConstraints(_DCBlock):
     Logistic (Example B.6): :math:`f^+ = \max\{-a_k, -\alpha\} + \max\{-a_{k'}, -\beta\}`,
     :math:`f^- = \max\{-a_k, -\beta\} + \max\{-a_{k'}, -\alpha\} + \delta`. Both parts get
     :math:`\frac\rho2\|w\|^2`. No auxiliary variable: ``n_thresholds = 0``.
+
+    Parameters
+    ----------
+    scores, groups, interval, kappa, threshold, surrogate, rho
+        As in `weak_partial_dp_constraints`.
     """
 
     def __init__(self, scores, groups, interval, kappa, *, threshold=0.0, surrogate="ramp", rho=None):

@@ -65,7 +65,13 @@ class Schedule:
 
 
 def constant(c) -> Schedule:
-    r""":math:`s_t = c` (``c`` may be ``±inf``, e.g. a tolerance that never/always switches)."""
+    r""":math:`s_t = c` (``c`` may be ``±inf``, e.g. a tolerance that never/always switches).
+
+    Parameters
+    ----------
+    c : float
+        The constant value.
+    """
     c = float(c)
     if np.isnan(c):
         raise ValueError("c: must not be NaN")
@@ -73,19 +79,37 @@ def constant(c) -> Schedule:
 
 
 def inverse_sqrt(c) -> Schedule:
-    r""":math:`s_t = c / \sqrt{t + 1}`."""
+    r""":math:`s_t = c / \sqrt{t + 1}`.
+
+    Parameters
+    ----------
+    c : float
+        The scale.
+    """
     c = float(c)
     return Schedule(lambda t: c / np.sqrt(t + 1.0), f"{c:g}/sqrt(t+1)", lambda t: c / np.sqrt(t + 1.0))
 
 
 def linear(c) -> Schedule:
-    r""":math:`s_t = c\,(t + 1)`."""
+    r""":math:`s_t = c\,(t + 1)`.
+
+    Parameters
+    ----------
+    c : float
+        The scale.
+    """
     c = float(c)
     return Schedule(lambda t: c * (t + 1.0), f"{c:g}*(t+1)", lambda t: c * (t + 1.0))
 
 
 def inverse_linear(c) -> Schedule:
-    r""":math:`s_t = c / (t + 1)`."""
+    r""":math:`s_t = c / (t + 1)`.
+
+    Parameters
+    ----------
+    c : float
+        The scale.
+    """
     c = float(c)
     return Schedule(lambda t: c / (t + 1.0), f"{c:g}/(t+1)", lambda t: c / (t + 1.0))
 

@@ -25,7 +25,15 @@ def _check_nu(nu):
 
 
 def smoothed_plus(z, nu):
-    r""":math:`h^\nu(z)` (elementwise; module docstring)."""
+    r""":math:`h^\nu(z)` (elementwise; module docstring).
+
+    Parameters
+    ----------
+    z : float or ndarray
+        The argument.
+    nu : float
+        Smoothing parameter :math:`\nu > 0`.
+    """
     nu = _check_nu(nu)
     z = np.asarray(z, dtype=np.float64)
     out = np.where(z > nu, z - 0.5 * nu, np.where(z >= 0.0, z * z / (2.0 * nu), 0.0))
@@ -33,14 +41,32 @@ def smoothed_plus(z, nu):
 
 
 def smoothed_plus_derivative(z, nu):
-    r""":math:`(h^\nu)'(z) = \mathrm{clip}(z/\nu, 0, 1)` (elementwise)."""
+    r""":math:`(h^\nu)'(z) = \mathrm{clip}(z/\nu, 0, 1)` (elementwise).
+
+    Parameters
+    ----------
+    z : float or ndarray
+        The argument.
+    nu : float
+        Smoothing parameter :math:`\nu > 0`.
+    """
     nu = _check_nu(nu)
     out = np.clip(np.asarray(z, dtype=np.float64) / nu, 0.0, 1.0)
     return out if out.ndim else float(out)
 
 
 def kkt_multiplier(g, beta, nu):
-    r"""Multiplier estimate :math:`\lambda = \beta\,\mathrm{clip}(g/\nu, 0, 1)` ([LX25] Theorem 2.8)."""
+    r"""Multiplier estimate :math:`\lambda = \beta\,\mathrm{clip}(g/\nu, 0, 1)` ([LX25] Theorem 2.8).
+
+    Parameters
+    ----------
+    g : float or ndarray
+        Constraint value(s).
+    beta : float
+        Penalty parameter :math:`\beta`.
+    nu : float
+        Smoothing parameter :math:`\nu > 0`.
+    """
     beta = float(beta)
     if not (np.isfinite(beta) and beta > 0):
         raise ValueError(f"beta: expected a positive penalty parameter, got {beta}")

@@ -171,6 +171,13 @@ def abpp_lipschitz_constant(problem, model=None) -> float:
     :math:`\sqrt{\min_a n_a}` (about 179 on Adult), so a fixed :math:`\sigma_0 = 0.1` breaks it by
     orders of magnitude, and the fairness multipliers then overshoot into large negative group
     weights (measured in ``docs/design.md``, Bregman proximal methods).
+
+    Parameters
+    ----------
+    problem : score problem
+        `NeymanPearsonScores` or `GroupLossGap`.
+    model : score model, optional
+        `LinearScoreModel` for the linear geometry; None (default) for the function-space one.
     """
     n_outputs = (1 if problem.n_classes == 2 else problem.n_classes) if model is None else model.n_outputs
     c = math.sqrt(loss_curvature(n_outputs) * 4.0)  # 1 (two classes) or sqrt(2)

@@ -49,6 +49,11 @@ def prox_weights_to_steps(eta_prox, tau_prox):
     E.g. IPP-ConEx's :math:`\eta_k = c_1(k+1)`, :math:`\tau_k = c_2/(k+1)` ([HL23] §6.1) become
     primal steps :math:`1/(c_1(k+1))` and dual steps :math:`(k+1)/c_2`.
 
+    Parameters
+    ----------
+    eta_prox, tau_prox : float or callable of t
+        The prox weights :math:`\eta_t` and :math:`\tau_t`.
+
     Returns
     -------
     (Schedule, Schedule)

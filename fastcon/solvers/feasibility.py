@@ -130,6 +130,13 @@ def support_function(domain, y) -> float:
       even for infinite bounds).
     - `Product`: the sum over its blocks.
 
+    Parameters
+    ----------
+    domain : domain
+        :math:`\mathcal X`, a domain of `fastcon.problems`.
+    y : ndarray
+        The direction.
+
     Raises
     ------
     TypeError

@@ -42,6 +42,11 @@ def iqrc_step_size(mu) -> Schedule:
     r"""Algorithm 2's step size :math:`\gamma_k = 2 / (\mu (k + 2))`, :math:`\mu = \hat\rho - \rho`.
 
     Anytime (independent of the inner budget :math:`K`); :math:`k` restarts at 0 in every subproblem.
+
+    Parameters
+    ----------
+    mu : float
+        :math:`\mu = \hat\rho - \rho > 0`.
     """
     mu = float(mu)
     if not (mu > 0 and math.isfinite(mu)):

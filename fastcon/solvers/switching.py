@@ -359,6 +359,35 @@ def switching_theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lamb
       :math:`S = \lfloor T/2\rfloor`. :math:`\Lambda` is not needed; feasibility is only
       :math:`O(\epsilon)` (Remark B.4).
 
+    Parameters
+    ----------
+    M : float
+        Bound on the subgradient norms of :math:`f` and :math:`g`.
+    D : float
+        Diameter of the domain.
+    rho : float
+        Weak-convexity modulus :math:`\rho`.
+    rho_hat : float
+        :math:`\hat\rho > \rho`.
+    epsilon : float
+        Target :math:`\epsilon > 0`.
+    g_slater : float, optional
+        :math:`g(x_{feas}) < 0` at a strictly feasible point (gives :math:`\Lambda`).
+    Lambda : float, optional
+        :math:`\Lambda`, when ``g_slater`` is not given.
+    case : {"static", "diminishing"}
+        Case I or Case II.
+    stochastic_objective : bool
+        Stochastic :math:`f` (Theorem 4.3).
+    stochastic_constraint : bool
+        Stochastic :math:`g` (Theorem 5.2; needs ``sigma``).
+    delta : float
+        :math:`\delta`, the failure probability of the stochastic theorems.
+    sigma : float, optional
+        Standard deviation of the constraint oracle (Theorem 5.2).
+    mu : float, optional
+        Strong-convexity modulus of :math:`g` (Theorem B.1).
+
     Returns
     -------
     dict
