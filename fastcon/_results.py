@@ -165,6 +165,8 @@ class SolveResult:
         Oracle counts and data passes (see `Counters`).
     info : dict
         Solver-specific extras (parameters used, output-rule details).
+    solver : str
+        Name of the solver that produced the result.
     state : object or None
         The solver's model state when ``x`` alone does not describe the model (a boosting ensemble
         of `fastcon.solvers.abpp` / `cbpr`); not serialised by `to_dict`.

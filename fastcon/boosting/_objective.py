@@ -85,6 +85,8 @@ class ProxObjective:
     c : float
         :math:`c \ge 0`.
 
+    Notes
+    -----
     Calling the object with scores ``F`` returns ``(grad, hess)`` of ``F``'s shape, in buffers that
     the next call overwrites (the libraries copy them before asking again).
     """

@@ -57,6 +57,13 @@ class DatasetFileError(FileNotFoundError):
     The message names the file, the folder it is expected in and its official URLs, and says how
     to get it (``fastcon datasets NAME --download``, or ``FASTCON_DATA`` for another data folder).
 
+    Parameters
+    ----------
+    message : str
+        The error message.
+    dataset, path
+        Stored as the attributes of the same names.
+
     Attributes
     ----------
     dataset : str or None

@@ -64,6 +64,8 @@ class ConstraintReport:
         ``false_positive_rate``; NaN where a group has no rows of a label).
     solver_status : str
         Status of the solve behind the model; ``solver_message`` explains it.
+    solver_message : str
+        The solver's message.
     certificate : dict
         The solver's certificate (KKT residuals and multipliers for the augmented Lagrangian).
     fit_value : float

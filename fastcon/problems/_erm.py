@@ -62,6 +62,8 @@ class ErmResult:
         HiGHS simplex/IPM iterations, or subgradient iterations.
     formulation : str
         ``"dual"``/``"primal"`` for the LP, ``""`` otherwise.
+    extra : dict
+        Further details (empty unless a caller adds some).
     """
 
     value: float

@@ -95,6 +95,8 @@ class RateGapConstraints(_PairBound):
         :math:`\kappa = 2\cdot10^{-4}` in sigmoid rates at a hard gap of 0.05: docs/benchmarks.md,
         "Large data"). Default 0: both rates at :math:`\theta_j`.
 
+    Notes
+    -----
     Constraint values are ordered pair-major: index ``k * m + j`` is pair ``k`` at ``thresholds[j]``.
     The block keeps :math:`O(n + (n_{cells} + R + K)\,m)` numbers (`rate_block_bytes`).
     """

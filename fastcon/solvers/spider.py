@@ -382,7 +382,9 @@ def spider_theory_parameters(epsilon_bar, *, nu, beta, l_f, l_g, rho, Delta, L_g
         Target near-stationarity :math:`\bar\epsilon` of (PP).
     nu, beta : float
     l_f, l_g : float
-        Subgradient bounds. ``L_g``: mean-square Lipschitz constant of :math:`g(\cdot, \xi)`.
+        Subgradient bounds.
+    L_g : float
+        Mean-square Lipschitz constant of :math:`g(\cdot, \xi)`.
     rho : float
         Weak-convexity modulus of :math:`F^\nu` (:math:`\rho_f + \beta\rho_g`).
     Delta : float

@@ -113,12 +113,16 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         Stochastic: :math:`\xi_f` is the subgradient of the minibatch estimate on
         ``objective_batch_size`` rows (default 1) drawn uniformly with replacement
         (``objective.value_and_subgradient_rows``).
+    objective_batch_size : int, optional
+        Rows of a stochastic objective's minibatch (default 1).
     constraint_oracle : {"deterministic", "stochastic"}
         Stochastic (Algorithm 2): the switching test uses :math:`\bar\omega_t`, the mean of the
         constraint on ``constraint_batch_size`` (:math:`B`) uniform rows (``value_rows``), and the
         constraint step uses the subgradient of that same batch estimate (one fused read). With
         several constraints each is estimated on the batch mapped to its own rows, the active one is
         the argmax of the estimates.
+    constraint_batch_size : int, optional
+        :math:`B`, rows of a stochastic constraint's minibatch (required with ``constraint_oracle="stochastic"``).
     output : {"random", "last", "best", "average"}
         ``"random"`` (the paper's rule): :math:`x_\tau`, :math:`P(\tau=t) \propto \eta_t` over
         :math:`I`, by streaming weighted reservoir sampling. ``"last"``: :math:`x_T`.
@@ -154,6 +158,8 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         Also record ``stationarity`` :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` (Definition 3.2, via
         `fastcon.metrics.near_stationarity`) every this many iterations; needs
         ``stationarity_rho_hat``.
+    stationarity_rho_hat : float, optional
+        :math:`\hat\rho > 0` of the recorded near-stationarity measure.
 
     Returns
     -------
