@@ -81,6 +81,12 @@ MAX_RATIO = 100
 MAX_OUTPUTS = 2 ** 20
 
 
+#: Parameters added after files were written whose default changed what ``fit`` does (the rule of
+#: `fastcon.estimators._persist`): a file that does not name one was fitted with the value here.
+#: ``FairGBMClassifier`` files from before the rate constraints bounded the mean-loss gap.
+_LEGACY_DEFAULTS = {"FairGBMClassifier": {"constraint": "mean_loss_gap"}}
+
+
 def _estimators():
     from ._estimators import FairGBMClassifier, NeymanPearsonGBMClassifier
 
@@ -290,9 +296,7 @@ def _read(archive, where, file_size):
         params, attributes, spec = header["params"], header["attributes"], header["ensemble"]
         if not isinstance(params, dict) or not isinstance(attributes, dict) or not isinstance(spec, dict):
             raise ValueError("params, attributes and ensemble must be JSON objects")
-        if name == "FairGBMClassifier" and "constraint" not in params:
-            # saved before the rate constraints: the mean-loss gap was the only constraint
-            params = dict(params, constraint="mean_loss_gap")
+        params = {**{k: v for k, v in _LEGACY_DEFAULTS.get(name, {}).items() if k not in params}, **params}
         unknown = sorted(set(params) - set(cls().get_params(deep=False)))
         if unknown:
             raise ValueError(f"parameter(s) {unknown} that {name} does not have")
