@@ -11,7 +11,6 @@ from fastcon import Dataset
 from fastcon._kernels import _multiclass_np as kern
 from fastcon._kernels._losses import LOSS_CODES, sigmoid
 from fastcon.datasets import load, make_multiclass, make_neyman_pearson
-from fastcon.metrics._stationarity import _dist_to_minus_normal_cone
 from fastcon.problems import (
     Ball, ClassPairwiseRisk, ColumnBalls, ConstrainedProblem, MarginRisk, ProductOfBalls, Whole,
     multiclass_neyman_pearson, neyman_pearson,
@@ -734,9 +733,8 @@ def test_features_layout_on_parallel_chunks_and_its_normal_cone(rng):
     W[2] *= 0.3 / np.linalg.norm(W[2])   # inside
     V = rng.standard_normal((C, d))
     V[0] = -3.0 * W[0] + 0.1 * V[0]
-    expected = _dist_to_minus_normal_cone(ProductOfBalls(np.arange(C + 1) * d, radii), W.ravel(), V.ravel())
-    got = _dist_to_minus_normal_cone(ColumnBalls(radii), np.ascontiguousarray(W.T).ravel(),
-                                     np.ascontiguousarray(V.T).ravel())
+    expected = ProductOfBalls(np.arange(C + 1) * d, radii).normal_cone_distance(W.ravel(), V.ravel())
+    got = ColumnBalls(radii).normal_cone_distance(np.ascontiguousarray(W.T).ravel(), np.ascontiguousarray(V.T).ravel())
     assert got == pytest.approx(expected, rel=1e-14)
 
 

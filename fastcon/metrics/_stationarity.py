@@ -266,62 +266,6 @@ def _switching_prox(problem, x, rho_hat, mu, max_iter, tol, feas_tol, window, ou
 
 
 # ---------------------------------------------------------------------- KKT residual
-def _dist_to_minus_normal_cone(domain, x, v):
-    r""":math:`\operatorname{Dist}(v, -\mathcal N_{\mathcal X}(x))` for the standard domains (duck-typed).
-
-    Whole: :math:`\|v\|`. Ball (center c, radius r): on the boundary
-    :math:`-\mathcal N = \{-t(x - c): t \ge 0\}`, so the distance is :math:`\|v + t^*(x - c)\|` with
-    :math:`t^* = \max(0, -v^\top(x - c)/\|x - c\|^2)`. Box: coordinate-wise (a coordinate at its lower
-    bound may keep :math:`v_j > 0`, at its upper bound :math:`v_j < 0`). Products (also
-    ``ProductOfBalls``, ``ColumnBalls``): block-wise. Any
-    other domain: the projected-gradient residual :math:`\|x - P_{\mathcal X}(x - v)\|`, which is 0
-    exactly when the distance is 0.
-    """
-    name = type(domain).__name__
-    if name == "Whole":
-        return float(np.linalg.norm(v))
-    if name == "Ball":
-        return _ball_dist(x if domain.center is None else x - domain.center, domain.radius, v)
-    if name == "Box":
-        lo, hi = np.broadcast_to(domain.lo, x.shape), np.broadcast_to(domain.hi, x.shape)
-        scale = 1e-10 * np.maximum(1.0, np.abs(x))
-        r = v.copy()
-        at_lo, at_hi = x <= lo + scale, x >= hi - scale
-        r[at_lo] = np.minimum(r[at_lo], 0.0)
-        r[at_hi] = np.maximum(r[at_hi], 0.0)
-        r[at_lo & at_hi] = 0.0
-        return float(np.linalg.norm(r))
-    if name == "ProductOfBalls":
-        sq = 0.0
-        for k in range(domain.radii.size):
-            s = slice(domain.offsets[k], domain.offsets[k + 1])
-            sq += _ball_dist(x[s], domain.radii[k], v[s]) ** 2
-        return float(np.sqrt(sq))
-    if name == "ColumnBalls":  # the balls of ProductOfBalls on interleaved blocks x[k::m]
-        sq = 0.0
-        for k, s in enumerate(domain.columns(x.shape[0])):
-            sq += _ball_dist(x[s], domain.radii[k], v[s]) ** 2
-        return float(np.sqrt(sq))
-    if name == "Product":
-        sq = 0.0
-        for k, (_, sub) in enumerate(domain.blocks):
-            s = slice(domain.offsets[k], domain.offsets[k + 1])
-            sq += _dist_to_minus_normal_cone(sub, x[s], v[s]) ** 2
-        return float(np.sqrt(sq))
-    y = np.array(x - v)
-    domain.project_inplace(y)
-    return float(np.linalg.norm(x - y))
-
-
-def _ball_dist(c, radius, v):
-    """Ball of the given radius centred at 0, point ``c`` (x minus the centre)."""
-    nc = float(np.linalg.norm(c))
-    if not nc >= radius * (1 - 1e-10) or nc == 0.0:
-        return float(np.linalg.norm(v))          # interior (or infinite radius): N = {0}
-    t = max(0.0, -float(v @ c) / (nc * nc))
-    return float(np.linalg.norm(v + t * c))
-
-
 def kkt_residual(problem, x, multipliers):
     r"""Residuals of the KKT conditions (2) at :math:`x` with multipliers :math:`\lambda_i`.
 
@@ -335,6 +279,8 @@ def kkt_residual(problem, x, multipliers):
 
     :math:`\zeta_f, \zeta_{g_i}` are the subgradients the oracles return, one element of each
     subdifferential, so :math:`r_{stat}` is an upper bound on the best achievable one at a kink.
+    :math:`r_{stat}` is the domain's ``normal_cone_distance`` (for a domain without a closed-form
+    normal cone, the projected-gradient residual, zero exactly when the distance is).
     ([HL23] eq. (3) asks :math:`r_{stat} \le \epsilon`, :math:`r_{comp} \le \epsilon^2`,
     :math:`g \le \epsilon`.) Counters are preserved.
 
@@ -363,7 +309,7 @@ def kkt_residual(problem, x, multipliers):
             gvals[i] = c.value_and_subgradient(x, buf)
             v += lam[i] * buf
     out = {
-        "stationarity": _dist_to_minus_normal_cone(problem.domain, x, v),
+        "stationarity": problem.domain.normal_cone_distance(x, v),
         "complementarity": float(np.max(np.abs(lam * gvals), initial=0.0)),
         "feasibility": float(np.max(np.maximum(gvals, 0.0), initial=0.0)),
         "dual_feasibility": float(np.max(np.maximum(-lam, 0.0), initial=0.0)),

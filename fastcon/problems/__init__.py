@@ -4,7 +4,7 @@ from ._compose import BlockTerm, CustomTerm, PenalizedTerm, ProximalTerm, Shifte
 from ._demographic_parity import DemographicParityGap, smoothed_demographic_parity
 from ._design import DesignMatrix
 from ._erm import ErmResult, erm_optimum, hinge_constrained_problem, hinge_constraint
-from ._domains import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole
+from ._domains import Ball, Box, ColumnBalls, Domain, Product, ProductOfBalls, Whole
 from ._margin_risk import (
     MarginRisk, hinge_risk, logistic_risk, margin_risk, sigmoid_risk, squared_hinge_risk,
 )
@@ -28,7 +28,7 @@ from ._pairwise_fairness import QCQPProjection, QuadraticConstraints, pairwise_f
 __all__ = [
     "MarginRisk", "margin_risk", "hinge_risk", "logistic_risk", "sigmoid_risk", "squared_hinge_risk",
     "ConstrainedProblem", "less_equal", "ShiftedTerm", "ProximalTerm", "BlockTerm", "custom_term",
-    "CustomTerm", "DesignMatrix", "Whole", "Ball", "ProductOfBalls", "ColumnBalls", "Box",
+    "CustomTerm", "DesignMatrix", "Domain", "Whole", "Ball", "ProductOfBalls", "ColumnBalls", "Box",
     "Product",
     "ErmResult", "erm_optimum", "hinge_constraint", "hinge_constrained_problem",
     "ROCFairness", "roc_fairness", "roc_fairness_from_dataset", "threshold_grid",

@@ -31,12 +31,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._kernels._transport import marginal_residual, project_transport, transport_workspace
-from ._domains import Ball, Product, _Domain
+from ._domains import Ball, Domain, Product
 
 __all__ = ["TransportPolytope", "transport_domain"]
 
 
-class TransportPolytope(_Domain):
+class TransportPolytope(Domain):
     r"""Couplings of the uniform distributions on ``m`` and ``n`` points, flattened row-major.
 
     Parameters

@@ -21,7 +21,7 @@ from ._smoothed_penalty import kkt_multiplier, smoothed_plus, smoothed_plus_deri
 from .spider import spider, spider_theory_parameters
 from .switching import check_certificate, switching_subgradient, switching_theory_parameters
 from .augmented_lagrangian import augmented_lagrangian
-from .feasibility import FeasibilityResult, check_feasibility, support_function
+from .feasibility import FeasibilityResult, check_feasibility
 from .projected_gradient import gradient_lipschitz_constant, projected_gradient
 from .idca import idca, idca_theory_parameters
 from .switching_polyak import switching_polyak
@@ -37,7 +37,7 @@ __all__ = [
     "proximal_point", "iqrc", "iqrc_step_size", "online_stochastic_subgradient", "exact_penalty_trust_region",
     "spider", "spider_theory_parameters", "smoothed_plus", "smoothed_plus_derivative",
     "kkt_multiplier", "as_schedule", "constant", "inverse_sqrt", "linear", "inverse_linear",
-    "check_feasibility", "FeasibilityResult", "support_function",
+    "check_feasibility", "FeasibilityResult",
     "idca", "idca_theory_parameters", "switching_polyak", "penalty_subgradient",
     "projected_gradient", "gradient_lipschitz_constant",
     "abpp", "abpp_lipschitz_constant", "cbpr", "LinearScoreModel", "NeymanPearsonScores", "GroupLossGap",

@@ -40,7 +40,6 @@ import numpy as np
 
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
-from ..problems._domains import Box, Whole
 from ._common import no_feasible_message
 from ._validation import check_callback, check_count, check_real
 
@@ -48,17 +47,17 @@ __all__ = ["augmented_lagrangian"]
 
 
 def _bounds(problem):
-    domain = problem.domain
-    if isinstance(domain, Whole):
+    try:
+        box = problem.domain.bounds(problem.dim)
+    except NotImplementedError as exc:
+        raise TypeError(f"problem: augmented_lagrangian handles the whole space or a domain with coordinate bounds "
+                        f"(Box), not {problem.domain!r} ({exc}); use a projected method (switching_subgradient, "
+                        "conex) for other domains") from exc
+    if box is None:
         return None
-    if isinstance(domain, Box):
-        lo = np.broadcast_to(np.asarray(domain.lo, dtype=np.float64), (problem.dim,))
-        hi = np.broadcast_to(np.asarray(domain.hi, dtype=np.float64), (problem.dim,))
-        from scipy.optimize import Bounds  # scipy.optimize is imported when a solve needs it
+    from scipy.optimize import Bounds  # scipy.optimize is imported when a solve needs it
 
-        return Bounds(lo, hi)
-    raise TypeError(f"problem: augmented_lagrangian handles the whole space or a Box domain, not {domain!r}; "
-                    "use a projected method (switching_subgradient, conex) for other domains")
+    return Bounds(*box)
 
 
 def _stationarity(x, grad, bounds):
@@ -103,7 +102,8 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
     problem : ConstrainedProblem
         Differentiable objective and constraints (``value_and_subgradient`` must return gradients;
         a kink, as in the hinge loss, slows L-BFGS and may stop it early: use a subgradient method
-        there). Domain: the whole space or a `Box`.
+        there). Domain: the whole space or one with coordinate bounds (`Domain.bounds`: a `Box`, a
+        `Product` of boxes).
     x0 : array-like, optional
         Start; default ``problem.x0``.
     max_iter : int

@@ -81,7 +81,8 @@ them. They enter :math:`c` as :math:`\|x_B - x_c\|^2 - r^2` (``ball_constraint="
 default: smooth, also at the paper's start :math:`x = 0`) or :math:`\|x_B - x_c\| - r` with the
 subgradient 0 at the centre (``"norm"``). The reported violation uses the norm form,
 :math:`\max(0, \max_i g_i(x), \max_B \|x_B - x_c\| - r)`, the infeasibility of [MLY20] Figure 1.
-Other domains (e.g. the transportation polytope) are rejected.
+The domain is read through its `Domain.box_and_balls`; one that cannot answer (e.g. the
+transportation polytope) is rejected before the first iteration.
 
 **Cost per iteration:** one fused value+subgradient call of :math:`f` and of every :math:`g_i` at the
 trial point (reused as :math:`x_{k+1}`'s model when accepted, wasted when rejected), one step LP,
@@ -96,7 +97,6 @@ import numpy as np
 
 from .._progress import Progress
 from .._results import History, SolveResult
-from ..problems import Ball, Box, ColumnBalls, Product, ProductOfBalls, Whole
 from ._common import (
     check_choice, default_record_every, describe_seed, no_feasible_message, PassMeter, start_point,
 )
@@ -122,32 +122,14 @@ class _DomainModel:
     """The domain split into LP bounds ``lower <= x <= upper`` and penalised balls."""
 
     def __init__(self, domain, dim, ball_form):
-        self.lower, self.upper = np.full(dim, -np.inf), np.full(dim, np.inf)
-        self.balls = []  # (index slice into x, centre or None, radius)
+        try:
+            self.lower, self.upper, self.balls = domain.box_and_balls(dim)  # balls: (index slice, centre or None, r)
+        except NotImplementedError as exc:
+            raise ValueError(f"problem: exact_penalty_trust_region needs a domain that is a box intersected with "
+                             f"balls (Whole, Box, Ball, ProductOfBalls, ColumnBalls, Product of these); got "
+                             f"{domain!r} ({exc})") from exc
         self.ball_form = ball_form
-        self._add(domain, 0, dim)
         self.has_bounds = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
-
-    def _add(self, domain, start, stop):
-        if isinstance(domain, Whole):
-            return
-        if isinstance(domain, Box):
-            self.lower[start:stop], self.upper[start:stop] = domain.lo, domain.hi
-        elif isinstance(domain, Ball):
-            self.balls.append((slice(start, stop), domain.center, domain.radius))
-        elif isinstance(domain, ProductOfBalls):
-            for k, r in enumerate(domain.radii):
-                self.balls.append((slice(start + int(domain.offsets[k]), start + int(domain.offsets[k + 1])), None,
-                                   float(r)))
-        elif isinstance(domain, ColumnBalls):  # every m-th coordinate of the block
-            for k, r in enumerate(domain.radii):
-                self.balls.append((slice(start + k, stop, domain.n_columns), None, float(r)))
-        elif isinstance(domain, Product):
-            for k, (_, block) in enumerate(domain.blocks):
-                self._add(block, start + int(domain.offsets[k]), start + int(domain.offsets[k + 1]))
-        else:
-            raise ValueError(f"problem: exact_penalty_trust_region supports the domains Whole, Box, Ball, "
-                             f"ProductOfBalls, ColumnBalls and Product of these; got {domain!r}")
 
     def ball_values(self, x, values, rows):
         """Write the penalised ball constraints at ``x`` into ``values`` and their gradients into ``rows``."""
@@ -284,7 +266,8 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     Parameters
     ----------
     problem : ConstrainedProblem
-        Domain ``Whole``, ``Box``, ``Ball``, ``ProductOfBalls``, ``ColumnBalls`` or a ``Product`` of these.
+        Domain ``Whole``, ``Box``, ``Ball``, ``ProductOfBalls``, ``ColumnBalls``, a ``Product`` of these
+        or any other whose ``box_and_balls`` answers.
     x0 : array-like, optional
         Start (projected onto the domain); default ``problem.x0``.
     penalty : float, optional

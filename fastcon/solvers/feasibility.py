@@ -33,7 +33,7 @@ is **convex** and :math:`s_k \in \partial g(x_k)`:
   iterates; the reported bound is the best over all windows and iterates.
 
 The result's ``lower_bound`` is the best bound found; it is ``-inf`` when the domain is unbounded in
-the needed direction (`Whole`), when the domain has no support function here, or when the constraint
+the needed direction (`Whole`), when the domain has no support function (`Domain.support`), or when the constraint
 is not known to be convex: a subgradient of a non-convex function gives no global bound, and
 `check_feasibility` never claims a certificate for one.
 
@@ -50,13 +50,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._results import History
-from ..problems import Ball, BlockTerm, Box, ColumnBalls, Product, ProductOfBalls, ProximalTerm, ShiftedTerm, Whole
+from ..problems import BlockTerm, ProximalTerm, ShiftedTerm
 from ..problems import ClassPairwiseRisk, MarginRisk
 from ._common import PassMeter, start_point
 from ._schedules import Schedule, inverse_sqrt
 from ._validation import check_count, check_real, check_schedule
 
-__all__ = ["check_feasibility", "FeasibilityResult", "support_function"]
+__all__ = ["check_feasibility", "FeasibilityResult"]
 
 _FEASIBILITY_STATUSES = ("feasible", "certified_infeasible", "undecided")
 #: Margin losses whose mean is convex in the weights (the sigmoid loss is not).
@@ -115,65 +115,6 @@ class FeasibilityResult:
     def __repr__(self):
         return (f"FeasibilityResult(status={self.status!r}, min_violation={self.min_violation:.6g}, "
                 f"lower_bound={self.lower_bound:.6g}, n_iter={self.n_iter})")
-
-
-# ---------------------------------------------------------------------------- support functions
-def support_function(domain, y) -> float:
-    r""":math:`\sigma_{\mathcal X}(y) = \sup_{z \in \mathcal X}\langle y, z\rangle` for the domains of
-    `fastcon.problems` (``inf`` where :math:`\mathcal X` is unbounded along :math:`y`).
-
-    - `Whole`: 0 at :math:`y = 0`, else :math:`+\infty`.
-    - `Ball` :math:`B(c, r)`: :math:`\langle y, c\rangle + r\|y\|`.
-    - `ProductOfBalls` / `ColumnBalls`: :math:`\sum_k r_k \|y_{B_k}\|` over the blocks (columns);
-      an infinite radius contributes :math:`+\infty` unless its block of :math:`y` is 0.
-    - `Box` :math:`[l, u]`: :math:`\sum_i \max(y_i u_i, y_i l_i)` (a zero :math:`y_i` contributes 0
-      even for infinite bounds).
-    - `Product`: the sum over its blocks.
-
-    Parameters
-    ----------
-    domain : domain
-        :math:`\mathcal X`, a domain of `fastcon.problems`.
-    y : ndarray
-        The direction.
-
-    Raises
-    ------
-    TypeError
-        For another domain (e.g. the transportation polytope, whose support function is a
-        transport problem).
-    """
-    y = np.asarray(y, dtype=np.float64)
-    if isinstance(domain, Whole):
-        return 0.0 if not np.any(y) else math.inf
-    if isinstance(domain, Ball):
-        value = domain.radius * float(np.linalg.norm(y))
-        return value + (float(y @ domain.center) if domain.center is not None else 0.0)
-    if isinstance(domain, ProductOfBalls):
-        blocks = [y[domain.offsets[k]:domain.offsets[k + 1]] for k in range(domain.radii.size)]
-        return _balls_support(blocks, domain.radii)
-    if isinstance(domain, ColumnBalls):
-        return _balls_support([y[s] for s in domain.columns(y.size)], domain.radii)
-    if isinstance(domain, Box):
-        lo = np.broadcast_to(np.asarray(domain.lo, dtype=np.float64), y.shape)
-        hi = np.broadcast_to(np.asarray(domain.hi, dtype=np.float64), y.shape)
-        with np.errstate(invalid="ignore"):  # 0 * inf on the masked-out side of np.where
-            terms = np.where(y > 0, y * hi, 0.0) + np.where(y < 0, y * lo, 0.0)
-        return float(terms.sum())
-    if isinstance(domain, Product):
-        return float(sum(support_function(block, y[domain.offsets[k]:domain.offsets[k + 1]])
-                         for k, (_, block) in enumerate(domain.blocks)))
-    raise TypeError(f"domain: no support function for {domain!r} (supported: Whole, Ball, ProductOfBalls, "
-                    "ColumnBalls, Box, Product of these)")
-
-
-def _balls_support(blocks, radii):
-    total = 0.0
-    for block, r in zip(blocks, radii):
-        norm = float(np.linalg.norm(block))
-        if norm > 0.0:
-            total += float(r) * norm  # inf radius with a non-zero block: +inf
-    return total
 
 
 # ---------------------------------------------------------------------------- convexity
@@ -276,9 +217,9 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
         convex = all(is_known_convex(c) for c in problem.constraints)
     convex = bool(convex)
     try:
-        support_function(domain, np.zeros(dim))
+        domain.support(np.zeros(dim))
         bounded_support = True
-    except TypeError:
+    except NotImplementedError:
         bounded_support = False
     use_bounds = convex and bounded_support
 
@@ -303,7 +244,7 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
             if g_k > lower:
                 lower, bound_source = g_k, "stationary"
         elif use_bounds:
-            cut = offset - support_function(domain, -s)  # min over X of the cut at x_k
+            cut = offset - domain.support(-s)  # min over X of the cut at x_k
             if cut > lower:
                 lower, bound_source = cut, "iterate"
         step = 0.0
@@ -321,7 +262,7 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
                 agg_s += a * s
                 agg_a += a * offset
                 agg_w += a
-                averaged = (agg_a - support_function(domain, -agg_s)) / agg_w
+                averaged = (agg_a - domain.support(-agg_s)) / agg_w
                 if averaged > lower:
                     lower, bound_source = averaged, "aggregate"
         if status == "undecided" and lower > tol:
