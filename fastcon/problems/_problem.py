@@ -22,8 +22,9 @@ class ConstrainedProblem:
         :math:`f`, with the oracle protocol (``value``, ``value_and_subgradient``, ...).
     constraints : sequence of terms
         :math:`g_1..g_m` (feasible iff every value <= 0). May be empty.
-    domain : Whole, Ball, ProductOfBalls, Box or Product, optional
-        :math:`\\mathcal X` (default: the whole space).
+    domain : Domain, optional
+        :math:`\\mathcal X` (default: the whole space): `Whole`, `Ball`, `ProductOfBalls`,
+        `ColumnBalls`, `Box`, `Product`, `TransportPolytope` or any other subclass of `Domain`.
     x0 : array-like, optional
         Default starting point (projected onto the domain if outside it; zeros if absent).
     parts : dict of name -> slice, optional
