@@ -42,7 +42,10 @@ import numpy as np
 
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
+from ..problems._protocol import require_capabilities
 from ._common import check_choice
+from ._step_rules import LevelStep, PolyakStep
+from ._switching_core import switching_loop
 from ._validation import check_callback, check_count, check_optional_count, check_real, check_schedule
 
 __all__ = ["idca", "idca_theory_parameters", "IDCATheory", "check_dc_problem"]
@@ -52,12 +55,11 @@ _PROTOCOL = ("objective_value", "objective_value_and_gradient", "constraint_valu
              "plus_subgradient", "minus_linearization")
 
 
-def check_dc_problem(problem, needed=_PROTOCOL):
-    """Raise TypeError naming ``problem`` unless it has the DC problem protocol's methods and attributes."""
-    missing = [name for name in ("dim", "n_constraints", "x0", *needed) if not hasattr(problem, name)]
-    if missing:
-        raise TypeError(f"problem: expected a DC-constrained problem (e.g. fastcon.problems.PartialFairnessProblem); "
-                        f"{type(problem).__name__} lacks {', '.join(missing)}")
+def check_dc_problem(problem, needed=_PROTOCOL, solver="idca"):
+    """Raise TypeError naming ``problem`` and ``solver`` unless the problem has the DC problem protocol's
+    methods and attributes."""
+    require_capabilities(problem, "problem", ("dim", "n_constraints", "x0", *needed), solver,
+                         hint="a DC-constrained problem, e.g. fastcon.problems.PartialFairnessProblem")
 
 
 def _start(problem, x0):
@@ -80,46 +82,78 @@ class _InnerOutcome:
     stalled: bool             # a zero subgradient of a violated constraint
 
 
+class DCOracle:
+    """The switching core's oracle (`fastcon.solvers._switching_core`) on a DC problem itself:
+    :math:`f = \\max_i f_i`, :math:`\\zeta \\in \\partial f_{i^*}^+ - \\partial f_{i^*}^-` ([HHYL25] Algorithm 3)."""
+
+    def __init__(self, problem):
+        self.problem = problem
+
+    def constraint(self, x):
+        values = self.problem.constraint_values(x)
+        if not values.size:  # no constraint: every step is an objective step
+            return -math.inf, -1
+        i = int(np.argmax(values))
+        return float(values[i]), i
+
+    def constraint_subgradient(self, x, i, out):
+        self.problem.constraint_subgradient(x, i, out)
+
+    def objective(self, x, out):
+        return self.problem.objective_value_and_gradient(x, out)
+
+
+class DCSubproblemOracle:
+    r"""The switching core's oracle on IDCA's convex subproblem (25) around :math:`x_k`.
+
+    :math:`g_i(v) = f_i^+(v) - (f_i^-(x_k) + J_i (v - x_k)) + \frac{\mu}{2}\|v - x_k\|^2` and
+    :math:`g_0(v) = f_0(v) + \frac{\mu}{2}\|v - x_k\|^2`; ``constraint`` keeps :math:`v - x_k` for the
+    subgradients of the same :math:`v`.
+    """
+
+    def __init__(self, problem, xk, lin_values, lin_jacobian, mu):
+        self.problem, self.xk, self.lin_values, self.lin_jacobian, self.mu = problem, xk, lin_values, lin_jacobian, mu
+        self.d = np.zeros_like(xk)
+        self.prox = 0.0
+
+    def constraint(self, v):
+        np.subtract(v, self.xk, out=self.d)
+        self.prox = 0.5 * self.mu * float(self.d @ self.d) if self.mu else 0.0
+        g = self.problem.plus_values(v) - (self.lin_values + self.lin_jacobian @ self.d) + self.prox
+        if not g.size:  # no constraint: every step is an objective step
+            return -math.inf, -1
+        i = int(np.argmax(g))
+        return float(g[i]), i
+
+    def constraint_subgradient(self, v, i, out):
+        self.problem.plus_subgradient(v, i, out)
+        out -= self.lin_jacobian[i]
+        if self.mu:
+            out += self.mu * self.d
+
+    def objective(self, v, out):
+        g0 = self.problem.objective_value_and_gradient(v, out) + self.prox
+        if self.mu:
+            out += self.mu * self.d
+        return g0
+
+
 def _switching_polyak_inner(problem, xk, lin_values, lin_jacobian, epsilon, T, mu, grad, sub):
     """Algorithm 2 on the subproblem (25) around ``xk``; returns `_InnerOutcome`."""
     v = xk.copy()
-    d = np.zeros_like(v)
-    best_x, best_g0 = None, math.inf
-    best_g = math.inf
-    n_obj = n_con = 0
-    stalled = False
-    t = 0
-    for t in range(T):
-        np.subtract(v, xk, out=d)
-        prox = 0.5 * mu * float(d @ d) if mu else 0.0
-        g = problem.plus_values(v) - (lin_values + lin_jacobian @ d) + prox
-        i = int(np.argmax(g)) if g.size else -1       # no constraint: every step is an objective step
-        gi = float(g[i]) if g.size else -math.inf
-        best_g = min(best_g, gi)
-        if gi <= epsilon:
-            g0 = problem.objective_value_and_gradient(v, grad) + prox
-            if mu:
-                grad += mu * d
-            n_obj += 1
-            if g0 < best_g0:
-                best_g0 = g0
-                best_x = v.copy()
-            norm2 = float(grad @ grad)
-            if norm2 == 0.0:  # v minimises g_0: nothing left to gain
-                break
-            v -= (epsilon / norm2) * grad
-        else:
-            problem.plus_subgradient(v, i, sub)
-            sub -= lin_jacobian[i]
-            if mu:
-                sub += mu * d
-            n_con += 1
-            norm2 = float(sub @ sub)
-            if norm2 == 0.0:  # a violated convex g_i with a zero subgradient: its minimum is > 0
-                stalled = True
-                break
-            v -= (gi / norm2) * sub
-    return _InnerOutcome(best_x, best_g0, t + 1, n_obj, n_con, best_g, stalled)
+    best = {"x": None, "g0": math.inf}
+
+    def keep_best(state):
+        if state.kind == "f" and state.objective < best["g0"]:
+            best.update(g0=state.objective, x=v.copy())
+
+    # A zero objective subgradient: v minimises g_0, nothing left to gain. A zero subgradient of a
+    # violated convex g_i: its minimum is > 0 (stalled).
+    run = switching_loop(v, DCSubproblemOracle(problem, xk, lin_values, lin_jacobian, mu), np.full(T, epsilon), T,
+                         objective_rule=LevelStep(), constraint_rule=PolyakStep(), before_step=keep_best,
+                         objective_buffer=grad, constraint_buffer=sub)
+    return _InnerOutcome(best["x"], best["g0"], run.n_iter, run.objective_steps, run.constraint_steps,
+                         run.best_constraint, run.stop == "zero_constraint_direction")
 
 
 def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, prox=0.0, output="last",

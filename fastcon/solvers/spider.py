@@ -44,7 +44,8 @@ from .._kernels._datafit import GROUP_GAP, MARGIN, NO_PENALTY, datafit_buffers
 from .._kernels._spider import COUNTERS, rng_state, spider_loop
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
-from ..problems import Ball, PenalizedTerm, ShiftedTerm, Whole
+from ..problems import PenalizedTerm, ShiftedTerm
+from ..problems._protocol import require_capabilities
 from ._common import (
     as_seed_sequence, check_choice, default_record_every, describe_seed, FEASIBILITY_TOLERANCE,
     no_feasible_message, start_point, stationarity_certificate,
@@ -61,17 +62,17 @@ _OUTPUTS = ("last", "random", "best_feasible")
 
 
 def _datafit_of(term, role):
-    if not hasattr(term, "compiled_datafit"):
-        raise TypeError(f"{role}: spider runs a compiled loop and needs a term with a compiled datafit "
-                        f"(hinge_risk/margin_risk, roc_fairness, smoothed_demographic_parity), got {term!r}")
+    require_capabilities(term, role, ("compiled_datafit",), "spider", hint="spider runs a compiled loop and needs "
+                         "a term with a compiled datafit: hinge_risk/margin_risk, roc_fairness, "
+                         "smoothed_demographic_parity")
     return term.compiled_datafit()
 
 
 def _objective_parts(term):
     if isinstance(term, PenalizedTerm):
         pen = term.penalty
-        if not hasattr(pen, "code"):
-            raise TypeError(f"objective: the penalty {pen!r} has no compiled form (use scad_penalty)")
+        require_capabilities(pen, "objective", ("code",), "spider", hint="the penalty has no compiled form: use "
+                             "scad_penalty")
         return _datafit_of(term.term, "objective"), int(pen.code), float(pen.lam), term.term
     return _datafit_of(term, "objective"), NO_PENALTY, 0.0, term
 
@@ -212,14 +213,16 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     if record_stationarity_every is not None and stationarity_rho_hat is None:
         raise ValueError("stationarity_rho_hat: needed when record_stationarity_every is set")
     dom = problem.domain
-    if isinstance(dom, Ball) and dom.center is not None and np.any(dom.center != 0):
-        raise TypeError("problem: spider's compiled loop projects onto balls centred at 0")
-    if isinstance(dom, Ball):
-        radius = float(dom.radius) if project else 0.0
-    elif isinstance(dom, Whole):
-        radius = 0.0
-    else:
+    try:  # the compiled loop knows the whole space and one ball around 0 on every coordinate
+        lower, upper, balls = dom.box_and_balls(problem.dim)
+    except NotImplementedError:
+        lower = upper = balls = None
+    if (balls is None or np.isfinite(lower).any() or np.isfinite(upper).any() or len(balls) > 1
+            or (balls and balls[0][0] != slice(0, problem.dim))):
         raise TypeError(f"problem: spider supports the domains Whole and Ball, got {dom!r}")
+    if balls and balls[0][1] is not None and np.any(balls[0][1] != 0):
+        raise TypeError("problem: spider's compiled loop projects onto balls centred at 0")
+    radius = float(balls[0][2]) if balls and project else 0.0
 
     fb, pen, lam, f_term = _objective_parts(problem.objective)
     gb, g_abs, level, g_term = _constraint_parts(problem.constraints[0])

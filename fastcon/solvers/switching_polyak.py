@@ -24,8 +24,10 @@ import numpy as np
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ._common import check_choice
+from ._step_rules import LevelStep, PolyakStep
+from ._switching_core import switching_loop
 from ._validation import check_callback, check_count, check_optional_count, check_schedule
-from .idca import _start, check_dc_problem
+from .idca import DCOracle, _start, check_dc_problem
 
 __all__ = ["switching_polyak"]
 
@@ -67,57 +69,45 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, tolerance=1e-3, output=
         ``step_kind``, ``tolerance``.
     """
     check_dc_problem(problem, ("objective_value", "objective_value_and_gradient", "constraint_values",
-                               "constraint_subgradient"))
+                               "constraint_subgradient"), "switching_polyak")
     check_choice("output", output, _OUTPUTS)
     T = check_count("max_iter", max_iter)
     eps = check_schedule("tolerance", tolerance, T, positive=True)
     every = check_optional_count("record_every", record_every) or max(1, math.ceil(T / 100))
     check_callback("callback", callback)
     x = _start(problem, x0)
-    grad = np.empty(problem.dim)
-    sub = np.empty(problem.dim)
     history = History(every)
-    counters = Counters()
-    best_f0, best_x, tau = math.inf, None, -1
-    best_g = math.inf
-    n_obj = n_con = 0
-    status, message = "max_iter", ""
-    t = -1
+    best = {"f0": math.inf, "x": None, "tau": -1}
+
+    def before_step(state):
+        t, fmax = state.t, state.constraint
+        if state.kind == "f":
+            if state.objective < best["f0"]:
+                best.update(f0=state.objective, x=x.copy(), tau=t)
+            if history.due(t) or t == T - 1:
+                history.record(t, force=True, objective=state.objective, constraint=fmax,
+                               max_violation=max(0.0, fmax), step_kind="f", tolerance=float(eps[t]))
+        elif history.due(t) or t == T - 1:
+            history.record(t, force=True, objective=problem.objective_value(x), constraint=fmax,
+                           max_violation=fmax, step_kind="g", tolerance=float(eps[t]))
+
     with Progress(T, verbose, desc="switching_polyak") as progress:
-        for t in range(T):
-            values = problem.constraint_values(x)
-            i = int(np.argmax(values)) if values.size else -1
-            fmax = float(values[i]) if values.size else -math.inf
-            best_g = min(best_g, fmax)
-            if fmax <= eps[t]:
-                f0 = problem.objective_value_and_gradient(x, grad)
-                n_obj += 1
-                if f0 < best_f0:
-                    best_f0, best_x, tau = f0, x.copy(), t
-                if history.due(t) or t == T - 1:
-                    history.record(t, force=True, objective=f0, constraint=fmax, max_violation=max(0.0, fmax),
-                                   step_kind="f", tolerance=float(eps[t]))
-                norm2 = float(grad @ grad)
-                if norm2 == 0.0:
-                    break
-                x -= (eps[t] / norm2) * grad
-            else:
-                if history.due(t) or t == T - 1:
-                    history.record(t, force=True, objective=problem.objective_value(x), constraint=fmax,
-                                   max_violation=fmax, step_kind="g", tolerance=float(eps[t]))
-                problem.constraint_subgradient(x, i, sub)
-                n_con += 1
-                norm2 = float(sub @ sub)
-                if norm2 == 0.0:
-                    status = "stalled_infeasible"
-                    message = (f"iteration {t}: constraint {i} is violated by {fmax:.3g} and its subgradient is "
-                               f"zero (an infeasible stationary point)")
-                    break
-                x -= (fmax / norm2) * sub
-            progress.update(t, constraint=fmax)
-            if callback is not None and callback(t, x, {"constraint": fmax, "tolerance": float(eps[t])}):
-                status = "callback_stop"
-                break
+        def after_step(state):
+            progress.update(state.t, constraint=state.constraint)
+            if callback is not None and callback(state.t, x, {"constraint": state.constraint,
+                                                              "tolerance": float(eps[state.t])}):
+                return "callback_stop"
+
+        run = switching_loop(x, DCOracle(problem), eps, T, objective_rule=LevelStep(), constraint_rule=PolyakStep(),
+                             before_step=before_step, after_step=after_step)
+    status, message = "max_iter", ""
+    if run.stop == "callback_stop":
+        status = "callback_stop"
+    elif run.stop == "zero_constraint_direction":
+        status = "stalled_infeasible"
+        message = (f"iteration {run.last.t}: constraint {run.last.index} is violated by {run.last.constraint:.3g} "
+                   "and its subgradient is zero (an infeasible stationary point)")
+    best_x, tau, best_g = best["x"], best["tau"], run.best_constraint
     if best_x is None:
         if status == "max_iter":
             status = "no_feasible_iterate"
@@ -127,8 +117,9 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, tolerance=1e-3, output=
     f0 = problem.objective_value(x)
     values = problem.constraint_values(x)
     fmax = float(np.max(values, initial=-math.inf))
-    counters.add("objective_steps", n_obj)
-    counters.add("constraint_steps", n_con)
+    counters = Counters()
+    counters.add("objective_steps", run.objective_steps)
+    counters.add("constraint_steps", run.constraint_steps)
     info = {"max_iter": T, "output": output, "tau": tau, "best_constraint": best_g}
-    return SolveResult(x, status, message, n_iter=t + 1, objective=f0, max_violation=max(0.0, fmax),
+    return SolveResult(x, status, message, n_iter=run.n_iter, objective=f0, max_violation=max(0.0, fmax),
                        history=history, counters=counters, info=info, solver="switching_polyak")
