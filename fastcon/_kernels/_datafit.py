@@ -2,11 +2,12 @@ r"""Compiled datafits: the terms a jitted solver loop can evaluate without retur
 
 The decision "solver loops whose iterations are tiny run compiled" (docs/design.md, Solvers), taken
 once for the whole package: a term that supports compiled loops returns a **datafit bundle**, a
-plain tuple of a kind code and arrays (:func:`datafit_bundle` documents the layout), and jitted
-loops evaluate it with the functions below, which dispatch on the kind code. One bundle type for
-every kind keeps one compiled specialization per loop (and numba's on-disk cache usable, which
-first-class function arguments would defeat); separable penalties (SCAD) are a second, data-free
-code. Every datafit of this module is a function of the scores :math:`z = Aw` of its rows:
+`DatafitBundle` (a module-level ``NamedTuple``: a kind code and arrays, with named fields), and
+jitted loops evaluate it with the functions below, which dispatch on the kind code. One bundle type
+for every kind keeps one compiled specialization per loop (and numba's on-disk cache usable, which
+first-class function arguments would defeat: a module-level ``NamedTuple`` is pickled by reference
+in the cache index, so it is); separable penalties (SCAD) are a second, data-free code. Every
+datafit of this module is a function of the scores :math:`z = Aw` of its rows:
 
 ``MARGIN``
     :math:`\frac1n\sum_i s_i\,\phi(b_i a_i^\top w)` (a margin loss of `_losses`, row scales
@@ -26,6 +27,8 @@ are *linear* in the per-row terms, which is what the SPIDER recursion of [LX25] 
 (``u += d(x_k, B) - d(x_{k-1}, B)``); :func:`statistic_two_point` reads each batch row once for
 both points.
 """
+from typing import NamedTuple, Optional
+
 import numpy as np
 
 from ._jit import njit
@@ -33,7 +36,8 @@ from ._linalg import JIT, _csr_axpy, _csr_dot, _csr_span_dot2
 from ._losses import margin_loss
 from ._threshold_sweep import grid_blocks, sigmoid_sweep
 
-__all__ = ["MARGIN", "GROUP_GAP", "ROC_GAP", "NO_PENALTY", "SCAD", "datafit_bundle", "datafit_value_grad",
+__all__ = ["MARGIN", "GROUP_GAP", "ROC_GAP", "NO_PENALTY", "SCAD", "DatafitBundle", "DatafitBuffers",
+           "datafit_bundle", "datafit_value_grad",
            "statistic_two_point", "statistic_grad", "penalty_value_grad", "scad", "datafit_buffers"]
 
 MARGIN, GROUP_GAP, ROC_GAP = 0, 1, 2
@@ -42,17 +46,59 @@ _EMPTY_U64 = np.zeros(0, dtype=np.uint64)
 _EMPTY = np.zeros(0)
 
 
-def datafit_bundle(kind, indptr, indices, data, *, loss=0, y=None, scale=None, n_split=0, thresholds=None,
-                   binary=None):
-    r"""The tuple a compiled loop receives for one datafit.
+class DatafitBundle(NamedTuple):
+    """One datafit as a compiled loop receives it (built by :func:`datafit_bundle`).
 
-    Layout: ``(kind, loss, indptr u64, indices u32, data f64, y f64, scale f64, n_split,
-    starts u64, anchors, tops, factors, thresholds)`` with the CSR arrays of the rows (dense data is passed as
-    CSR: the loops index rows; ``data`` becomes None for binary features, detected when ``binary``
-    is None, which spares the row gathers a third of their bytes), ``y`` the labels (MARGIN), ``scale`` the row scales :math:`s_i`
-    (MARGIN; mean 1), ``n_split`` the first row of group u (two-group kinds) and the threshold
-    grid of `_threshold_sweep.grid_blocks` and the thresholds themselves (ROC_GAP; the
-    subgradient uses :math:`\theta_{j^*}` exactly). Unused fields are empty arrays.
+    The rows are CSR (dense data is passed as CSR: the loops index rows). Fields a kind does not
+    use are empty arrays.
+    """
+
+    kind: np.int64                #: MARGIN, GROUP_GAP or ROC_GAP
+    loss: np.int64                #: margin-loss code of `_losses` (MARGIN)
+    indptr: np.ndarray            #: uint64 (N + 1,) CSR row pointers
+    indices: np.ndarray           #: uint32 CSR column indices
+    data: Optional[np.ndarray]    #: float64 CSR values; None for binary features (1.0 everywhere)
+    y: np.ndarray                 #: float64 (N,) labels (MARGIN)
+    scale: np.ndarray             #: float64 (N,) row scales s_i with mean 1 (MARGIN)
+    n_split: np.int64             #: first row of group u (two-group kinds)
+    starts: np.ndarray            #: uint64 threshold-grid blocks of `_threshold_sweep.grid_blocks` (ROC_GAP)
+    anchors: np.ndarray           #: float64, as ``starts``
+    tops: np.ndarray              #: float64, as ``starts``
+    factors: np.ndarray           #: float64 (m,), one per threshold, as ``starts``
+    thresholds: np.ndarray        #: float64 (m,) the thresholds themselves (ROC_GAP; the subgradient uses them exactly)
+
+
+class DatafitBuffers(NamedTuple):
+    """Scratch of the evaluations of one datafit on at most ``n_rows`` rows (:func:`datafit_buffers`)."""
+
+    scores: np.ndarray   #: float64 (n_rows,) the batch scores (kept for `statistic_grad`)
+    coefs: np.ndarray    #: float64 (n_rows,) per-row gradient coefficients (`statistic_two_point`: scores at x_prev)
+    mean_p: np.ndarray   #: float64 (max(m, 1),) group-p means per threshold (ROC_GAP)
+    mean_u: np.ndarray   #: float64 (max(m, 1),) group-u means per threshold (ROC_GAP)
+    sweep: np.ndarray    #: float64 (1, max(m, 1)) scratch of `_threshold_sweep.sigmoid_sweep`
+
+
+def datafit_bundle(kind, indptr, indices, data, *, loss=0, y=None, scale=None, n_split=0, thresholds=None,
+                   binary=None) -> DatafitBundle:
+    r"""The `DatafitBundle` a compiled loop receives for one datafit.
+
+    Parameters
+    ----------
+    kind : int
+        ``MARGIN``, ``GROUP_GAP`` or ``ROC_GAP``.
+    indptr, indices, data : array-like
+        CSR arrays of the rows; ``data`` is dropped (None) for binary features, detected when
+        ``binary`` is None, which spares the row gathers a third of their bytes.
+    loss : int
+        Margin-loss code (MARGIN).
+    y, scale : array-like, optional
+        Labels and row scales :math:`s_i` (MARGIN; scales default to 1, mean 1).
+    n_split : int
+        First row of group u (two-group kinds).
+    thresholds : array-like, optional
+        Threshold grid (ROC_GAP), stored with its `_threshold_sweep.grid_blocks`.
+    binary : bool, optional
+        Whether ``data`` is all ones (detected when None).
     """
     n = int(indptr.shape[0]) - 1
     y = _EMPTY if y is None else np.ascontiguousarray(y, dtype=np.float64)
@@ -66,15 +112,16 @@ def datafit_bundle(kind, indptr, indices, data, *, loss=0, y=None, scale=None, n
     data = np.ascontiguousarray(data, dtype=np.float64)
     if binary is None:
         binary = bool(data.size) and bool(np.all(data == 1.0))
-    return (np.int64(kind), np.int64(loss), np.ascontiguousarray(indptr, dtype=np.uint64),
-            np.ascontiguousarray(indices, dtype=np.uint32), None if binary else data, y, scale,
-            np.int64(n_split), starts, anchors, tops, factors, thresholds)
+    return DatafitBundle(np.int64(kind), np.int64(loss), np.ascontiguousarray(indptr, dtype=np.uint64),
+                         np.ascontiguousarray(indices, dtype=np.uint32), None if binary else data, y, scale,
+                         np.int64(n_split), starts, anchors, tops, factors, thresholds)
 
 
-def datafit_buffers(bundle, n_rows):
-    """Scratch for evaluations on at most ``n_rows`` rows: ``(scores, coefs, means_p, means_u, sweep)``."""
-    m = bundle[11].shape[0]
-    return np.empty(n_rows), np.empty(n_rows), np.empty(max(m, 1)), np.empty(max(m, 1)), np.zeros((1, max(m, 1)))
+def datafit_buffers(bundle, n_rows) -> DatafitBuffers:
+    """Scratch for evaluations of ``bundle`` on at most ``n_rows`` rows."""
+    m = bundle.factors.shape[0]
+    return DatafitBuffers(np.empty(n_rows), np.empty(n_rows), np.empty(max(m, 1)), np.empty(max(m, 1)),
+                          np.zeros((1, max(m, 1))))
 
 
 @njit(inline="always")
@@ -147,8 +194,9 @@ def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
     batch must be group p rows and the rest group u rows, ``n_p`` found by the ``n_split`` test
     (the stratified samplers lay batches out that way). Returns the value (not the statistic).
     """
-    kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
-    scores, coefs, mean_p, mean_u, sweep = bufs
+    kind, loss, indptr, indices, data, y = b.kind, b.loss, b.indptr, b.indices, b.data, b.y
+    scale, n_split = b.scale, b.n_split
+    scores, coefs, mean_p, mean_u, sweep = bufs.scores, bufs.coefs, bufs.mean_p, bufs.mean_u, bufs.sweep
     _gather_scores(indptr, indices, data, rows, n_rows, x, scores)
     if kind == MARGIN:
         acc = 0.0
@@ -169,7 +217,7 @@ def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
             _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
         return abs(d)
     # ROC_GAP: group means of sigma(s - theta_j) by the one-exp-per-sample sweep
-    starts, anchors, tops, factors = b[8], b[9], b[10], b[11]
+    starts, anchors, tops, factors = b.starts, b.anchors, b.tops, b.factors
     m = factors.shape[0]
     sigmoid_sweep(scores[:n_p], starts, anchors, tops, factors, mean_p[:m], sweep)
     sigmoid_sweep(scores[n_p:n_rows], starts, anchors, tops, factors, mean_u[:m], sweep)
@@ -181,7 +229,7 @@ def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
             gap = g
             best = j
     if want_grad and gap != 0.0:
-        _gap_coefs(scores, b[12][best], n_p, n_rows, grad_scale if gap > 0.0 else -grad_scale, coefs)
+        _gap_coefs(scores, b.thresholds[best], n_p, n_rows, grad_scale if gap > 0.0 else -grad_scale, coefs)
         _scatter(indptr, indices, data, rows, n_rows, coefs, grad)
     return abs(gap)
 
@@ -190,11 +238,12 @@ def datafit_value_grad(b, x, rows, n_rows, want_grad, grad_scale, grad, bufs):
 def statistic_two_point(b, x, x_prev, rows, n_rows, bufs):
     r"""The statistic at ``x`` and ``x_prev`` on the same rows, each row read once.
 
-    Returns ``(t(x), t(x_prev))``; the scores at ``x`` stay in ``bufs[0]`` for
+    Returns ``(t(x), t(x_prev))``; the scores at ``x`` stay in ``bufs.scores`` for
     :func:`statistic_grad` (the subgradient on the same batch needs no second read of the scores).
     """
-    kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
-    scores, prev = bufs[0], bufs[1]
+    kind, loss, indptr, indices, data, y = b.kind, b.loss, b.indptr, b.indices, b.data, b.y
+    scale, n_split = b.scale, b.n_split
+    scores, prev = bufs.scores, bufs.coefs
     _csr_span_dot2(indptr, indices, data, rows, x, x_prev, scores, prev, np.uint64(0), np.uint64(n_rows))
     if kind == MARGIN:
         a = 0.0
@@ -210,9 +259,10 @@ def statistic_two_point(b, x, x_prev, rows, n_rows, bufs):
 
 @njit(**JIT)
 def statistic(b, x, rows, n_rows, bufs):
-    """The statistic at ``x`` on ``rows[:n_rows]``; scores kept in ``bufs[0]`` as above."""
-    kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
-    scores = bufs[0]
+    """The statistic at ``x`` on ``rows[:n_rows]``; scores kept in ``bufs.scores`` as above."""
+    kind, loss, indptr, indices, data, y = b.kind, b.loss, b.indptr, b.indices, b.data, b.y
+    scale, n_split = b.scale, b.n_split
+    scores = bufs.scores
     _gather_scores(indptr, indices, data, rows, n_rows, x, scores)
     if kind == MARGIN:
         a = 0.0
@@ -225,14 +275,15 @@ def statistic(b, x, rows, n_rows, bufs):
 
 @njit(**JIT)
 def statistic_grad(b, rows, n_rows, sign, grad_scale, grad, bufs):
-    r"""Adds ``grad_scale`` x the subgradient of the value on the batch whose scores are in ``bufs[0]``.
+    r"""Adds ``grad_scale`` x the subgradient of the value on the batch whose scores are in ``bufs.scores``.
 
     MARGIN: :math:`\frac1{|B|}\sum s_i\phi'(b_i z_i) b_i a_i`. GROUP_GAP: ``sign`` times the gradient
     of the signed gap :math:`d` (``sign`` = sign of the estimate of :math:`d`, so the result is a
     subgradient of :math:`|d|`; 0 gives 0).
     """
-    kind, loss, indptr, indices, data, y, scale, n_split = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
-    scores, coefs = bufs[0], bufs[1]
+    kind, loss, indptr, indices, data, y = b.kind, b.loss, b.indptr, b.indices, b.data, b.y
+    scale, n_split = b.scale, b.n_split
+    scores, coefs = bufs.scores, bufs.coefs
     if kind == MARGIN:
         inv = 1.0 / n_rows
         for k in range(n_rows):

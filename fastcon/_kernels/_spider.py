@@ -21,15 +21,25 @@ Random numbers come from a splitmix64 stream held in a ``uint64[1]`` array, and 
 without replacement by a partial Fisher-Yates shuffle of a persistent permutation (uniform subsets
 at O(batch) cost). Both are plain jitted functions, so a NumPy reference can replay the exact
 stream by calling them.
+
+Arguments: the loop takes its state, its parameters and one `SpiderBatches` per datafit as
+module-level ``NamedTuple`` records (named fields; numba passes them as flat values, and numba's
+on-disk cache stores their type by reference to this module).
 """
+from typing import NamedTuple
+
 import numpy as np
 
-from ._datafit import datafit_value_grad, penalty_value_grad, statistic, statistic_grad, statistic_two_point
+from ._datafit import (
+    DatafitBuffers, DatafitBundle, datafit_value_grad, penalty_value_grad, statistic, statistic_grad,
+    statistic_two_point,
+)
 from ._jit import njit
 from ._linalg import JIT
 from ._projections import project_ball
 
-__all__ = ["spider_loop", "rng_state", "next_uniform", "draw_rows", "COUNTERS"]
+__all__ = ["spider_loop", "SpiderState", "SpiderParameters", "SpiderBatches", "rng_state", "next_uniform",
+           "draw_rows", "COUNTERS"]
 
 #: Layout of the float64 counter array updated by :func:`spider_loop`.
 COUNTERS = ("data_passes_f", "data_passes_g", "rows_f_subgradient", "rows_g_subgradient", "rows_g_value",
@@ -83,45 +93,83 @@ def _draw_batch(state, perm_a, k_a, perm_b, k_b, full, out):
     return k_a + k_b
 
 
+class SpiderState(NamedTuple):
+    r"""What `spider_loop` updates in place: the iterate and everything carried between calls."""
+
+    x: np.ndarray         #: float64 (d,) :math:`x_k`
+    x_prev: np.ndarray    #: float64 (d,) :math:`x_{k-1}` (unused on entry when ``k0 % q == 0``)
+    #: float64 (3,) ``[u_{k-1}, g_hat_{k-1}, w_{k-1}]``: the SPIDER estimate of the statistic, the
+    #: constraint estimate :math:`\hat g` and the penalty weight of the last iteration
+    est: np.ndarray
+    grad: np.ndarray      #: float64 (d,) scratch for the search direction
+    rng: np.ndarray       #: uint64 (1,) splitmix64 state (:func:`rng_state`)
+    #: float64 (8,) incremented as named in :data:`COUNTERS` (see `spider_loop`)
+    counters: np.ndarray
+
+
+class SpiderParameters(NamedTuple):
+    r"""The scalars of one 3S-Econ run."""
+
+    q: int              #: refresh period
+    step_size: float    #: :math:`\alpha_0`
+    decay: bool         #: :math:`\alpha_k = \alpha_0/\sqrt{\max(1, k/q)}` instead of :math:`\alpha_0`
+    beta: float         #: penalty :math:`\beta`
+    nu: float           #: smoothing :math:`\nu`
+    radius: float       #: radius of the ball centred at 0 the step is projected onto (0: none)
+    penalty: int        #: penalty code of the objective (`_datafit.NO_PENALTY` or `_datafit.SCAD`)
+    lam: float          #: :math:`\lambda` of the penalty
+    g_abs: bool         #: :math:`\hat g = |u| - c` (GROUP_GAP) instead of :math:`u - c` (MARGIN)
+    level: float        #: the constraint level :math:`c`
+
+
+class SpiderBatches(NamedTuple):
+    """One datafit of `spider_loop` with its row sampler and scratch."""
+
+    datafit: DatafitBundle  #: the rows and the kind (`_datafit.datafit_bundle`)
+    #: int64 (4,) ``[k_a, k_b, full, N]``: rows drawn from ``perm_a`` and ``perm_b`` per batch (group
+    #: p and u for two-group datafits; ``k_b = 0`` otherwise), or (``full``) all rows; the row count
+    sizes: np.ndarray
+    perm_a: np.ndarray      #: int64 permutation the sampler shuffles in place
+    perm_b: np.ndarray      #: int64, as ``perm_a`` (empty for one-group datafits)
+    rows: np.ndarray        #: int64 batch buffer (all rows, in order, when full)
+    all_rows: np.ndarray    #: int64 (N,) all rows in order: the refreshes of the constraint (objective: unused)
+    bufs: DatafitBuffers    #: `_datafit.datafit_buffers` scratch for ``rows`` (constraint: for all N rows)
+
+
 @njit(**JIT)
-def spider_loop(x, x_prev, est, k0, k1, q, alpha0, decay, beta, nu, radius,
-                fb, pen, lam, f_sizes, perm_fa, perm_fb, rows_f, bufs_f,
-                gb, g_abs, level, g_sizes, perm_ga, perm_gb, rows_g, all_g, bufs_g,
-                grad, rng, counters):
-    r"""Iterations ``k0 .. k1-1`` of 3S-Econ; updates ``x``, ``x_prev``, ``est`` and ``counters`` in place.
+def spider_loop(state, k0, k1, params, objective, constraint):
+    r"""Iterations ``k0 .. k1-1`` of 3S-Econ; updates the arrays of ``state`` in place.
 
     Parameters
     ----------
-    x, x_prev : float64 (d,)
-        :math:`x_k` and :math:`x_{k-1}` on entry (``x_prev`` unused when ``k0 % q == 0``).
-    est : float64 (3,)
-        ``[u_{k-1}, g_hat_{k-1}, w_{k-1}]``: the SPIDER estimate of the statistic, the constraint
-        estimate :math:`\hat g` and the penalty weight of the last iteration.
-    q, alpha0, decay, beta, nu, radius
-        Refresh period; step :math:`\alpha_k = \alpha_0` or (``decay``) :math:`\alpha_0/\sqrt{\max(1,
-        k/q)}`; penalty :math:`\beta`, smoothing :math:`\nu`; ball radius (0: no projection).
-    fb, pen, lam
-        Objective datafit bundle, penalty code and :math:`\lambda`.
-    f_sizes : int64 (4,)
-        ``[k_a, k_b, full, N_f]``: rows drawn from ``perm_fa`` and ``perm_fb`` per iteration (group
-        p and u for two-group datafits; ``k_b = 0`` otherwise), or the full pass; the row count.
-    rows_f, bufs_f
-        Batch buffer (all rows, in order, when full) and `datafit_buffers` scratch.
-    gb, g_abs, level, g_sizes, perm_ga, perm_gb, rows_g, all_g, bufs_g
-        The constraint alike; :math:`\hat g = |u| - c` if ``g_abs`` else :math:`u - c`, ``c`` =
-        ``level``; ``all_g`` the refresh rows (all :math:`N_g`, in order).
-    grad : float64 (d,)
-        Scratch for the search direction.
-    rng : uint64 (1,)
-        splitmix64 state (:func:`rng_state`).
-    counters : float64 (8,)
-        Incremented as named in :data:`COUNTERS`: paper-convention data passes (a full value or
-        subgradient pass counts 1; a small batch counts :math:`|B|/N` once for the two-point values
-        and the subgradient on it; :math:`\zeta_g` counted every iteration as Algorithm 1 computes
-        it), per-sample oracle counts (two-point values count twice), constraint rows actually read
-        (:math:`\zeta_g` is skipped when the penalty weight is 0: the iterate is the same),
-        refreshes and iterations with a positive weight.
+    state : SpiderState
+        :math:`x_k`, :math:`x_{k-1}`, the estimates, scratch, the random stream and the counters.
+    k0, k1 : int
+        First and past-the-last iteration.
+    params : SpiderParameters
+        Step :math:`\alpha_k = \alpha_0` or (``decay``) :math:`\alpha_0/\sqrt{\max(1, k/q)}`;
+        penalty :math:`\beta`, smoothing :math:`\nu`; ball radius; objective penalty; constraint level.
+    objective, constraint : SpiderBatches
+        The objective datafit and the constraint's; :math:`\hat g = |u| - c` if ``params.g_abs``
+        else :math:`u - c`.
+
+    Notes
+    -----
+    ``state.counters`` is incremented as named in :data:`COUNTERS`: paper-convention data passes (a
+    full value or subgradient pass counts 1; a small batch counts :math:`|B|/N` once for the
+    two-point values and the subgradient on it; :math:`\zeta_g` counted every iteration as
+    Algorithm 1 computes it), per-sample oracle counts (two-point values count twice), constraint
+    rows actually read (:math:`\zeta_g` is skipped when the penalty weight is 0: the iterate is the
+    same), refreshes and iterations with a positive weight.
     """
+    x, x_prev, est, grad, rng, counters = state.x, state.x_prev, state.est, state.grad, state.rng, state.counters
+    q, alpha0, decay, beta, nu, radius = params.q, params.step_size, params.decay, params.beta, params.nu, params.radius
+    pen, lam, g_abs, level = params.penalty, params.lam, params.g_abs, params.level
+    fb, f_sizes, perm_fa, perm_fb, rows_f, bufs_f = (objective.datafit, objective.sizes, objective.perm_a,
+                                                     objective.perm_b, objective.rows, objective.bufs)
+    gb, g_sizes, perm_ga, perm_gb, rows_g, all_g, bufs_g = (constraint.datafit, constraint.sizes, constraint.perm_a,
+                                                            constraint.perm_b, constraint.rows, constraint.all_rows,
+                                                            constraint.bufs)
     n_f = f_sizes[3]
     n_g = all_g.shape[0]
     small_g = g_sizes[0] + g_sizes[1]

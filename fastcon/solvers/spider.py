@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 from .._kernels._datafit import GROUP_GAP, MARGIN, NO_PENALTY, datafit_buffers
-from .._kernels._spider import COUNTERS, rng_state, spider_loop
+from .._kernels._spider import COUNTERS, SpiderBatches, SpiderParameters, SpiderState, rng_state, spider_loop
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ..problems import PenalizedTerm, ShiftedTerm
@@ -82,20 +82,20 @@ def _constraint_parts(term):
     if isinstance(term, ShiftedTerm):
         level, term = term.bound, term.term
     bundle = _datafit_of(term, "constraint")
-    if int(bundle[0]) not in (MARGIN, GROUP_GAP):
+    if int(bundle.kind) not in (MARGIN, GROUP_GAP):
         raise TypeError("constraint: SPIDER tracks a mean of per-row terms; the constraint must be a margin "
                         "risk or a demographic-parity gap (the ROC gap is a max over thresholds)")
-    return bundle, int(bundle[0]) == GROUP_GAP, float(level), term
+    return bundle, int(bundle.kind) == GROUP_GAP, float(level), term
 
 
 def _sizes(bundle, batch, full):
     """``[k_a, k_b, full, N]`` and the two permutations the sampler shuffles."""
-    n = int(bundle[2].shape[0]) - 1
-    if int(bundle[0]) == MARGIN:
+    n = int(bundle.indptr.shape[0]) - 1
+    if int(bundle.kind) == MARGIN:
         perm_a, perm_b = np.arange(n, dtype=np.int64), np.zeros(0, dtype=np.int64)
         k_a, k_b = min(int(batch), n), 0
     else:
-        n_p = int(bundle[7])
+        n_p = int(bundle.n_split)
         perm_a, perm_b = np.arange(n_p, dtype=np.int64), np.arange(n_p, n, dtype=np.int64)
         from ..problems._groups import stratified_sizes
         k_a, k_b = stratified_sizes(min(int(batch), n), n_p, n - n_p)
@@ -226,7 +226,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
 
     fb, pen, lam, f_term = _objective_parts(problem.objective)
     gb, g_abs, level, g_term = _constraint_parts(problem.constraints[0])
-    n_f, n_g = int(fb[2].shape[0]) - 1, int(gb[2].shape[0]) - 1
+    n_f, n_g = int(fb.indptr.shape[0]) - 1, int(gb.indptr.shape[0]) - 1
     deterministic = variant == "deterministic"
     if q is None:
         q = 1 if deterministic else math.ceil(math.sqrt(max(n_f, n_g)))
@@ -256,6 +256,11 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     ss = as_seed_sequence(seed)
     ss_loop, ss_out = ss.spawn(2)
     rng = rng_state(ss_loop)
+    state = SpiderState(x, x_prev, est, grad, rng, counters_arr)
+    params = SpiderParameters(q, float(step_size), schedule == "inverse_sqrt_period", float(beta), float(nu), radius,
+                              pen, lam, g_abs, level)
+    objective = SpiderBatches(fb, f_sizes, perm_fa, perm_fb, rows_f, np.zeros(0, dtype=np.int64), bufs_f)
+    constraint = SpiderBatches(gb, g_sizes, perm_ga, perm_gb, rows_g, all_g, bufs_g)
     tau = int(np.random.default_rng(ss_out).integers(K)) if output == "random" else -1
     if record_every is None:
         # a record reads f and g on every row; an iteration reads its objective batch and its
@@ -288,10 +293,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
             nxt = tau
         if k == tau:
             x_tau = x.copy()
-        spider_loop(x, x_prev, est, k, nxt, q, float(step_size), alpha_decay, float(beta), float(nu), radius,
-                    fb, pen, lam, f_sizes, perm_fa, perm_fb, rows_f, bufs_f,
-                    gb, g_abs, level, g_sizes, perm_ga, perm_gb, rows_g, all_g, bufs_g,
-                    grad, rng, counters_arr)
+        spider_loop(state, k, nxt, params, objective, constraint)
         k = nxt
         last = k == K
         dpg = counters_arr[1]
