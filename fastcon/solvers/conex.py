@@ -22,23 +22,18 @@ constraint (the values at :math:`x_{t+1}` are reused by the next iteration), one
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .._progress import Progress
 from .._kernels._vector import conex_primal_step, linearized_values
-from .._results import History, SolveResult
+from .._results import SolveResult
 from ._output import WeightedAverage
+from ._run import SolverRun
 from ._schedules import Schedule, as_schedule
 from ._common import (
-    average_weight_values, check_choice, constraint_rows, default_record_every, describe_seed, FEASIBILITY_TOLERANCE,
-    make_objective_oracle, no_feasible_message, PassMeter, start_point, stationarity_certificate,
-    seeded_streams,
+    average_weight_values, check_choice, constraint_rows, describe_seed, FEASIBILITY_TOLERANCE,
+    make_objective_oracle, start_point, stationarity_certificate, seeded_streams,
 )
-from ._validation import (
-    check_callback, check_count, check_optional_count, check_optional_real, check_real, check_schedule, check_seed,
-)
+from ._validation import check_optional_count, check_optional_real, check_schedule
 
 __all__ = ["conex", "prox_weights_to_steps"]
 
@@ -133,14 +128,12 @@ def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0,
     check_choice("extrapolation", extrapolation, ("linearized", "exact"))
     check_choice("output", output, ("last", "average"))
     check_choice("objective_oracle", objective_oracle, ("deterministic", "stochastic"))
-    T = check_count("max_iter", max_iter)
-    check_optional_count("record_every", record_every)
+    run = SolverRun("conex", max_iter, record_every=record_every, callback=callback, verbose=verbose,
+                    feasibility_tolerance=feasibility_tolerance, seed=seed)
+    T = run.max_iter
     check_optional_count("record_stationarity_every", record_stationarity_every)
     check_optional_real("stationarity_rho_hat", stationarity_rho_hat, positive=True)
     check_optional_count("objective_batch_size", objective_batch_size)
-    feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
-    check_seed("seed", seed)
-    check_callback("callback", callback)
     if not problem.constraints:
         raise ValueError("problem: ConEx needs at least one constraint")
     if record_stationarity_every is not None and stationarity_rho_hat is None:
@@ -159,12 +152,10 @@ def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0,
     (rng_f,) = seeded_streams(seed, 1)
     eval_f = make_objective_oracle(problem, objective_oracle, objective_batch_size, rng_f)
     reuse_f = objective_oracle == "deterministic" and rec is problem
-    if record_every is None:
-        # every iteration reads the objective (its batch) and every constraint row; a record reads
-        # the exact f unless reused, and g only when it records another problem
-        it_rows = (problem.n_samples_f if objective_oracle == "deterministic" else int(objective_batch_size or 1))
-        rec_rows = (0 if reuse_f else rec.n_samples_f) + (0 if rec is problem else constraint_rows(rec))
-        record_every = default_record_every(T, rec_rows, it_rows + constraint_rows(problem))
+    # every iteration reads the objective (its batch) and every constraint row; a record reads
+    # the exact f unless reused, and g only when it records another problem
+    it_rows = (problem.n_samples_f if objective_oracle == "deterministic" else int(objective_batch_size or 1))
+    rec_rows = (0 if reuse_f else rec.n_samples_f) + (0 if rec is problem else constraint_rows(rec))
     # Two (values, subgradients) slots: at x_t ("cur") and x_{t+1} ("nxt"), swapped each iteration.
     g_cur, g_nxt = np.empty(m), np.empty(m)
     G_cur, G_nxt = np.empty((m, d)), np.empty((m, d))
@@ -177,80 +168,67 @@ def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0,
         for i, (c, row) in enumerate(zip(cons, views[id(grads)])):
             values[i] = c.value_and_subgradient(x, row)
 
-    meter = PassMeter(problem)
+    run.start(problem, record_rows=rec_rows, iteration_rows=it_rows + constraint_rows(problem))
+    meter = run.meter
     constraints_at(x, g_cur, G_cur)
     ell[:] = g_cur
     ell_prev[:] = g_cur
     avg_x, avg_y = WeightedAverage(d), WeightedAverage(m)
-    history = History(record_every)
-    status, stop_t = "max_iter", T - 1
-    best_g = math.inf  # smallest g(x_t) over the iterates, read from values the loop computes anyway
     info_cb = {}
-    progress = Progress(T, verbose, desc="conex")
-    for t in range(T):
-        f_t = eval_f(x, f_grad)
-        # s_t = (1 + theta_t) l_t - theta_t l_{t-1};  y_{t+1} = [y_t + tau_t s_t]_+
-        np.multiply(ell, 1.0 + th[t], out=s)
-        np.multiply(ell_prev, th[t], out=scratch)
-        s -= scratch
-        s *= tau[t]
-        y += s
-        np.maximum(y, 0.0, out=y)
-        g_t = float(g_cur.max())
-        if g_t < best_g:
-            best_g = g_t
-        stat_due = record_stationarity_every is not None and t % record_stationarity_every == 0
-        if history.due(t) or t == T - 1 or stat_due:
-            with meter:
-                f_rec = f_t if reuse_f else rec.f(x)
-                g_rec = g_t if rec is problem else rec.g(x)[0]
-                extra = {"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat, seed)} if stat_due else {}
-            pf, pg = meter.passes()
-            history.record(t, force=True, time=meter.elapsed(), objective=f_rec, constraint=g_rec,
-                           max_violation=max(0.0, g_rec), multiplier_norm=float(np.sqrt(y @ y)),
-                           data_passes_f=pf, data_passes_g=pg, **extra)
-        # x_{t+1} = proj(x_t - eta_t (f' + sum_i y_{t+1,i} g_i'(x_t)))
-        conex_primal_step(x, x_prev, f_grad, G_cur, y, eta[t])  # fused: x_prev = x, then the step
-        problem.project_inplace(x)
-        constraints_at(x, g_nxt, G_nxt)
-        ell_prev, ell = ell, ell_prev  # ell_prev <- l_t; ell is overwritten with l_{t+1}
-        if extrapolation == "exact":
-            ell[:] = g_nxt
-        else:  # l_{t+1} = g(x_t) + g'(x_t)(x_{t+1} - x_t)
-            linearized_values(G_cur, x, x_prev, g_cur, ell)
-        g_cur, g_nxt, G_cur, G_nxt = g_nxt, g_cur, G_nxt, G_cur
-        if output == "average":
-            avg_x.offer(t, x, gamma[t])
-            avg_y.offer(t, y, gamma[t])
-        if progress.active:
-            progress.update(t, g=float(g_cur.max()), y=float(y.max()))
-        if callback is not None:
+    with run:
+        for t in range(T):
+            f_t = eval_f(x, f_grad)
+            # s_t = (1 + theta_t) l_t - theta_t l_{t-1};  y_{t+1} = [y_t + tau_t s_t]_+
+            np.multiply(ell, 1.0 + th[t], out=s)
+            np.multiply(ell_prev, th[t], out=scratch)
+            s -= scratch
+            s *= tau[t]
+            y += s
+            np.maximum(y, 0.0, out=y)
+            g_t = float(g_cur.max())
+            run.offer(t, g_t)  # smallest g(x_t), read from values the loop computes anyway
+            stat_due = record_stationarity_every is not None and t % record_stationarity_every == 0
+            if run.due(t) or stat_due:
+                with meter:
+                    f_rec = f_t if reuse_f else rec.f(x)
+                    g_rec = g_t if rec is problem else rec.g(x)[0]
+                    extra = ({"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat, seed)}
+                             if stat_due else {})
+                run.record(t, force=True, extra=extra, objective=f_rec, constraint=g_rec,
+                           max_violation=max(0.0, g_rec), multiplier_norm=float(np.sqrt(y @ y)))
+            # x_{t+1} = proj(x_t - eta_t (f' + sum_i y_{t+1,i} g_i'(x_t)))
+            conex_primal_step(x, x_prev, f_grad, G_cur, y, eta[t])  # fused: x_prev = x, then the step
+            problem.project_inplace(x)
+            constraints_at(x, g_nxt, G_nxt)
+            ell_prev, ell = ell, ell_prev  # ell_prev <- l_t; ell is overwritten with l_{t+1}
+            if extrapolation == "exact":
+                ell[:] = g_nxt
+            else:  # l_{t+1} = g(x_t) + g'(x_t)(x_{t+1} - x_t)
+                linearized_values(G_cur, x, x_prev, g_cur, ell)
+            g_cur, g_nxt, G_cur, G_nxt = g_nxt, g_cur, G_nxt, G_cur
+            if output == "average":
+                avg_x.offer(t, x, gamma[t])
+                avg_y.offer(t, y, gamma[t])
             info_cb.update(constraint=g_t, y=y)
-            if callback(t, x, info_cb):
-                status, stop_t = "callback_stop", t
+            if run.tick(t, x, info_cb, g=float(g_cur.max()), y=float(y.max())):
                 break
-    progress.close()
 
     if output == "average" and not avg_x.empty:
         x_out, y_out = avg_x.x, avg_y.x
     else:
         x_out, y_out = x.copy(), y.copy()
-    best_g = min(best_g, float(g_cur.max()))  # x_{stop_t + 1}, evaluated by the last iteration
+    n = run.n_iter
+    best_g = run.offer(n, float(g_cur.max()))  # x_n, evaluated by the last iteration
     with meter:
         objective = problem.f(x_out)
         # g at x_T is already known from the loop (it fed l_{T}); the average needs a pass.
         g_out = (float(g_cur.max()) if output == "last" or avg_x.empty else float(problem.g(x_out)[0]))
-    violation = max(0.0, g_out)
-    counters = meter.counters()
-    counters.add("objective_subgradients", stop_t + 1)
-    counters.add("constraint_evaluations", stop_t + 2)
+    run.offer(n, g_out)
+    run.counters.add("objective_subgradients", n)
+    run.counters.add("constraint_evaluations", n + 1)
     info = {"output": output, "extrapolation": extrapolation, "primal_step": repr(as_schedule(primal_step)),
             "dual_step": repr(as_schedule(dual_step)), "theta": repr(as_schedule(theta)),
-            "feasibility_tolerance": feas_tol, "best_constraint": best_g, "seed": describe_seed(seed)}
-    message = f"ran {stop_t + 1} iterations"
-    if status == "max_iter" and min(best_g, g_out) > feas_tol:
-        status = "no_feasible_iterate"
-        message += "; " + no_feasible_message(min(best_g, g_out), feas_tol, "neither an iterate nor the output")
-    return SolveResult(x_out, status, message, n_iter=stop_t + 1, objective=objective,
-                       max_violation=violation, multipliers=y_out, history=history, counters=counters,
-                       info=info, solver="conex")
+            "feasibility_tolerance": run.feasibility_tolerance, "best_constraint": best_g,
+            "seed": describe_seed(seed)}
+    return run.finish(x_out, objective=objective, max_violation=max(0.0, g_out), message=f"ran {n} iterations",
+                      multipliers=y_out, info=info, subject="neither an iterate nor the output")
