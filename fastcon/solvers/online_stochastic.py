@@ -20,13 +20,13 @@ import math
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import History, SolveResult
+from .._results import SolveResult
 from ._common import (
-    constraint_rows, default_record_every, describe_seed, FEASIBILITY_TOLERANCE, make_objective_oracle,
-    no_feasible_message, PassMeter, RowSampler, seeded_streams, start_point,
+    constraint_rows, describe_seed, FEASIBILITY_TOLERANCE, make_objective_oracle, RowSampler, seeded_streams,
+    start_point,
 )
-from ._validation import check_callback, check_count, check_optional_count, check_real, check_seed
+from ._run import SolverRun
+from ._validation import check_optional_count, check_real
 from ._output import WeightedAverage
 
 __all__ = ["online_stochastic_subgradient"]
@@ -139,15 +139,13 @@ def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=
     history records (default ``problem``). `proximal_point` solves subproblems but records the original
     problem.
     """
-    K = check_count("max_iter", max_iter)
+    run = SolverRun("online_stochastic_subgradient", max_iter, record_every=record_every, callback=callback,
+                    verbose=verbose, feasibility_tolerance=feasibility_tolerance, seed=seed)
+    K = run.max_iter
     V = math.sqrt(K) if V is None else check_real("V", V, positive=True)
     alpha = float(K) if alpha is None else check_real("alpha", alpha, positive=True)
     batch_f = check_optional_count("objective_batch_size", objective_batch_size) or 1
     batch_g = check_optional_count("constraint_batch_size", constraint_batch_size) or 1
-    feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
-    check_optional_count("record_every", record_every)
-    check_seed("seed", seed)
-    check_callback("callback", callback)
 
     cons, m, d = problem.constraints, problem.n_constraints, problem.dim
     rec = problem if record_problem is None else record_problem
@@ -160,65 +158,49 @@ def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=
     theta, queues, linear = np.empty(m), np.zeros(m), np.empty(m)
     grads = np.empty((m, d))
     grad_rows = [grads[i] for i in range(m)]  # row views made once: no allocation in the loop
-    if record_every is None:
-        it_rows = (batch_f if problem.objective.n_samples > 0 else 0) + batch_g * sum(c.n_samples > 0 for c in cons)
-        record_every = default_record_every(K, rec.n_samples_f + constraint_rows(rec), it_rows)
+    it_rows = (batch_f if problem.objective.n_samples > 0 else 0) + batch_g * sum(c.n_samples > 0 for c in cons)
 
     average = WeightedAverage(d)
-    history = History(record_every)
-    meter = PassMeter(problem)
-    status, stop_k = "max_iter", K - 1
-    best_g = math.inf  # smallest recorded exact g(z_k)
+    run.start(problem, record_rows=rec.n_samples_f + constraint_rows(rec), iteration_rows=it_rows)
     info_cb = {"queues": queues, "constraint_estimates": theta}
-    progress = Progress(K, verbose, desc="online_stochastic")
-    for k in range(K):
-        eval_f(z, f_grad)                       # zeta~_0^k
-        eval_g(z, theta, grad_rows)             # theta^_i^k, zeta~_i^k from the same rows
-        if history.due(k) or k == K - 1:
-            with meter:
-                f_rec = rec.f(z)
-                g_rec = rec.g(z)[0]
-            best_g = min(best_g, g_rec)
-            pf, pg = meter.passes()
-            history.record(k, force=True, time=meter.elapsed(), objective=f_rec, constraint=g_rec,
-                           max_violation=max(0.0, g_rec), queue_norm=float(np.sqrt(queues @ queues)),
-                           data_passes_f=pf, data_passes_g=pg)
-        average.offer(k, z, 1.0)
-        # z_{k+1} = proj_X(z_k - (V zeta~_0 + sum_i Q_k^i zeta~_i) / (2 alpha))
-        np.dot(queues, grads, out=direction)
-        f_grad *= V
-        direction += f_grad
-        direction *= 0.5 / alpha
-        np.copyto(z_prev, z)
-        z -= direction
-        problem.project_inplace(z)
-        # Q_{k+1}^i = max(Q_k^i + theta^_i + zeta~_i^T (z_{k+1} - z_k), 0)
-        np.subtract(z, z_prev, out=direction)
-        np.dot(grads, direction, out=linear)
-        queues += theta
-        queues += linear
-        np.maximum(queues, 0.0, out=queues)
-        if progress.active:
-            progress.update(k, queue=float(queues.max(initial=0.0)))
-        if callback is not None and callback(k, z, info_cb):
-            status, stop_k = "callback_stop", k
-            break
-    progress.close()
+    with run:
+        for k in range(K):
+            eval_f(z, f_grad)                       # zeta~_0^k
+            eval_g(z, theta, grad_rows)             # theta^_i^k, zeta~_i^k from the same rows
+            if run.due(k):
+                with run.meter:
+                    f_rec = rec.f(z)
+                    g_rec = rec.g(z)[0]
+                run.offer(k, g_rec)  # smallest recorded exact g(z_k)
+                run.record(k, force=True, objective=f_rec, constraint=g_rec, max_violation=max(0.0, g_rec),
+                           queue_norm=float(np.sqrt(queues @ queues)))
+            average.offer(k, z, 1.0)
+            # z_{k+1} = proj_X(z_k - (V zeta~_0 + sum_i Q_k^i zeta~_i) / (2 alpha))
+            np.dot(queues, grads, out=direction)
+            f_grad *= V
+            direction += f_grad
+            direction *= 0.5 / alpha
+            np.copyto(z_prev, z)
+            z -= direction
+            problem.project_inplace(z)
+            # Q_{k+1}^i = max(Q_k^i + theta^_i + zeta~_i^T (z_{k+1} - z_k), 0)
+            np.subtract(z, z_prev, out=direction)
+            np.dot(grads, direction, out=linear)
+            queues += theta
+            queues += linear
+            np.maximum(queues, 0.0, out=queues)
+            if run.tick(k, z, info_cb, queue=float(queues.max(initial=0.0))):
+                break
 
     x_out = average.x
-    with meter:
+    n = run.n_iter
+    with run.meter:
         objective, g_out = problem.f(x_out), float(problem.g(x_out)[0])
-    violation = max(0.0, g_out)
-    counters = meter.counters()
-    counters.add("objective_subgradients", stop_k + 1)
-    counters.add("constraint_subgradients", m * (stop_k + 1))
+    run.counters.add("objective_subgradients", n)
+    run.counters.add("constraint_subgradients", m * n)
     info = {"V": V, "alpha": alpha, "queues": queues.copy(), "objective_batch_size": batch_f,
             "constraint_batch_size": batch_g, "output": "uniform_average", "seed": describe_seed(seed),
-            "feasibility_tolerance": feas_tol, "best_constraint": min(best_g, g_out)}
-    message = f"ran {stop_k + 1} iterations; output = uniform average of z_0..z_{stop_k}"
-    if status == "max_iter" and min(best_g, g_out) > feas_tol:
-        status = "no_feasible_iterate"
-        message += "; " + no_feasible_message(min(best_g, g_out), feas_tol, "neither a recorded iterate nor the output")
-    return SolveResult(x_out, status, message,
-                       n_iter=stop_k + 1, objective=objective, max_violation=violation, multipliers=queues / V,
-                       history=history, counters=counters, info=info, solver="online_stochastic_subgradient")
+            "feasibility_tolerance": run.feasibility_tolerance, "best_constraint": run.offer(n, g_out)}
+    return run.finish(x_out, objective=objective, max_violation=max(0.0, g_out), multipliers=queues / V, info=info,
+                      message=f"ran {n} iterations; output = uniform average of z_0..z_{n - 1}",
+                      subject="neither a recorded iterate nor the output")
