@@ -60,6 +60,10 @@ Methods
   stops changing); all rows (or columns) advance together, one pass over :math:`C` per step.
 
 Sinkhorn scaling and "alternate then clip" schemes do not compute this projection and are not used.
+
+The kernels take their scratch as a `TransportWorkspace` and their scalars as `TransportParameters`,
+module-level ``NamedTuple`` records with named fields (numba passes them as flat values, and its
+on-disk cache stores their type by reference to this module).
 """
 from typing import NamedTuple
 
@@ -68,8 +72,8 @@ import numpy as np
 from ._jit import njit
 from ._linalg import JIT
 
-__all__ = ["TransportProjection", "project_transport", "transport_solve", "transport_workspace", "transport_cost_block",
-           "marginal_residual"]
+__all__ = ["TransportProjection", "TransportParameters", "TransportWorkspace", "project_transport", "transport_solve",
+           "transport_workspace", "transport_cost_block", "marginal_residual"]
 
 #: Status codes returned by :func:`transport_solve`.
 CONVERGED, MAX_ITER, NONFINITE = 0, 1, 2
@@ -89,6 +93,67 @@ RAY_MIN = 0.25
 #: products are cheap (a nearly full or nearly empty pattern) and stays a truncated Newton method
 #: where they are not.
 CG_PASSES = 3.0
+
+
+class TransportParameters(NamedTuple):
+    r"""The scalars of one :func:`transport_solve`."""
+
+    alpha: float       #: row sums :math:`\alpha`
+    beta: float        #: column sums :math:`\beta` (:math:`\alpha m = \beta n`, the caller checks)
+    tol: float         #: absolute stopping level on :math:`\|P1 - \alpha1\| + \|P^T1 - \beta1\|`
+    max_newton: int    #: Newton iterations
+    max_sweeps: int    #: then block-ascent sweeps of the fallback
+    cold: bool         #: start with one exact block-ascent sweep (u, then v) instead of trusting the duals given
+    ray: bool          #: exact line search from the start along the ray direction before Newton
+    #: if the start given (``cold`` False) does not converge within the limits, start again from a
+    #: cold start (zero duals and one block-ascent sweep): a warm start may then cost time, never the result
+    retry: bool
+
+
+class TransportWorkspace(NamedTuple):
+    r"""Scratch of :func:`transport_solve` for an m×n ``C`` (:func:`transport_workspace`): float64 vectors
+    of length m (``*u``, ``r``, ``deg_r``) or n (``*v``, ``c``, ``deg_c``), views of one block."""
+
+    r: np.ndarray        #: marginals :math:`P\mathbf 1`
+    c: np.ndarray        #: marginals :math:`P^\top\mathbf 1`
+    deg_r: np.ndarray    #: row degrees of the pattern :math:`\Omega`
+    deg_c: np.ndarray    #: column degrees of :math:`\Omega`
+    gu: np.ndarray       #: gradient :math:`\nabla\theta` (rows); the start's marginals while a ray is tried
+    gv: np.ndarray       #: gradient (columns)
+    du: np.ndarray       #: Newton direction (rows)
+    dv: np.ndarray       #: Newton direction (columns)
+    ut: np.ndarray       #: dual point of a line-search trial (rows)
+    vt: np.ndarray       #: dual point of a line-search trial (columns)
+    ru: np.ndarray       #: CG residual (rows)
+    rv: np.ndarray       #: CG residual (columns)
+    zu: np.ndarray       #: preconditioned CG residual (rows)
+    zv: np.ndarray       #: preconditioned CG residual (columns)
+    pu: np.ndarray       #: CG search direction (rows)
+    pv: np.ndarray       #: CG search direction (columns)
+    qu: np.ndarray       #: Hessian times ``pu, pv`` (rows)
+    qv: np.ndarray       #: Hessian times ``pu, pv`` (columns)
+    t: np.ndarray        #: (m + n,) block-ascent trial duals
+    s: np.ndarray        #: (m + n,) block-ascent sums
+    cnt: np.ndarray      #: (m + n,) block-ascent active counts
+    prev: np.ndarray     #: (m + n,) block-ascent previous counts; the memory of ``ru, rv`` (ascent runs outside CG)
+    idx: np.ndarray      #: uint32 (m n + n,) the pattern, stored row by row (see `_pattern`)
+
+
+class LineStart(NamedTuple):
+    r"""The start :math:`t = 0` of a line search (`_line_search`)."""
+
+    theta: float       #: :math:`\varphi(0) = \theta(u, v)`
+    slope: float       #: :math:`\varphi'(0) > 0`
+    residual: float    #: marginal residual at the start
+
+
+class LineRule(NamedTuple):
+    r"""When a line search (`_line_search`) stops."""
+
+    q_first: float    #: level q of :math:`|\varphi'(t)| \le q\,\varphi'(0)` at the first trial :math:`t = 1`
+    q: float          #: the same at later trials
+    armijo: bool      #: accept a full step that passes the Armijo test or halves the residual
+    t_min: float      #: give up after the first trial when the maximizer is estimated below this
 
 
 # --------------------------------------------------------------------------- passes over C
@@ -131,16 +196,17 @@ def _residual(r, c, alpha, beta):
 
 
 @njit(**JIT_SUM)
-def _line_eval(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, count):
+def _line_eval(C, prm, u, v, du, dv, ws, count):
     r""":math:`\theta(u, v)`, :math:`-\varphi'' = \sum_{\Omega} (d_{u,i} + d_{v,j})^2` and whether ``C`` is finite.
 
-    Writes the marginals ``r``, ``c`` and, if ``count``, the degrees ``deg_r``, ``deg_c`` of the
+    Writes the marginals ``ws.r``, ``ws.c`` and, if ``count``, the degrees ``ws.deg_r``, ``ws.deg_c`` of the
     pattern :math:`\Omega(u, v)` (so that the next Newton step only has to store it, see
     `_pattern`; counting makes the pass 30 % dearer at m = 692, so the line search counts only
     at its first trial, the one a Newton step near the solution keeps). The finiteness test rides
     on the pass for free (a memory-bound loop): :math:`\sum_{ij} 0\cdot C_{ij}` is 0 exactly
     when no entry is NaN or infinite.
     """
+    alpha, beta, r, c, deg_r, deg_c = prm.alpha, prm.beta, ws.r, ws.c, ws.deg_r, ws.deg_c
     m, n = C.shape
     c[:] = 0.0
     if count:
@@ -197,11 +263,14 @@ def _along(u, du, v, dv, t, ut, vt):
 
 
 @njit(**JIT)
-def _line_search(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, theta, slope, res, tol, ut, vt, q_full, q, armijo,
-                 t_min):
+def _line_search(C, prm, u, v, du, dv, ws, start, rule):
     r"""Exact line search: :math:`t \approx \arg\max_{t \ge 0}\varphi(t) = \theta(u + td_u, v + td_v)`.
 
-    :math:`\varphi` is concave and piecewise quadratic, :math:`\varphi'(0) =` ``slope`` :math:`> 0`.
+    :math:`\varphi` is concave and piecewise quadratic; ``start`` (a `LineStart`) holds
+    :math:`\varphi(0) =` ``theta``, :math:`\varphi'(0) =` ``slope`` :math:`> 0` and the marginal
+    residual ``res`` there, ``rule`` (a `LineRule`) the levels ``q_full`` (``q_first``), ``q``,
+    ``armijo`` and ``t_min`` below; ``tol`` is ``prm.tol``; ``r``, ``c``, ``deg_r``, ``deg_c``,
+    ``ut``, ``vt`` are those of ``ws``.
     Each trial costs one pass (value, derivative and curvature together). From :math:`t = 1`:
     a Newton step on :math:`\varphi'` (exact on the current quadratic piece), extrapolating up to 4x
     while no trial has :math:`\varphi' < 0`, then kept inside the bracket (secant, then bisection).
@@ -222,6 +291,9 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, theta, slope,
     v + td_v` and ``r``, ``c`` the marginals there; ``deg_r``, ``deg_c`` hold the degrees of the
     first trial's pattern (those of the result when ``passes == 1``).
     """
+    alpha, beta, tol, r, c, ut, vt = prm.alpha, prm.beta, prm.tol, ws.r, ws.c, ws.ut, ws.vt
+    theta, slope, res = start.theta, start.slope, start.residual
+    q_full, q, armijo, t_min = rule.q_first, rule.q, rule.armijo, rule.t_min
     lo, dlo = 0.0, slope
     hi, dhi = np.inf, 0.0
     t = 1.0
@@ -231,7 +303,7 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, theta, slope,
     met = False
     for _ in range(40):
         _along(u, du, v, dv, t, ut, vt)
-        theta_t, curv, _ = _line_eval(C, ut, vt, du, dv, alpha, beta, r, c, deg_r, deg_c, passes == 0)
+        theta_t, curv, _ = _line_eval(C, prm, ut, vt, du, dv, ws, passes == 0)
         passes += 1
         dphi = _directional(r, c, alpha, beta, du, dv)
         # Close enough to the maximizer: on a quadratic piece |phi'(t)| <= q phi'(0) puts t within
@@ -268,7 +340,7 @@ def _line_search(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, theta, slope,
         t = lo
         if t > 0.0:
             _along(u, du, v, dv, t, ut, vt)
-            theta_t, _, _ = _line_eval(C, ut, vt, du, dv, alpha, beta, r, c, deg_r, deg_c, False)
+            theta_t, _, _ = _line_eval(C, prm, ut, vt, du, dv, ws, False)
             passes += 1
         else:
             theta_t = theta
@@ -422,9 +494,31 @@ def _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev):
 
 
 # --------------------------------------------------------------------------- solver
-def transport_workspace(m, n):
-    r"""Buffers for :func:`transport_solve`: ``(float64 (12, m + n), uint32 pattern (m * n + n,))``."""
-    return np.zeros((12, m + n)), np.empty(m * n + n, dtype=np.uint32)
+def transport_workspace(m, n) -> TransportWorkspace:
+    r"""The `TransportWorkspace` of :func:`transport_solve` for an m×n ``C``.
+
+    Parameters
+    ----------
+    m, n : int
+        Rows and columns of ``C``.
+    """
+    work = np.zeros((12, m + n))
+    halves = [a for k in range(9) for a in (work[k, :m], work[k, m:])]
+    return TransportWorkspace(*halves, work[9], work[10], work[11], work[5], np.empty(m * n + n, dtype=np.uint32))
+
+
+def _check_workspace(ws, m, n):
+    """ValueError naming the field unless ``ws`` is a `TransportWorkspace` for an m×n ``C``."""
+    if not isinstance(ws, TransportWorkspace):
+        raise ValueError(f"workspace: expected transport_workspace({m}, {n}), got {type(ws).__name__}")
+    for i, (name, a) in enumerate(zip(ws._fields, ws)):
+        # the first 18 fields alternate rows (m) and columns (n), as `transport_workspace` builds them
+        length = (m if i % 2 == 0 else n) if i < 18 else (m * n + n if name == "idx" else m + n)
+        dtype = np.uint32 if name == "idx" else np.float64
+        if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.shape == (length,) and a.flags.c_contiguous
+                and a.flags.writeable):
+            raise ValueError(f"workspace: field {name} is not that of transport_workspace({m}, {n}) (expected a "
+                             f"writeable contiguous {np.dtype(dtype).name} array of length {length})")
 
 
 @njit(**JIT_SUM)
@@ -446,12 +540,15 @@ def _cg_budget(deg_r, m, n):
 
 
 @njit(**JIT_SUM)
-def _pcg(idx, deg_r, deg_c, eps, gu, gv, du, dv, ru, rv, zu, zv, pu, pv, qu, qv, rtol, rtol_tight, budget, max_cg):
+def _pcg(ws, eps, rtol, rtol_tight, budget, max_cg):
     r"""Jacobi-preconditioned CG for :math:`(V + \epsilon I)d = g` from ``d = 0``; returns iterations.
 
-    Stops at relative residual ``rtol_tight``, or at ``rtol`` once ``budget`` iterations are spent,
-    or after ``max_cg``.
+    :math:`V` is that of the pattern ``ws.idx`` with degrees ``ws.deg_r``, ``ws.deg_c``; :math:`g` is
+    ``ws.gu, ws.gv``, :math:`d` is written to ``ws.du, ws.dv``. Stops at relative residual
+    ``rtol_tight``, or at ``rtol`` once ``budget`` iterations are spent, or after ``max_cg``.
     """
+    idx, deg_r, deg_c, gu, gv, du, dv = ws.idx, ws.deg_r, ws.deg_c, ws.gu, ws.gv, ws.du, ws.dv
+    ru, rv, zu, zv, pu, pv, qu, qv = ws.ru, ws.rv, ws.zu, ws.zv, ws.pu, ws.pv, ws.qu, ws.qv
     m = gu.shape[0]
     n = gv.shape[0]
     du[:] = 0.0
@@ -498,32 +595,22 @@ def _pcg(idx, deg_r, deg_c, eps, gu, gv, du, dv, ru, rv, zu, zv, pu, pv, qu, qv,
 
 
 @njit(**JIT)
-def transport_solve(C, alpha, beta, u, v, out, tol, max_newton, max_sweeps, cold, work, idx, wu, wv, ray, retry):
+def transport_solve(C, prm, u, v, wu, wv, out, ws):
     r"""Project ``C`` (m×n) onto :math:`\mathcal P`; write :math:`P = (C + u1^T + 1v^T)_+` into ``out``.
 
     Parameters
     ----------
     C : float64 (m, n), C-contiguous
-    alpha, beta : float
-        Row and column sums, :math:`\alpha m = \beta n` (the caller checks).
+    prm : TransportParameters
+        Marginals, tolerance, iteration limits and the start rules (``cold``, ``ray``, ``retry``).
     u, v : float64 (m,), (n,)
         Dual start (warm start) on entry, the final duals on exit.
+    wu, wv : float64 (m,), (n,)
+        Ray-start direction, used when ``prm.ray`` (exact line search from the start along it).
     out : float64 (m, n)
         Receives :math:`P`; may be ``C`` itself (C is read for the last time in that pass).
-    tol : float
-        Absolute stopping level on :math:`\|P1 - \alpha1\| + \|P^T1 - \beta1\|`.
-    max_newton, max_sweeps : int
-        Newton iterations, then block-ascent sweeps of the fallback.
-    cold : bool
-        Start with one exact block-ascent sweep (u, then v) instead of trusting ``u, v``.
-    work, idx : from :func:`transport_workspace`.
-    wu, wv : float64 (m,), (n,)
-        Ray-start direction, used when ``ray`` (exact line search from the start along it).
-    ray : bool
-    retry : bool
-        If the start given (``cold`` False) does not converge within the limits, start again from
-        a cold start (zero duals and one block-ascent sweep) before giving up: a warm start may
-        then cost time, never the result.
+    ws : TransportWorkspace
+        From :func:`transport_workspace`.
 
     Returns
     -------
@@ -533,15 +620,14 @@ def transport_solve(C, alpha, beta, u, v, out, tol, max_newton, max_sweeps, cold
     first evaluation; nothing is written to ``out``).
     """
     m, n = C.shape
-    n_newton, n_cg, n_sweeps, n_passes, res = _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold,
-                                                          work, idx, wu, wv, ray)
+    tol = prm.tol
+    n_newton, n_cg, n_sweeps, n_passes, res = _solve_dual(C, prm, u, v, wu, wv, ws, prm.cold, prm.ray)
     if np.isnan(res):
         return n_newton, n_cg, n_sweeps, n_passes, res, NONFINITE
-    if res > tol and retry and not cold:
+    if res > tol and prm.retry and not prm.cold:
         u[:] = 0.0
         v[:] = 0.0
-        a, b, c, d, res = _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, True, work, idx, wu, wv,
-                                      False)
+        a, b, c, d, res = _solve_dual(C, prm, u, v, wu, wv, ws, True, False)
         n_newton += a
         n_cg += b
         n_sweeps += c
@@ -555,26 +641,21 @@ def transport_solve(C, alpha, beta, u, v, out, tol, max_newton, max_sweeps, cold
 
 
 @njit(**JIT)
-def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, idx, wu, wv, ray):
-    r"""The dual iterations of `transport_solve` (no write of :math:`P`); returns counters and the residual."""
+def _solve_dual(C, prm, u, v, wu, wv, ws, cold, ray):
+    r"""The dual iterations of `transport_solve` (no write of :math:`P`), with the start rules ``cold``
+    and ``ray`` (those of ``prm`` in the first attempt); returns counters and the residual."""
     m, n = C.shape
-    r, c = work[0, :m], work[0, m:]
-    deg_r, deg_c = work[1, :m], work[1, m:]
-    gu, gv = work[2, :m], work[2, m:]
-    du, dv = work[3, :m], work[3, m:]
-    ut, vt = work[4, :m], work[4, m:]
-    ru, rv = work[5, :m], work[5, m:]
-    zu, zv = work[6, :m], work[6, m:]
-    pu, pv = work[7, :m], work[7, m:]
-    qu, qv = work[8, :m], work[8, m:]
-    t, s, cnt, prev = work[9], work[10], work[11], work[5]  # block ascent runs outside CG
+    alpha, beta, tol, max_newton, max_sweeps = prm.alpha, prm.beta, prm.tol, prm.max_newton, prm.max_sweeps
+    r, c, deg_r, deg_c, gu, gv, du, dv = ws.r, ws.c, ws.deg_r, ws.deg_c, ws.gu, ws.gv, ws.du, ws.dv
+    ut, vt, idx = ws.ut, ws.vt, ws.idx
+    t, s, cnt, prev = ws.t, ws.s, ws.cnt, ws.prev
     n_newton = 0
     n_cg = 0
     n_sweeps = 0
     n_passes = 1
     if cold:
         # Input check first: the sweep's row and column equations divide by active counts.
-        if not _line_eval(C, u, v, wu, wv, alpha, beta, r, c, deg_r, deg_c, False)[2]:
+        if not _line_eval(C, prm, u, v, wu, wv, ws, False)[2]:
             return n_newton, n_cg, n_sweeps, n_passes, np.nan
         n_passes += 1
         _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev)
@@ -582,7 +663,7 @@ def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, i
     # The start's value and marginals, the input check and the curvature along the ray at the
     # start, in one pass: the Newton estimate slope / curvature of the best multiple of the ray
     # decides whether it is worth a line search before any pass is spent on it.
-    theta, curv, finite = _line_eval(C, u, v, wu, wv, alpha, beta, r, c, deg_r, deg_c, True)
+    theta, curv, finite = _line_eval(C, prm, u, v, wu, wv, ws, True)
     if not finite:
         return n_newton, n_cg, n_sweeps, n_passes, np.nan
     counted = True  # deg_r, deg_c hold the degrees of the pattern at (u, v)
@@ -593,8 +674,8 @@ def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, i
         if slope > 0.0 and slope >= RAY_MIN * curv:
             gu[:] = r  # the start's marginals, restored if the ray is given up
             gv[:] = c
-            step, theta_t, passes = _line_search(C, u, v, wu, wv, alpha, beta, r, c, deg_r, deg_c, theta, slope,
-                                                 res, tol, ut, vt, Q_RAY, Q_RAY, False, RAY_MIN)
+            step, theta_t, passes = _line_search(C, prm, u, v, wu, wv, ws, LineStart(theta, slope, res),
+                                                 LineRule(Q_RAY, Q_RAY, False, RAY_MIN))
             n_passes += passes
             counted = step > 0.0 and passes == 1
             if step > 0.0:
@@ -617,13 +698,12 @@ def _solve_dual(C, alpha, beta, u, v, tol, max_newton, max_sweeps, cold, work, i
         # definite (shift invariance, empty rows and columns); a large one would turn the
         # direction into a gradient step.
         eps = 1e-2 * min(1.0, rel)
-        n_cg += _pcg(idx, deg_r, deg_c, eps, gu, gv, du, dv, ru, rv, zu, zv, pu, pv, qu, qv,
-                     min(0.1, np.sqrt(rel)), min(0.1, 0.01 * rel), _cg_budget(deg_r, m, n), 500)
+        n_cg += _pcg(ws, eps, min(0.1, np.sqrt(rel)), min(0.1, 0.01 * rel), _cg_budget(deg_r, m, n), 500)
         slope = _dot(gu, gv, du, dv)
         step = 0.0
         if slope > 0.0:
-            step, theta_t, passes = _line_search(C, u, v, du, dv, alpha, beta, r, c, deg_r, deg_c, theta, slope,
-                                                 res, tol, ut, vt, Q_FULL, Q_NEWTON, True, 0.0)
+            step, theta_t, passes = _line_search(C, prm, u, v, du, dv, ws, LineStart(theta, slope, res),
+                                                 LineRule(Q_FULL, Q_NEWTON, True, 0.0))
             n_passes += passes
         if step > 0.0:
             u[:] = ut
@@ -689,7 +769,7 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
         Newton iterations, then fallback block-ascent sweeps.
     out : float64 (m, n) array, optional
         Receives P (may be ``C`` itself when C is float64 C-contiguous).
-    workspace : tuple, optional
+    workspace : TransportWorkspace, optional
         From :func:`transport_workspace` (reused to avoid allocating ``4 m n`` bytes per call).
     method : {"newton", "block"}
         ``"block"`` skips Newton (block-coordinate ascent only).
@@ -729,14 +809,13 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
     elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (m, n)
               and out.flags.writeable):
         raise ValueError(f"out: expected a writeable float64 array of shape ({m}, {n})")
-    work, idx = transport_workspace(m, n) if workspace is None else workspace
-    if not (isinstance(work, np.ndarray) and work.dtype == np.float64 and work.ndim == 2 and work.shape[0] >= 12
-            and work.shape[1] == m + n and work.flags.c_contiguous and isinstance(idx, np.ndarray)
-            and idx.dtype == np.uint32 and idx.shape == (m * n + n,)):
-        raise ValueError(f"workspace: expected transport_workspace({m}, {n})")
-    it, n_cg, sweeps, passes, res, status = transport_solve(
-        C, alpha, beta, u, v, out, tol * max(alpha, beta), max_newton if method == "newton" else 0,
-        max_sweeps, cold, work, idx, wu, wv, direction is not None, bool(retry))
+    if workspace is None:
+        workspace = transport_workspace(m, n)
+    else:
+        _check_workspace(workspace, m, n)
+    prm = TransportParameters(alpha, beta, tol * max(alpha, beta), max_newton if method == "newton" else 0, max_sweeps,
+                              cold, direction is not None, bool(retry))
+    it, n_cg, sweeps, passes, res, status = transport_solve(C, prm, u, v, wu, wv, out, workspace)
     if status == NONFINITE:
         raise ValueError("C: contains NaN or inf")
     return TransportProjection(out, u, v, int(it), int(n_cg), int(sweeps), float(res), status == CONVERGED,
