@@ -15,23 +15,16 @@ set :math:`x_{k+1}` to the inner output. :math:`G_k = g` by default; with ``prox
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .._progress import Progress
 from .._results import Counters, SolveResult
 from ..problems import ConstrainedProblem, ProximalTerm
 from ._schedules import Schedule, constant, linear
 from .conex import _conex
 from .online_stochastic import _online_stochastic_subgradient
-from ._common import (
-    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, no_feasible_message,
-    start_point,
-)
-from ._validation import (
-    check_callback, check_count, check_optional_count, check_real, check_schedule_length, check_seed,
-)
+from ._common import as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, start_point
+from ._run import SolverRun
+from ._validation import check_count, check_real, check_schedule_length
 from .switching import _switching_subgradient
 
 __all__ = ["proximal_point"]
@@ -119,13 +112,12 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     check_choice("inner_solver", inner_solver, ("switching", "conex", "online"))
     check_choice("inner_output", inner_output, ("weighted_average", "last"))
     check_choice("schedule_index", schedule_index, ("inner", "outer"))
-    K = check_count("outer_iter", outer_iter)
+    run = SolverRun(f"proximal_point[{inner_solver}]", outer_iter, count_name="outer_iter",
+                    record_every=record_every, callback=callback, verbose=verbose,
+                    feasibility_tolerance=feasibility_tolerance, seed=seed)
+    K = run.max_iter
     inner_iter = check_schedule_length("inner_iter", check_count("inner_iter", inner_iter))
     rho_hat = check_real("rho_hat", rho_hat, positive=True)
-    feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
-    check_optional_count("record_every", record_every)
-    check_seed("seed", seed)
-    check_callback("callback", callback)
     params = dict(inner_params or {})
     for key in ("max_iter", "output", "seed", "record_every", "record_problem", "y0"):
         if key in params:
@@ -150,60 +142,50 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     iterates = [x.copy()]
     columns, statuses = {}, []
     totals = {"rows_f": 0, "rows_g": 0}
-    offset_t, offset_time, status, res = 0, 0.0, "max_iter", None
-    # Smallest g seen: recorded inner rows hold g of the original problem; an inner result's
-    # max_violation bounds max(0, g(x_{k+1})) from above (G_k >= g with prox_on_constraint).
-    best_g = math.inf
-    progress = Progress(K, verbose, desc="proximal_point")
-    for k in range(K):
-        objective = ProximalTerm(problem.objective, rho_hat, x)
-        constraints = ([ProximalTerm(c, rho_hat, x) for c in problem.constraints] if prox_on_constraint
-                       else problem.constraints)
-        sub = ConstrainedProblem(objective, constraints, problem.domain, x0=x, name=f"{problem.name}/prox{k}")
-        if inner_solver == "conex" and dual_warm_start and res is not None:
-            params["y0"] = res.multipliers
-        step_params = params if schedule_index == "inner" else _at_outer_index(params, k)
-        res = solve(sub, x, max_iter=inner_iter, seed=children[k], record_every=record_every,
-                    record_problem=problem, **step_params)
-        x = res.x.copy()
-        iterates.append(x.copy())
-        statuses.append(res.status)
-        recorded = res.history.get("constraint")
-        if recorded is not None and len(recorded) and np.isfinite(recorded).any():
-            best_g = min(best_g, float(np.nanmin(recorded)))
-        best_g = min(best_g, res.max_violation)
-        _append_history(columns, res.history, k, offset_t, offset_time, totals, problem)
-        offset_t += res.n_iter
-        offset_time += float(res.history["time"][-1]) if len(res.history.get("time", ())) else 0.0
-        for key, value in res.counters.items():
-            if not key.startswith("data_passes"):
-                totals[key] = totals.get(key, 0) + value
-        if progress.active:
-            progress.update(k, f=res.objective, viol=res.max_violation)
-        if callback is not None and callback(k, x, {"inner": res}):
-            status = "callback_stop"
-            break
-    progress.close()
+    offset_t, offset_time, res = 0, 0.0, None
+    run.start(counters=Counters(problem.n_samples_f, problem.n_samples_g))
+    with run:
+        for k in range(K):
+            objective = ProximalTerm(problem.objective, rho_hat, x)
+            constraints = ([ProximalTerm(c, rho_hat, x) for c in problem.constraints] if prox_on_constraint
+                           else problem.constraints)
+            sub = ConstrainedProblem(objective, constraints, problem.domain, x0=x, name=f"{problem.name}/prox{k}")
+            if inner_solver == "conex" and dual_warm_start and res is not None:
+                params["y0"] = res.multipliers
+            step_params = params if schedule_index == "inner" else _at_outer_index(params, k)
+            res = solve(sub, x, max_iter=inner_iter, seed=children[k], record_every=record_every,
+                        record_problem=problem, **step_params)
+            x = res.x.copy()
+            iterates.append(x.copy())
+            statuses.append(res.status)
+            # Smallest g seen: recorded inner rows hold g of the original problem; an inner result's
+            # max_violation bounds max(0, g(x_{k+1})) from above (G_k >= g with prox_on_constraint).
+            recorded = res.history.get("constraint")
+            if recorded is not None and len(recorded) and np.isfinite(recorded).any():
+                run.offer(k, float(np.nanmin(recorded)))
+            run.offer(k, res.max_violation)
+            _append_history(columns, res.history, k, offset_t, offset_time, totals, problem)
+            offset_t += res.n_iter
+            offset_time += float(res.history["time"][-1]) if len(res.history.get("time", ())) else 0.0
+            for key, value in res.counters.items():
+                if not key.startswith("data_passes"):
+                    totals[key] = totals.get(key, 0) + value
+            if run.tick(k, x, {"inner": res}, f=res.objective, viol=res.max_violation):
+                break
 
-    counters = Counters(problem.n_samples_f, problem.n_samples_g)
-    counters.values.update(totals)
-    counters.add("outer_iterations", len(statuses))
+    run.counters.values.update(totals)
+    run.counters.add("outer_iterations", len(statuses))
     history = {key: np.asarray(v) for key, v in columns.items()}
     info = {"outer_iterates": np.array(iterates), "inner_status": statuses, "rho_hat": rho_hat,
             "inner_solver": inner_solver, "inner_iter": int(inner_iter), "inner_output": inner_output,
             "prox_on_constraint": bool(prox_on_constraint), "dual_warm_start": bool(dual_warm_start),
-            "seed": describe_seed(seed), "feasibility_tolerance": feas_tol}
+            "seed": describe_seed(seed), "feasibility_tolerance": run.feasibility_tolerance}
     g_final = float(problem.g(x)[0])
-    best_g = min(best_g, g_final)
-    info["best_constraint"] = best_g
-    message = f"{len(statuses)} outer iterations of {inner_iter} inner {inner_solver} iterations"
-    if status == "max_iter" and best_g > feas_tol:
-        status = "no_feasible_iterate"
-        message += "; " + no_feasible_message(best_g, feas_tol, "no recorded inner iterate and no outer iterate")
-    return SolveResult(x, status, message, n_iter=offset_t, objective=problem.f(x),
-                       max_violation=max(0.0, g_final),
-                       multipliers=None if res is None else res.multipliers, history=history,
-                       counters=counters, info=info, solver=f"proximal_point[{inner_solver}]")
+    info["best_constraint"] = run.offer(K, g_final)
+    return run.finish(x, objective=problem.f(x), max_violation=max(0.0, g_final), n_iter=offset_t, info=info,
+                      message=f"{len(statuses)} outer iterations of {inner_iter} inner {inner_solver} iterations",
+                      multipliers=None if res is None else res.multipliers, history=history,
+                      subject="no recorded inner iterate and no outer iterate")
 
 
 def _at_outer_index(params, k):
