@@ -137,7 +137,8 @@ def test_start_is_projected_and_infeasible_sets_are_a_status():
 def test_bad_arguments_name_the_field():
     loss, cons, X = logistic_problem()
     d = X.shape[1]
-    with pytest.raises(TypeError, match="^objective: expected a term"):
+    with pytest.raises(TypeError, match="^objective: projected_gradient needs value_and_subgradient, n_features; "
+                                         "object lacks value_and_subgradient, n_features"):
         projected_gradient(object(), cons)
     with pytest.raises(TypeError, match="^constraints: expected a fastcon.problems.QuadraticConstraints"):
         projected_gradient(loss, [cons])

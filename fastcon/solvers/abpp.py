@@ -40,6 +40,7 @@ import numpy as np
 from .._memory_limit import check_memory
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
+from ..problems._protocol import require_capabilities
 from ._bregman_models import loss_curvature
 from ._common import check_choice, default_record_every
 from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
@@ -57,10 +58,8 @@ STAGNATION_WINDOW = 5
 def check_protocols(problem, model):
     """TypeError naming ``problem``/``model`` when a method of the score protocols is missing."""
     for name, obj, needed in (("problem", problem, _PROTOCOL_PROBLEM), ("model", model, _PROTOCOL_MODEL)):
-        missing = [m for m in needed if not hasattr(obj, m)]
-        if missing:
-            raise TypeError(f"{name}: {type(obj).__name__} lacks {', '.join(missing)} (see "
-                            "fastcon.solvers._bregman_problems / _bregman_models for the protocol)")
+        require_capabilities(obj, name, needed, "abpp", hint="the score protocol of GroupLossGap, "
+                             "NeymanPearsonScores and LinearScoreModel")
     if hasattr(problem, "check_model"):
         problem.check_model(model)
 
@@ -311,8 +310,8 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
     for flag, name, method in ((alpha_reset, "alpha_reset", "reestimate_bounds"),
                                (outlier_threshold is not None, "outlier_threshold", "without_outliers"),
                                (early_stop, "early_stop", "targets_met")):
-        if flag and not hasattr(problem, method):
-            raise TypeError(f"{name}: the problem ({type(problem).__name__}) has no {method}")
+        if flag:
+            require_capabilities(problem, name, (method,), "abpp")
     m = int(problem.n_constraints)
     if multipliers is None:
         y = np.zeros(m)

@@ -26,6 +26,7 @@ import numpy as np
 
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
+from ..problems._protocol import require_capabilities
 from ._bregman_problems import ProxSubproblem
 from ._common import check_choice, default_record_every
 from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
@@ -46,8 +47,7 @@ def cbpr_prox(problem, model) -> float:
     Theorem 2, and :math:`L = \rho` already makes every subproblem convex, so the maximum itself is
     taken.
     """
-    if not hasattr(model, "curvature_bound"):
-        raise TypeError(f"prox: {type(model).__name__} has no curvature_bound(problem); pass prox=L explicitly")
+    require_capabilities(model, "prox", ("curvature_bound",), "cbpr", hint="pass prox=L explicitly")
     return max(float(model.curvature_bound(problem)), 1.0)
 
 
@@ -140,9 +140,8 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
     for flag, name, methods in ((alpha_max is not None, "alpha_schedule", ("bound", "with_bound")),
                                 (outlier_threshold is not None, "outlier_threshold", ("without_outliers",)),
                                 (early is not None, "early_stop", ("targets_met",))):
-        missing = [m for m in methods if not hasattr(problem, m)]
-        if flag and missing:
-            raise TypeError(f"{name}: the problem ({type(problem).__name__}) has no {', '.join(missing)}")
+        if flag:
+            require_capabilities(problem, name, methods, "cbpr")
     m = int(problem.n_constraints)
     y = np.zeros(m) if multipliers is None else np.array(multipliers, dtype=np.float64).reshape(-1)
     if y.shape != (m,) or not (np.all(np.isfinite(y)) and np.all(y >= 0)):

@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import Counters, History, SolveResult
+from .._results import SolveResult
 from ._common import check_choice
-from ._validation import check_callback, check_count, check_optional_count, check_real, check_schedule
+from ._run import SolverRun
+from ._validation import check_real, check_schedule
 from .idca import _start, check_dc_problem
 
 __all__ = ["penalty_subgradient"]
@@ -60,42 +60,37 @@ def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1
         ``info["penalised_objective"]`` :math:`f_0 + \lambda P`. History: ``objective``, ``penalty``,
         ``penalised_objective``.
     """
-    check_dc_problem(problem, ("objective_value_and_gradient", "penalty_value_and_subgradient"), "penalty_subgradient")
+    check_dc_problem(problem, ("objective_value_and_gradient", "penalty_value_and_subgradient"))
+    run = SolverRun("penalty_subgradient", max_iter, record_every=record_every, callback=callback, verbose=verbose)
     lam = check_real("penalty", penalty)
     check_choice("output", output, _OUTPUTS)
-    T = check_count("max_iter", max_iter)
+    T = run.max_iter
     eta = check_schedule("step_size", step_size, T, positive=True)
-    every = check_optional_count("record_every", record_every) or max(1, math.ceil(T / 100))
-    check_callback("callback", callback)
     x = _start(problem, x0)
     grad = np.empty(problem.dim)
     sub = np.empty(problem.dim)
-    history = History(every)
     best = (math.inf, None)
-    status, message = "max_iter", ""
+    message = ""
     t = -1
-    with Progress(T, verbose, desc="penalty_subgradient") as progress:
+    with run.start():
         for t in range(T):
             f0 = problem.objective_value_and_gradient(x, grad)
             pen = problem.penalty_value_and_subgradient(x, sub)
             total = f0 + lam * pen
-            if history.due(t) or t == T - 1:
-                history.record(t, force=True, objective=f0, penalty=pen, penalised_objective=total)
+            if run.due(t):
+                run.record(t, force=True, objective=f0, penalty=pen, penalised_objective=total)
                 if output == "best" and total < best[0]:
                     best = (total, x.copy())
             grad += lam * sub
             if not np.any(grad):
-                status, message = "converged", f"iteration {t}: zero subgradient of the penalised objective"
+                run.status, message = "converged", f"iteration {t}: zero subgradient of the penalised objective"
                 break
             x -= eta[t] * grad
-            progress.update(t, objective=total)
-            if callback is not None and callback(t, x, {"objective": f0, "penalty": pen}):
-                status = "callback_stop"
+            if run.tick(t, x, {"objective": f0, "penalty": pen}, objective=total):
                 break
     if output == "best" and best[1] is not None:
         x = best[1]
     f0 = problem.objective_value_and_gradient(x, grad)
     pen = problem.penalty_value_and_subgradient(x, sub)
     info = {"penalty": pen, "penalised_objective": f0 + lam * pen, "penalty_weight": lam, "output": output}
-    return SolveResult(x, status, message, n_iter=t + 1, objective=f0, max_violation=math.nan, history=history,
-                       counters=Counters(), info=info, solver="penalty_subgradient")
+    return run.finish(x, message=message, n_iter=t + 1, objective=f0, info=info)

@@ -28,6 +28,7 @@ import numpy as np
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ..problems._pairwise_fairness import QuadraticConstraints, qcqp_projection
+from ..problems._protocol import require_capabilities
 from ..problems._validation import check_x
 from ._common import default_record_every
 from ._schedules import as_schedule
@@ -108,9 +109,8 @@ def gradient_lipschitz_constant(objective) -> float:
 
 
 def _check_objective(objective):
-    if not (hasattr(objective, "value_and_subgradient") and hasattr(objective, "n_features")):
-        raise TypeError(f"objective: expected a term with value_and_subgradient(x, out) and n_features "
-                        f"(e.g. fastcon.problems.LinearLoss), got {type(objective).__name__}")
+    require_capabilities(objective, "objective", ("value_and_subgradient", "n_features"), "projected_gradient",
+                         hint="e.g. fastcon.problems.LinearLoss")
     return int(objective.n_features)
 
 
