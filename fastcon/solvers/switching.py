@@ -36,7 +36,6 @@ import numpy as np
 
 from .._progress import Progress
 from .._results import History, SolveResult
-from .._kernels._vector import axpy
 from ._output import BestIterate, RandomIterate, WeightedAverage
 from ._common import (
     average_weight_values, check_choice, constraint_rows, default_record_every, describe_seed,
@@ -44,6 +43,8 @@ from ._common import (
     seeded_streams,
 )
 from ._schedules import as_schedule, inverse_sqrt
+from ._step_rules import ScheduleStep
+from ._switching_core import switching_loop
 from ._validation import (
     check_callback, check_count, check_optional_count, check_optional_real, check_schedule, check_seed,
 )
@@ -80,6 +81,20 @@ def _constraint_oracle(problem, kind, batch, rng):
         i = int(np.argmax(values))
         return cons[i].value_and_subgradient_rows(x, rows[i], out), i
     return evaluate
+
+
+class _SwitchingOracle:
+    """The switching core's oracle for SSG: the constraint's value and subgradient in one fused pass
+    (``constraint`` writes the subgradient into the core's buffer), the objective on objective steps."""
+
+    def __init__(self, eval_g, eval_f, g_grad):
+        self.eval_g, self.objective, self.g_grad = eval_g, eval_f, g_grad
+
+    def constraint(self, x):
+        return self.eval_g(x, self.g_grad)
+
+    def constraint_subgradient(self, x, i, out):
+        """Already in ``out``: the fused pass of `constraint` wrote it."""
 
 
 def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, tolerance=None, start_index=0,
@@ -243,25 +258,14 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
             "last": None}[output]
     history = History(record_every)
     meter = PassMeter(problem)
-    n_obj = n_in_I = 0
-    best_g = math.inf
-    status, stop_t = "max_iter", T - 1
+    in_I_count, last_in_I = [0], [False]
     info_cb = {}
-    progress = Progress(T, verbose, desc="switching")
-    for t in range(T):
-        g_t, _ = eval_g(x, g_grad)
-        if g_t < best_g:
-            best_g = g_t
-        in_I = False
-        if g_t <= eps[t]:
-            f_t = eval_f(x, f_grad)
-            direction, kind = f_grad, "f"
-            n_obj += 1
-            in_I = t >= S
-        else:
-            direction, kind, f_t = g_grad, "g", math.nan
+
+    def before_step(state):
+        t, kind, g_t, f_t = state.t, state.kind, state.constraint, state.objective
+        in_I = kind == "f" and t >= S
         candidate = in_I or (strongly_convex_constraint and t >= S)
-        n_in_I += in_I
+        in_I_count[0] += in_I
         if candidate:
             sampler.offer(t, x, eta[t])
             if output == "average":
@@ -279,17 +283,26 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
                            tolerance=eps[t], data_passes_f=pf, data_passes_g=pg, **extra)
             if output == "best" and candidate:
                 rule.offer(t, x, f_t)
-        # x_{t+1} = proj_X(x_t - eta_t * zeta_t), in place, one pass (bitwise as x -= eta_t * zeta_t).
-        axpy(-eta[t], direction, x)
-        problem.project_inplace(x)
+        last_in_I[0] = in_I
+
+    progress = Progress(T, verbose, desc="switching")
+
+    def after_step(state):
         if progress.active:
-            progress.update(t, g=g_t)
+            progress.update(state.t, g=state.constraint)
         if callback is not None:
-            info_cb.update(constraint=g_t, step_kind=kind, step_size=eta[t], tolerance=eps[t], in_I=in_I)
-            if callback(t, x, info_cb):
-                status, stop_t = "callback_stop", t
-                break
+            info_cb.update(constraint=state.constraint, step_kind=state.kind, step_size=eta[state.t],
+                           tolerance=eps[state.t], in_I=last_in_I[0])
+            if callback(state.t, x, info_cb):
+                return "callback_stop"
+
+    steps = ScheduleStep(eta)
+    run = switching_loop(x, _SwitchingOracle(eval_g, eval_f, g_grad), eps, T, objective_rule=steps,
+                         constraint_rule=steps, project=problem.project_inplace, before_step=before_step,
+                         after_step=after_step, objective_buffer=f_grad, constraint_buffer=g_grad)
     progress.close()
+    status = "callback_stop" if run.stop == "callback_stop" else "max_iter"
+    stop_t, n_in_I, best_g = run.n_iter - 1, in_I_count[0], run.best_constraint
 
     info = {"tau": -1, "start_index": S, "nearly_feasible": n_in_I, "output": output,
             "step_size": repr(as_schedule(step_size)), "tolerance": repr(as_schedule(tolerance)),
@@ -318,8 +331,8 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
     with meter:
         objective, violation = problem.f(x_out), problem.max_violation(x_out)
     counters = meter.counters()
-    counters.add("objective_steps", n_obj)
-    counters.add("constraint_steps", stop_t + 1 - n_obj)
+    counters.add("objective_steps", run.objective_steps)
+    counters.add("constraint_steps", run.constraint_steps)
     counters.add("nearly_feasible", n_in_I)
     return SolveResult(x_out, status, message, n_iter=stop_t + 1, objective=objective,
                        max_violation=violation, history=history, counters=counters, info=info,
