@@ -60,7 +60,7 @@ def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1
         ``info["penalised_objective"]`` :math:`f_0 + \lambda P`. History: ``objective``, ``penalty``,
         ``penalised_objective``.
     """
-    check_dc_problem(problem, ("objective_value_and_gradient", "penalty_value_and_subgradient"))
+    check_dc_problem(problem, ("objective_value_and_gradient", "penalty_value_and_subgradient"), "penalty_subgradient")
     run = SolverRun("penalty_subgradient", max_iter, record_every=record_every, callback=callback, verbose=verbose)
     lam = check_real("penalty", penalty)
     check_choice("output", output, _OUTPUTS)
