@@ -31,7 +31,37 @@ import numpy as np
 
 from .._kernels._vector import axpy
 
-__all__ = ["SwitchingState", "SwitchingOutcome", "switching_loop"]
+__all__ = ["SwitchingState", "SwitchingOutcome", "FusedOracle", "switching_loop"]
+
+
+class FusedOracle:
+    """An oracle whose constraint pass gives the value and the subgradient together.
+
+    ``constraint`` calls ``eval_g(x, buffer)`` (one read of the constraint data, as [HL23] counts an
+    iteration) and `switching_loop` must be given the same ``buffer`` as its ``constraint_buffer``;
+    ``objective`` is ``eval_f(x, out) -> f``.
+
+    Parameters
+    ----------
+    eval_g : callable ``(x, out) -> (g, i)``
+    eval_f : callable ``(x, out) -> f`` or None
+        None for a loop that never steps on the objective (its levels are :math:`-\\infty`, and a
+        hook stops at :math:`g = -\\infty`).
+    buffer : ndarray
+    """
+
+    def __init__(self, eval_g, eval_f, buffer):
+        self.eval_g, self.eval_f, self.buffer = eval_g, eval_f, buffer
+
+    def constraint(self, x):
+        return self.eval_g(x, self.buffer)
+
+    def constraint_subgradient(self, x, i, out):
+        """Nothing to do: `constraint` wrote the subgradient into the shared buffer."""
+
+    def objective(self, x, out):
+        # Without eval_f only g = -inf (no constraint) reaches here, and the hooks stop on it.
+        return math.nan if self.eval_f is None else self.eval_f(x, out)
 
 
 @dataclass

@@ -31,6 +31,8 @@ from ._validation import (
     check_callback, check_count, check_optional_count, check_real, check_schedule, check_schedule_length, check_seed,
 )
 from ._schedules import Schedule, as_schedule
+from ._step_rules import PolyakStep, ScheduleStep
+from ._switching_core import FusedOracle, switching_loop
 from .proximal_point import proximal_point
 
 __all__ = ["iqrc", "iqrc_step_size"]
@@ -81,26 +83,28 @@ def _phase_one(problem, x, target, max_iter, step_size):
     polyak = isinstance(step_size, str)
     steps = None if polyak else check_schedule("phase_one_step_size", step_size, max_iter, count="phase_one_iter")
     grad = np.empty(problem.dim)
-    best_x, best_g = x.copy(), math.inf
+    best_x, best_g = x.copy(), [math.inf]
     meter = PassMeter(problem)
-    values, status = [], "budget_exhausted"
-    for t in range(max_iter + 1):
-        g_t, _ = problem.g_and_subgradient(x, grad)
+    values = []
+
+    def before_step(state):
+        g_t = state.constraint
         values.append(g_t)
-        if g_t < best_g:
-            best_x[:], best_g = x, g_t
+        if g_t < best_g[0]:
+            best_x[:], best_g[0] = x, g_t
         if g_t <= target:
-            status = "feasible"
-            break
-        if t == max_iter:
-            break
-        norm2 = float(grad @ grad)
-        if norm2 == 0.0:
-            status = "stationary_infeasible"  # a stationary point of g with g > target
-            break
-        # Polyak step toward the level 0: the projection onto {y : g(x) + zeta^T (y - x) <= 0}.
-        x -= (g_t / norm2 if polyak else steps[t]) * grad
-        problem.project_inplace(x)
+            return "feasible"
+        if state.t == max_iter:
+            return "budget_exhausted"
+        if float(grad @ grad) == 0.0:
+            return "stationary_infeasible"  # a stationary point of g with g > target
+
+    # Every step is on g (levels -inf); the Polyak step goes toward the level 0: the projection onto
+    # {y : g(x) + zeta^T (y - x) <= 0}.
+    run = switching_loop(x, FusedOracle(problem.g_and_subgradient, None, grad), np.full(max_iter + 1, -math.inf),
+                         max_iter + 1, objective_rule=None, constraint_rule=PolyakStep() if polyak else ScheduleStep(steps),
+                         project=problem.project_inplace, before_step=before_step, constraint_buffer=grad)
+    status = run.stop
     x_out = x if status == "feasible" else best_x
     with meter:  # the report's value is not part of the method's cost
         final = float(problem.g(x_out)[0])

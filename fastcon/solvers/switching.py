@@ -44,7 +44,7 @@ from ._common import (
 )
 from ._schedules import as_schedule, inverse_sqrt
 from ._step_rules import ScheduleStep
-from ._switching_core import switching_loop
+from ._switching_core import FusedOracle, switching_loop
 from ._validation import (
     check_callback, check_count, check_optional_count, check_optional_real, check_schedule, check_seed,
 )
@@ -81,20 +81,6 @@ def _constraint_oracle(problem, kind, batch, rng):
         i = int(np.argmax(values))
         return cons[i].value_and_subgradient_rows(x, rows[i], out), i
     return evaluate
-
-
-class _SwitchingOracle:
-    """The switching core's oracle for SSG: the constraint's value and subgradient in one fused pass
-    (``constraint`` writes the subgradient into the core's buffer), the objective on objective steps."""
-
-    def __init__(self, eval_g, eval_f, g_grad):
-        self.eval_g, self.objective, self.g_grad = eval_g, eval_f, g_grad
-
-    def constraint(self, x):
-        return self.eval_g(x, self.g_grad)
-
-    def constraint_subgradient(self, x, i, out):
-        """Already in ``out``: the fused pass of `constraint` wrote it."""
 
 
 def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, tolerance=None, start_index=0,
@@ -297,7 +283,7 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
                 return "callback_stop"
 
     steps = ScheduleStep(eta)
-    run = switching_loop(x, _SwitchingOracle(eval_g, eval_f, g_grad), eps, T, objective_rule=steps,
+    run = switching_loop(x, FusedOracle(eval_g, eval_f, g_grad), eps, T, objective_rule=steps,
                          constraint_rule=steps, project=problem.project_inplace, before_step=before_step,
                          after_step=after_step, objective_buffer=f_grad, constraint_buffer=g_grad)
     progress.close()
