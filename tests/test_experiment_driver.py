@@ -1,40 +1,30 @@
-"""The experiment driver (`fastcon.experiments._runner` + `._writer`): outputs as golden files, no import cycle.
+"""The experiment driver (`fastcon.experiments._runner` + `._writer`): golden outputs, no import cycle.
 
 Golden files
-    ``tests/data/experiments/<name>.json`` hold the outputs of the four registered experiments, each
-    with a configuration as small as the other experiment tests use (``GOLDEN``), as computed by
-    the three drivers that `_runner` replaced (fastcon at commit 41ebbfb, before the refactoring,
-    run with ``OPENBLAS_NUM_THREADS=1``). On the machine that wrote them every value stayed *equal*
-    (``==``): the refactoring moved code, it changed no arithmetic. Other CPUs round differently
-    (OpenBLAS picks its kernels by CPU model): on an AMD EPYC (AVX2) host 245 of the values differ
-    in the last digits, at most 2.8e-15 relative in the JSON and 1.5e-12 relative (9e-16 absolute
-    for values near 1e-7) in the iqrc histories, where an iterative method carries a one-ulp
-    difference along. Numbers are therefore compared to ``RTOL = 1e-10`` relative (``ATOL = 1e-13``
-    absolute), text and integers exactly. Why one BLAS thread: the runner now pins BLAS to one
-    thread in every experiment, where the old grid driver left OpenBLAS at its default (2 threads
-    here), and the near-stationarity solves of the Wasserstein problem reduce vectors long enough
-    for OpenBLAS to split them: 37 cells of the 41ebbfb ssg-wasserstein outputs (the
-    ``multiplier_norm`` column among them) differ by one ulp between 2 threads and 1; the other
-    three experiments give the same bits under both. The ssg-wasserstein file was regenerated
-    three times since, each time by a change of the transport projection's iterations (same solution
-    to the tolerance 1e-10; every value within 1e-12 relative of the former file).
+    ``tests/data/experiments/<name>.json`` hold what each of the four registered experiments reports,
+    run with a configuration as small as the other experiment tests use (``GOLDEN``):
 
-    Left out (`comparable`), because they are not computed results:
+    * ``results``: its ``results.json``;
+    * ``histories``: per history CSV, its number of rows and, per column, the number of recorded
+      (non-empty) cells and the last recorded value: the numbers of the final iterate and of the last
+      stationarity measurement, from which the results are built. Whole histories are not stored (a
+      change in a solver's iterates shows in its final values).
 
-    * ``timing`` and every key whose name contains ``time`` (``wall_time_s``, ``cpu_time_s``,
-      ``algorithm_time_s``, ``svio_time_s``, ``stationarity_time_s``, ``time_s``, ``time_to_target_s``,
-      ``time_budget_s``, ``wall_time_ratio``, and the constant text ``time_axis``): clock readings;
-    * ``created`` (the date), ``fastcon_version`` (changes with every release, not with the numbers)
-      and ``jobs`` (the jobs=2 run must equal the jobs=1 run);
-    * the history CSV columns whose name contains ``time`` (``time``, iqrc's ``wall_time``); every
-      other cell is compared as written, text for text.
+    Numbers are compared to ``RTOL = 1e-10`` relative (``ATOL = 1e-13`` absolute), integers and text
+    exactly. The tolerance is for other machines: OpenBLAS picks its kernels by CPU model, and an
+    iterative method carries a one-ulp difference along (on an AMD EPYC host the values differed by at
+    most 1.5e-12 relative). The runner pins BLAS and numba to one thread, so the number of cores does
+    not change the numbers.
 
-    The iqrc-mnpc configuration gives the exact-penalty baseline a time budget it never reaches
-    (``baseline_time_factor=1e6``) and stops it by ``baseline_max_iter`` instead: under the default
-    rule (as long as IQRC ran) its iteration count depends on the machine's speed.
+    Left out, because they are not computed results: ``timing`` and every key or history column whose
+    name contains ``time`` (clock readings); ``created``, ``fastcon_version``, ``jobs`` (the jobs=2 run
+    must equal the jobs=1 run); ``paper_claim`` and ``paper_claim_holds`` (verdicts decided by
+    wall-clock time to a level). The iqrc-mnpc configuration stops the exact-penalty baseline by
+    ``baseline_max_iter`` under a time budget it never reaches (``baseline_time_factor=1e6``): under
+    the default rule its iteration count depends on the machine's speed.
 
 Regenerate (only when a change of the numbers is intended) with
-``python tests/test_experiment_driver.py OUT_FOLDER`` and copy the files into tests/data/experiments.
+``python tests/test_experiment_driver.py OUT_FOLDER [NAME ...]`` and copy the files into tests/data/experiments.
 """
 import ast
 import csv
@@ -73,16 +63,37 @@ def _strip(obj):
     return obj
 
 
+def _cell_value(text):
+    """A history cell as JSON: an int for an integer cell, a float for another number, else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def history_summary(path) -> dict:
+    """Of the history CSV ``path``: its row count and, per column but the timings, the number of
+    non-empty cells and the last non-empty one (a float, an int or text)."""
+    with open(path, newline="") as fh:
+        header, *rows = list(csv.reader(fh))
+    count, last = {}, {}
+    for j, name in enumerate(header):
+        if "time" in name:
+            continue
+        cells = [row[j] for row in rows if row[j] != ""]
+        count[name] = len(cells)
+        if cells:
+            last[name] = _cell_value(cells[-1])
+    return {"rows": len(rows), "count": count, "last": last}
+
+
 def comparable(out) -> dict:
-    """results.json of folder ``out`` and its history CSVs (as text), without the timing fields."""
+    """results.json of folder ``out`` and the summaries of its history CSVs, without the timing fields."""
     out = Path(out)
     doc = json.loads((out / "results.json").read_text())
-    histories = {}
-    for run in doc["runs"]:
-        with open(out / run["history_csv"], newline="") as fh:
-            rows = list(csv.reader(fh))
-        keep = [i for i, name in enumerate(rows[0]) if "time" not in name]
-        histories[run["history_csv"]] = [[row[i] for i in keep] for row in rows]
+    histories = {run["history_csv"]: history_summary(out / run["history_csv"]) for run in doc["runs"]}
     return {"results": _strip(doc), "histories": histories}
 
 
@@ -100,25 +111,12 @@ def _golden(name):
 RTOL, ATOL = 1e-10, 1e-13
 
 
-def _as_number(value):
-    """A float for a JSON float or a non-integer numeric CSV cell; None for anything else (compared as is)."""
-    if isinstance(value, float):
-        return value
-    if isinstance(value, str) and not value.lstrip("-").isdigit():   # integer cells stay exact
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
 def _assert_equal(got, want, where="outputs"):
-    """``got == want`` up to `RTOL`/`ATOL` for numbers, exactly for the rest, naming the first differing entry."""
+    """``got == want`` up to `RTOL`/`ATOL` for floats, exactly for the rest, naming the first differing entry."""
     if got == want:
         return
-    a, b = _as_number(got), _as_number(want)
-    if a is not None and b is not None and (math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL)
-                                            or (math.isnan(a) and math.isnan(b))):
+    if isinstance(got, float) and isinstance(want, float) and (
+            math.isclose(got, want, rel_tol=RTOL, abs_tol=ATOL) or (math.isnan(got) and math.isnan(want))):
         return
     if isinstance(got, dict) and isinstance(want, dict):
         assert set(got) == set(want), f"{where}: keys differ: {sorted(set(got) ^ set(want))}"
@@ -134,10 +132,20 @@ def _assert_equal(got, want, where="outputs"):
 
 
 def test_golden_comparison_allows_round_off_only():
-    _assert_equal({"a": [0.1 + 0.2, "0.30000000000000004"]}, {"a": [0.3, "0.3"]})        # ulps
-    for got, want in ((1.0 + 1e-9, 1.0), ("1.000000001", "1.0"), (3, 4), ("24", "25"), ("a", "b"), ([1.0], [1.0, 2.0])):
+    _assert_equal({"a": [0.1 + 0.2, 1e-14, math.nan]}, {"a": [0.3, 0.0, math.nan]})        # ulps, near 0, NaN
+    for got, want in ((1.0 + 1e-9, 1.0), (1e-12, 0.0), (3, 4), ("0.30000000000000004", "0.3"), ("a", "b"),
+                      ([1.0], [1.0, 2.0]), ({"a": 1.0}, {"b": 1.0})):
         with pytest.raises(AssertionError):
             _assert_equal({"x": got}, {"x": want})
+
+
+def test_history_summary_keeps_the_last_recorded_cell_of_each_column(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("iteration,time,objective,step_kind,stationarity\r\n"
+                    "0,0.1,1.5,g,\r\n2,0.2,1.25,f,0.5\r\n3,,,,0.25\r\n")
+    assert history_summary(path) == {
+        "rows": 3, "count": {"iteration": 3, "objective": 2, "step_kind": 2, "stationarity": 2},
+        "last": {"iteration": 3, "objective": 1.25, "step_kind": "f", "stationarity": 0.25}}
 
 
 @pytest.mark.parametrize("name", list(GOLDEN))
@@ -295,5 +303,5 @@ if __name__ == "__main__":  # regenerate the golden files into the folder given 
 
         t0 = time.perf_counter()
         snapshot = _run(experiment, target / f"{experiment}-out", None)
-        (target / f"{experiment}.json").write_text(json.dumps(snapshot, indent=0, sort_keys=True) + "\n")
+        (target / f"{experiment}.json").write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n")
         print(f"{experiment}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
