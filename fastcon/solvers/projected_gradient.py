@@ -25,14 +25,13 @@ import math
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import Counters, History, SolveResult
+from .._results import Counters, SolveResult
 from ..problems._pairwise_fairness import QuadraticConstraints, qcqp_projection
 from ..problems._protocol import require_capabilities
 from ..problems._validation import check_x
-from ._common import default_record_every
+from ._run import SolverRun
 from ._schedules import as_schedule
-from ._validation import check_callback, check_count, check_optional_count, check_real, check_schedule
+from ._validation import check_count, check_real, check_schedule
 
 __all__ = ["projected_gradient", "gradient_lipschitz_constant"]
 
@@ -187,12 +186,11 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
     if constraints.n_features != d:
         raise ValueError(f"constraints: act on {constraints.n_features} weights but the objective has "
                          f"n_features = {d}")
-    T = check_count("max_iter", max_iter)
+    run = SolverRun("projected_gradient", max_iter, record_every=record_every, callback=callback, verbose=verbose)
+    T = run.max_iter
     tol_f = check_real("objective_tolerance", objective_tolerance)
     tol_p = check_real("projection_tolerance", projection_tolerance, positive=True)
     max_p = check_count("projection_max_iter", projection_max_iter)
-    check_optional_count("record_every", record_every)
-    check_callback("callback", callback)
     lipschitz = None
     if isinstance(step_size, str):
         if step_size != "auto":
@@ -204,32 +202,29 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
     else:
         eta = check_schedule("step_size", step_size, T, positive=True)
     w = np.zeros(d) if x0 is None else check_x(x0, d, "x0").copy()
-    if record_every is None:
-        record_every = default_record_every(T, 0, getattr(objective, "n_samples", 1))
 
     info = {"step_size": "auto" if lipschitz is not None else repr(as_schedule(step_size)),
             "lipschitz": lipschitz, "objective_tolerance": tol_f, "projection_tolerance": tol_p,
             "projection_max_iter": max_p, "n_constraints": constraints.n_constraints}
     rows0 = getattr(objective, "rows_read", 0)
-    counters = Counters(getattr(objective, "n_samples", 0), 0)
-    history = History(record_every)
+    # a record reads no data: the shared rule gives about 100 rows
+    counters = run.start(counters=Counters(getattr(objective, "n_samples", 0), 0)).counters
     grad = np.empty(d)
 
-    def finish(x, status, message, n_iter, multipliers=None):
+    def finish(x, message, multipliers=None):
         counters.values["rows_f"] = getattr(objective, "rows_read", 0) - rows0
         f = float(objective.value(x)) if hasattr(objective, "value") else float(objective.value_and_subgradient(
             x, np.empty(d)))
-        return SolveResult(x, status, message, n_iter=n_iter, objective=f,
-                           max_violation=constraints.max_violation(x), multipliers=multipliers,
-                           history=history, counters=counters, info=info, solver="projected_gradient")
+        return run.finish(x, objective=f, max_violation=constraints.max_violation(x), message=message,
+                          multipliers=multipliers, info=info)
 
     n_proj = n_fail = 0
     proj = qcqp_projection(w, constraints, tol=tol_p, max_iter=max_p)
     n_proj += proj.iterations
     counters.values["projection_iterations"], counters.values["projection_failures"] = n_proj, n_fail
     if proj.status == "infeasible":
-        return finish(proj.w, "no_feasible_iterate", "the start's projection found the constraint set empty: "
-                      + proj.message, 0)
+        run.status = "no_feasible_iterate"
+        return finish(proj.w, "the start's projection found the constraint set empty: " + proj.message)
     if not proj.converged:
         n_fail += 1
         info["projection_failure"] = proj.message
@@ -237,45 +232,39 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
     lam = proj.multipliers
     f = objective.value_and_subgradient(w, grad)
     proj_its, change = proj.iterations, math.nan
-    status, message, n_iter = "max_iter", f"ran {T} iterations", T
+    message = f"ran {T} iterations"
     last_eta = eta[0]
-    progress = Progress(T, verbose, desc="projected_gradient")
-    for t in range(T):
-        if history.due(t) or t == T - 1:
-            history.record(t, force=True, objective=f, max_violation=constraints.max_violation(w),
+    with run:
+        for t in range(T):
+            if run.due(t):
+                run.record(t, force=True, objective=f, max_violation=constraints.max_violation(w),
                            step_size=eta[t], projection_iterations=proj_its, relative_change=change)
-        proj = qcqp_projection(w - eta[t] * grad, constraints, tol=tol_p, max_iter=max_p, multipliers0=lam)
-        n_proj += proj.iterations
-        last_eta = eta[t]
-        if proj.status == "infeasible":
-            status, message, n_iter = "no_feasible_iterate", f"iteration {t}: {proj.message}", t + 1
-            w, lam = proj.w, None
-            break
-        if not proj.converged:
-            n_fail += 1
-            info.setdefault("projection_failure", f"iteration {t}: {proj.message}")
-        w, lam, proj_its = proj.w, proj.multipliers, proj.iterations
-        f_new = objective.value_and_subgradient(w, grad)
-        change = abs(f_new - f) / abs(f) if f != 0.0 else (0.0 if f_new == f else math.inf)
-        f = f_new
-        if progress.active:
-            progress.update(t, f=f)
-        if change <= tol_f:
-            status, message, n_iter = "converged", (f"relative objective change {change:.3g} <= "
-                                                    f"{tol_f:g} at iteration {t}"), t + 1
-        if callback is not None and callback(t, w, {"objective": f, "relative_change": change,
-                                                    "step_size": eta[t], "projection": proj}):
-            if status != "converged":
-                status, message = "callback_stop", f"callback asked to stop after iteration {t}"
-            n_iter = t + 1
-            break
-        if status == "converged":
-            break
-    progress.close()
-    if status != "no_feasible_iterate":
+            proj = qcqp_projection(w - eta[t] * grad, constraints, tol=tol_p, max_iter=max_p, multipliers0=lam)
+            n_proj += proj.iterations
+            last_eta = eta[t]
+            if proj.status == "infeasible":
+                run.status, run.n_iter, message = "no_feasible_iterate", t + 1, f"iteration {t}: {proj.message}"
+                w, lam = proj.w, None
+                break
+            if not proj.converged:
+                n_fail += 1
+                info.setdefault("projection_failure", f"iteration {t}: {proj.message}")
+            w, lam, proj_its = proj.w, proj.multipliers, proj.iterations
+            f_new = objective.value_and_subgradient(w, grad)
+            change = abs(f_new - f) / abs(f) if f != 0.0 else (0.0 if f_new == f else math.inf)
+            f = f_new
+            if change <= tol_f:
+                run.status, message = "converged", f"relative objective change {change:.3g} <= {tol_f:g} at iteration {t}"
+            if run.tick(t, w, {"objective": f, "relative_change": change, "step_size": eta[t], "projection": proj},
+                        f=f):
+                if run.status == "callback_stop":
+                    message = f"callback asked to stop after iteration {t}"
+                break
+            if run.status == "converged":
+                break
+    if run.status != "no_feasible_iterate":
         # one more row for the returned iterate w_{n_iter} (as 3S-Econ records x_K)
-        history.record(n_iter, force=True, objective=f, max_violation=constraints.max_violation(w),
-                       step_size=math.nan, projection_iterations=proj_its, relative_change=change)
+        run.record(run.n_iter, force=True, objective=f, max_violation=constraints.max_violation(w),
+                   step_size=math.nan, projection_iterations=proj_its, relative_change=change)
     counters.values["projection_iterations"], counters.values["projection_failures"] = n_proj, n_fail
-    multipliers = None if lam is None else lam / last_eta
-    return finish(w, status, message, n_iter, multipliers)
+    return finish(w, message, None if lam is None else lam / last_eta)
