@@ -1,7 +1,8 @@
 """fastcon inside someone else's program (issue 33, item 2): what ``import fastcon`` and a fit leave behind.
 
 * ``import fastcon`` changes no environment variable and imports neither ``scipy.stats``,
-  ``scipy.optimize`` nor ``threadpoolctl``;
+  ``scipy.optimize`` nor ``threadpoolctl``; nor the paper reproductions (``fastcon.experiments``),
+  the command line or an optional dependency (scikit-learn, matplotlib, dask, xgboost, ...);
 * numba's threading layer is fork-safe unless the user chose one (tbb, whose wheel fastcon depends
   on for x86-64 Linux, else workqueue): a ``fork`` pool after a fit completes under both (it hung
   with GNU OpenMP, numba's default on Linux without tbb);
@@ -66,6 +67,27 @@ def test_import_leaves_environment_and_heavy_modules_alone():
         print(changed, heavy, numba.config.THREADING_LAYER)
     """))
     assert out.split() == ["[]", "[]", "forksafe"], out
+
+
+#: What ``import fastcon`` must not load: the command line and the paper reproductions, and the optional
+#: dependencies (the extras; fastcon imports each inside the function that needs it).
+_NOT_ON_IMPORT = """
+    import sys
+    {before}
+    ours = sorted(m for m in sys.modules if m.startswith("fastcon.experiments")
+                  or m in ("fastcon.cli", "fastcon.demo", "fastcon.__main__"))
+    optional = sorted({{m.split(".")[0] for m in sys.modules}}
+                      & {{"sklearn", "matplotlib", "dask", "distributed", "xgboost", "lightgbm", "pandas", "tqdm"}})
+    print(ours, optional)
+"""
+
+
+def test_import_loads_neither_the_experiments_nor_the_command_line_nor_optional_dependencies():
+    """The static contracts (tests/test_import_contracts.py) checked at run time, where a lazy or dynamic import shows."""
+    assert _ok(_run(_NOT_ON_IMPORT.format(before="import fastcon"))).split() == ["[]", "[]"]
+    # the check sees them when they are loaded
+    out = _ok(_run(_NOT_ON_IMPORT.format(before="import fastcon.cli, fastcon.experiments, sklearn")))
+    assert "'fastcon.cli'" in out and "'fastcon.experiments'" in out and "'sklearn'" in out, out
 
 
 def test_heavy_modules_still_load_when_needed():
