@@ -38,10 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import Counters, History, SolveResult
-from ._common import no_feasible_message
-from ._validation import check_callback, check_count, check_real
+from .._results import Counters, SolveResult
+from ._run import SolverRun
+from ._validation import check_count, check_real
 
 __all__ = ["augmented_lagrangian"]
 
@@ -150,7 +149,8 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
         ``multipliers``: :math:`\lambda`; ``info``: ``kkt_stationarity``, ``complementarity``,
         ``penalty``, ``evaluations``, ``constraint_values``.
     """
-    max_iter = check_count("max_iter", max_iter)
+    run = SolverRun("augmented_lagrangian", max_iter, record_every=record_every, callback=callback, verbose=verbose)
+    max_iter = run.max_iter
     inner_max_iter = check_count("inner_max_iter", inner_max_iter)
     lbfgs_memory = check_count("lbfgs_memory", lbfgs_memory)
     tolerance = check_real("tolerance", tolerance, positive=True)
@@ -160,8 +160,7 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
     max_penalty = check_real("max_penalty", max_penalty, positive=True)
     if growth <= 1.0:
         raise ValueError(f"penalty_growth: must exceed 1, got {growth}")
-    record_every = 1 if record_every is None else check_count("record_every", record_every)
-    check_callback("callback", callback)
+    run.feasibility_tolerance = tolerance
     bounds = _bounds(problem)
     x = problem.project(problem.x0 if x0 is None else problem.check_x(x0, "x0")).copy()
     jacobi = _scaling(problem) if precondition else None
@@ -173,8 +172,8 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
         if lam.shape != (m,) or not np.all(np.isfinite(lam)) or np.any(lam < 0):
             raise ValueError(f"multipliers: expected {m} finite non-negative numbers, got {multipliers!r}")
 
-    history = History(record_every)
-    counters = Counters(problem.n_samples_f, problem.n_samples_g)
+    # rows cost nothing here (values the method computed anyway, few outer iterations): one per iteration
+    run.start(default_every=1, counters=Counters(problem.n_samples_f, problem.n_samples_g))
     problem.reset_counters()
     grad = np.empty(problem.dim)
     state = {"evaluations": 0}
@@ -221,64 +220,58 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
         if jacobi.size:
             inner_gtol *= float(jacobi.min()) if bounds is None else min(float(jacobi.min()), 1.0 / float(jacobi.max()))
 
-    progress = Progress(max_iter, verbose, desc="augmented_lagrangian")
-    status, message = "max_iter", ""
+    message = ""
     previous_violation = np.inf
     k = -1
     stationarity = complementarity = np.inf
     f_value, g = np.nan, np.zeros(m)
-    for k in range(max_iter):
-        # L-BFGS works on vectors of n_features entries: OpenBLAS threads for its dot products cost
-        # more than they give (docs/measurements.md)
-        with threadpool_limits(1, user_api="blas"):
-            res = scipy.optimize.minimize(objective, start_of(x), jac=True, method="L-BFGS-B", bounds=inner_bounds,
-                                          callback=inner_callback,
-                                          options={"maxiter": inner_max_iter, "gtol": inner_gtol,
-                                                   "ftol": 1e-15, "maxcor": lbfgs_memory})
-        x = x_of(res.x)
-        if bounds is not None:   # u's bounds times s may round just outside x's
-            np.clip(x, bounds.lb, bounds.ub, out=x)
-        # the result holds a copy of L-BFGS's history (hess_inv): let it go before the next minimize
-        # allocates its own workspace, or two histories are alive at once
-        del res
-        # the last evaluation may not be at res.x (line-search trials): evaluate there once
-        f_value, g = problem.lagrangian(x, lambda values: np.maximum(0.0, lam + rho * values), grad)
-        state["evaluations"] += 1
-        lam = np.maximum(0.0, lam + rho * g)
-        stationarity = _stationarity(x, grad, bounds)
-        violation = max(0.0, float(g.max())) if m else 0.0
-        complementarity = float(np.max(lam * np.abs(g))) if m else 0.0
-        history.record(k, objective=f_value, max_violation=violation, stationarity=stationarity,
+    with run:
+        for k in range(max_iter):
+            # L-BFGS works on vectors of n_features entries: OpenBLAS threads for its dot products cost
+            # more than they give (docs/measurements.md)
+            with threadpool_limits(1, user_api="blas"):
+                res = scipy.optimize.minimize(objective, start_of(x), jac=True, method="L-BFGS-B",
+                                              bounds=inner_bounds, callback=inner_callback,
+                                              options={"maxiter": inner_max_iter, "gtol": inner_gtol,
+                                                       "ftol": 1e-15, "maxcor": lbfgs_memory})
+            x = x_of(res.x)
+            if bounds is not None:   # u's bounds times s may round just outside x's
+                np.clip(x, bounds.lb, bounds.ub, out=x)
+            # the result holds a copy of L-BFGS's history (hess_inv): let it go before the next minimize
+            # allocates its own workspace, or two histories are alive at once
+            del res
+            # the last evaluation may not be at res.x (line-search trials): evaluate there once
+            f_value, g = problem.lagrangian(x, lambda values: np.maximum(0.0, lam + rho * values), grad)
+            state["evaluations"] += 1
+            lam = np.maximum(0.0, lam + rho * g)
+            stationarity = _stationarity(x, grad, bounds)
+            violation = max(0.0, float(g.max())) if m else 0.0
+            complementarity = float(np.max(lam * np.abs(g))) if m else 0.0
+            run.record(k, objective=f_value, max_violation=violation, stationarity=stationarity,
                        complementarity=complementarity, penalty=rho, evaluations=state["evaluations"],
                        force=k == max_iter - 1)
-        progress.update(k, f=f_value, g=violation)
-        if callback is not None and callback(k, x, {"multipliers": lam, "constraint_values": g}):
-            status = "callback_stop"
-            break
-        if violation <= tolerance and complementarity <= tolerance and stationarity <= stationarity_tolerance:
-            status = "converged"
-            message = (f"KKT residuals within tolerance after {k + 1} outer iterations: stationarity "
-                       f"{stationarity:.2e}, violation {violation:.2e}, complementarity {complementarity:.2e}")
-            break
-        if violation > 0.25 * previous_violation:
-            if rho >= max_penalty and violation > tolerance:
-                message = f"the violation stalled with the penalty at its cap max_penalty={max_penalty:g}; "
+            if run.tick(k, x, {"multipliers": lam, "constraint_values": g}, f=f_value, g=violation):
                 break
-            rho = min(rho * growth, max_penalty)
-        previous_violation = violation
-    progress.close()
+            if violation <= tolerance and complementarity <= tolerance and stationarity <= stationarity_tolerance:
+                run.status = "converged"
+                message = (f"KKT residuals within tolerance after {k + 1} outer iterations: stationarity "
+                           f"{stationarity:.2e}, violation {violation:.2e}, complementarity {complementarity:.2e}")
+                break
+            if violation > 0.25 * previous_violation:
+                if rho >= max_penalty and violation > tolerance:
+                    message = f"the violation stalled with the penalty at its cap max_penalty={max_penalty:g}"
+                    break
+                rho = min(rho * growth, max_penalty)
+            previous_violation = violation
     violation = max(0.0, float(g.max())) if m else 0.0
-    if status == "max_iter":
-        if violation > tolerance:
-            status = "no_feasible_iterate"
-            message += no_feasible_message(float(g.max()), tolerance, subject="the last iterate")
-        else:
-            message = (f"max_iter={max_iter} outer iterations without meeting every KKT tolerance: stationarity "
-                       f"{stationarity:.2e}, complementarity {complementarity:.2e}")
-    history.record(k, force=True, objective=f_value, max_violation=violation)
-    counters.add("evaluations", state["evaluations"])
-    counters.add("rows_f", problem.rows_read_f)
-    return SolveResult(x, status, message, n_iter=k + 1, objective=f_value, max_violation=violation,
-                       multipliers=lam, history=history, counters=counters, solver="augmented_lagrangian",
-                       info={"kkt_stationarity": stationarity, "complementarity": complementarity, "penalty": rho,
-                             "evaluations": state["evaluations"], "constraint_values": g.tolist()})
+    run.offer(k, violation)  # the status judges the last iterate
+    if run.status == "max_iter" and violation <= tolerance:
+        message = (f"max_iter={max_iter} outer iterations without meeting every KKT tolerance: stationarity "
+                   f"{stationarity:.2e}, complementarity {complementarity:.2e}")
+    run.record(k, force=True, objective=f_value, max_violation=violation)
+    run.counters.add("evaluations", state["evaluations"])
+    run.counters.add("rows_f", problem.rows_read_f)
+    return run.finish(x, objective=f_value, max_violation=violation, message=message, multipliers=lam,
+                      subject="the last iterate",
+                      info={"kkt_stationarity": stationarity, "complementarity": complementarity, "penalty": rho,
+                            "evaluations": state["evaluations"], "constraint_values": g.tolist()})
