@@ -86,7 +86,7 @@ def test_fused_value_grad(benchmark, a9a, loss, role):
     n = X.shape[0]
     out = np.empty(123)
     ws = lo.loss_workspace(n, X.nnz, 123)
-    args = (lo.LOSS_CODES[loss], a9a["indptr"], a9a["indices"], None, y, None, 1.0 / n, None, w, out, ws)
+    args = (lo.LOSS_CODES[loss], la.CSR(a9a["indptr"], a9a["indices"], None), y, None, 1.0 / n, None, w, out, ws)
     check_loss(loss, X, y, w, None, lo.csr_loss_value_grad(*args), out)
     if role == "fastcon":
         benchmark.extra_info["target"] = 2
@@ -109,7 +109,7 @@ def test_fused_hinge_value_grad_data_path(benchmark, a9a, role):
     X, y, w = a9a["X"], a9a["y"], a9a["w"]
     out = np.empty(123)
     ws = lo.loss_workspace(X.shape[0], X.nnz, 123)
-    args = (lo.HINGE, a9a["indptr"], a9a["indices"], X.data, y, None, 1.0 / X.shape[0], None, w, out, ws)
+    args = (lo.HINGE, la.CSR(a9a["indptr"], a9a["indices"], X.data), y, None, 1.0 / X.shape[0], None, w, out, ws)
     check_loss("hinge", X, y, w, None, lo.csr_loss_value_grad(*args), out)
     if role == "fastcon":
         benchmark.extra_info["target"] = 2
@@ -191,7 +191,7 @@ def test_fused_hinge_rows(benchmark, a9a, role):
     X, y, w, rows = a9a["X"], a9a["y"], a9a["w"], a9a["rows"]
     out = np.empty(123)
     ws = lo.loss_workspace(rows.size, rows.size * 14, 123)
-    args = (lo.HINGE, a9a["indptr"], a9a["indices"], None, y, None, 1.0 / rows.size, rows, w, out, ws)
+    args = (lo.HINGE, la.CSR(a9a["indptr"], a9a["indices"], None), y, None, 1.0 / rows.size, rows, w, out, ws)
     check_loss("hinge", X, y, w, rows, lo.csr_loss_value_grad(*args), out)
     if role == "fastcon":
         pedantic(benchmark, lo.csr_loss_value_grad, *args)

@@ -61,6 +61,11 @@ def design_args(kind, X):
     return csr_args(X, kind == "binary") if kind != "dense" else (X,)
 
 
+def loss_design(kind, X):
+    """The design argument of the loss kernels: a `CSR` record, or the dense array."""
+    return la.CSR(*csr_args(X, kind == "binary")) if kind != "dense" else X
+
+
 def matvec(kind, X, rows, w):
     out = np.empty(X.shape[0] if rows is None else rows.shape[0])
     (la.dense_matvec if kind == "dense" else la.csr_matvec)(*design_args(kind, X), rows, w, out)
@@ -105,19 +110,19 @@ def test_losses_match_reference(problem, loss):
     code = lo.LOSS_CODES[loss]
     m = X.shape[0] if rows is None else rows.shape[0]
     scale = 1.0 / m
-    args = design_args(kind, X)
+    design = loss_design(kind, X)
     value_grad = lo.dense_loss_value_grad if kind == "dense" else lo.csr_loss_value_grad
     value_only = lo.dense_loss_value if kind == "dense" else lo.csr_loss_value
     ws = np.full((n_chunks, w.shape[0] + 1), np.nan)
     g = np.full(w.shape[0], np.nan)
 
-    v = value_grad(code, *args, y, weights, scale, rows, w, g, ws)
+    v = value_grad(code, design, y, weights, scale, rows, w, g, ws)
     v_ref, g_ref = ref.loss_value_grad(loss, X, y, w, weights, scale, rows)
     _, g_mag = ref.loss_value_grad(loss, abs(X), np.ones_like(y), w, weights, scale, rows)
     v_mag = abs(v_ref) + scale * m * 10
     assert_close(v, v_ref, v_mag)
     assert_close(g, g_ref, np.abs(g_mag) + 1e-16 * scale)
-    assert value_only(code, *args, y, weights, scale, rows, w, ws) == pytest.approx(v, rel=1e-13, abs=1e-300)
+    assert value_only(code, design, y, weights, scale, rows, w, ws) == pytest.approx(v, rel=1e-13, abs=1e-300)
 
 
 @pytest.mark.parametrize("loss", LOSS_NAMES)
@@ -241,7 +246,7 @@ def test_wide_rmatvec_reduction_is_thread_independent_and_exact(thread_counts):
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_a9a_losses_thread_independent(a9a, loss, thread_counts):
     X, y = a9a
-    args = csr_args(X, True)
+    design = la.CSR(*csr_args(X, True))
     code = lo.LOSS_CODES[loss]
     w = np.random.default_rng(1).standard_normal(123) * 0.3
     ws = lo.loss_workspace(X.shape[0], X.nnz, 123)
@@ -249,8 +254,8 @@ def test_a9a_losses_thread_independent(a9a, loss, thread_counts):
 
     def run():
         g = np.empty(123)
-        v = lo.csr_loss_value_grad(code, *args, y, None, 1.0 / X.shape[0], None, w, g, ws)
-        return v, g, lo.csr_loss_value(code, *args, y, None, 1.0 / X.shape[0], None, w, ws)
+        v = lo.csr_loss_value_grad(code, design, y, None, 1.0 / X.shape[0], None, w, g, ws)
+        return v, g, lo.csr_loss_value(code, design, y, None, 1.0 / X.shape[0], None, w, ws)
 
     (v1, g1, u1), (v2, g2, u2) = thread_counts(run)
     assert v1 == v2 and u1 == u2 and np.array_equal(g1, g2)
@@ -260,7 +265,7 @@ def test_a9a_losses_thread_independent(a9a, loss, thread_counts):
     assert_close(g1, g_ref, np.abs(g_mag))
     # the data-array path agrees with the binary path to round-off
     g3 = np.empty(123)
-    v3 = lo.csr_loss_value_grad(code, *csr_args(X, False), y, None, 1.0 / X.shape[0], None, w, g3, ws)
+    v3 = lo.csr_loss_value_grad(code, la.CSR(*csr_args(X, False)), y, None, 1.0 / X.shape[0], None, w, g3, ws)
     assert v3 == v1 and np.array_equal(g3, g1)
 
 

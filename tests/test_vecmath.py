@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from fastcon._kernels import _linalg as la
 from fastcon._kernels import _losses as lo
 from fastcon._kernels._vecmath import exp_minus, log1p_unit
 from reference import vecmath as ref
@@ -121,7 +122,7 @@ def _design(kind, rng, n, d):
     if kind == "dense":
         return (dense,)
     X = sp.csr_matrix(dense)
-    return X.indptr.astype(np.uint64), X.indices.astype(np.uint32), None if kind == "binary" else X.data
+    return (la.CSR(X.indptr.astype(np.uint64), X.indices.astype(np.uint32), None if kind == "binary" else X.data),)
 
 
 @pytest.mark.parametrize("kind", ["csr", "binary", "dense"])

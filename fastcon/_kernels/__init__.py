@@ -1,6 +1,6 @@
 """Numba kernels: pure functions on numpy arrays. Nothing here imports from the rest of fastcon."""
 from ._linalg import (
-    chunk_scratch, csr_matvec, csr_matvec2, csr_rmatvec, dense_matvec, dense_matvec2, dense_rmatvec,
+    CSR, chunk_scratch, csr_matvec, csr_matvec2, csr_rmatvec, dense_matvec, dense_matvec2, dense_rmatvec,
     n_chunks_for,
 )
 from ._losses import (
@@ -10,7 +10,7 @@ from ._losses import (
 from ._projections import project_ball, project_balls, project_box, project_column_balls
 
 __all__ = [
-    "n_chunks_for", "chunk_scratch",
+    "CSR", "n_chunks_for", "chunk_scratch",
     "csr_matvec", "csr_matvec2", "csr_rmatvec", "dense_matvec", "dense_matvec2", "dense_rmatvec",
     "HINGE", "LOGISTIC", "SIGMOID", "SQUARED_HINGE", "LOSS_CODES", "margin_loss", "loss_workspace",
     "csr_loss_value", "csr_loss_value_grad", "dense_loss_value", "dense_loss_value_grad",

@@ -17,6 +17,8 @@ Speed rules that shape the code:
 * transposed products accumulate into per-chunk rows of a caller-provided ``scratch`` array, so
   nothing is allocated per call.
 """
+from typing import NamedTuple, Optional
+
 import numpy as np
 from numba import prange, types
 from numba.extending import overload
@@ -24,7 +26,7 @@ from numba.extending import overload
 from ._jit import njit
 
 __all__ = [
-    "n_chunks_for", "chunk_scratch",
+    "CSR", "n_chunks_for", "chunk_scratch",
     "csr_matvec", "csr_rmatvec", "csr_matvec2",
     "dense_matvec", "dense_rmatvec", "dense_matvec2",
     "csr_weighted_column_squares", "dense_weighted_column_squares",
@@ -47,6 +49,19 @@ MIN_CHUNK_WORK = 1 << 17
 MAX_CHUNKS = 16
 
 _ONE = np.uint64(1)
+
+
+class CSR(NamedTuple):
+    """A sparse matrix in compressed rows, as one kernel argument (numba types it field by field).
+
+    The CSC copy of a matrix is the CSR record of its transpose (``indptr`` over columns,
+    ``indices`` holding row positions). ``data=None`` types as its own specialisation: the
+    binary-feature path, every stored entry 1, the values never read (module notes).
+    """
+
+    indptr: np.ndarray            #: uint64 (n_rows + 1,) offsets of the rows in ``indices``/``data``
+    indices: np.ndarray           #: column of each stored entry (uint32, or uint16 where it fits)
+    data: Optional[np.ndarray]    #: float64 value of each stored entry; None for binary features
 
 
 # --------------------------------------------------------------------------- compile-time helpers

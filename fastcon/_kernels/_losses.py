@@ -190,32 +190,33 @@ def _block_losses(loss, z, v, dv, m, grad):
 
 # --------------------------------------------------------------------------- CSR passes
 @njit(inline="always")
-def _csr_block_margins(indptr, indices, data, y, rows, w, z, j0, m):
+def _csr_block_margins(X, y, rows, w, z, j0, m):
+    indptr, indices, data = X
     for t in range(m):
         i = _row_at(rows, j0 + t)
         z[t] = y[i] * _csr_dot(indptr, indices, data, i, w)
 
 
 @njit(inline="always")
-def _csr_span_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi):
+def _csr_span_value(loss, X, y, weights, rows, w, lo, hi):
     """Positions ``[lo, hi)``: block by block for the smooth losses, row by row otherwise.
 
     Two compiled functions rather than one with both loops: with the block loop (and its buffer)
     in the same function, the hinge pass was slower (docs/measurements.md).
     """
     if _is_smooth(loss):
-        return _csr_blocks_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi)
-    return _csr_rows_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi)
+        return _csr_blocks_value(loss, X, y, weights, rows, w, lo, hi)
+    return _csr_rows_value(loss, X, y, weights, rows, w, lo, hi)
 
 
 @njit(**JIT)
-def _csr_blocks_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi):
+def _csr_blocks_value(loss, X, y, weights, rows, w, lo, hi):
     total = 0.0
     buf = np.empty((2, LOSS_BLOCK_ROWS))
     z, v = buf[0], buf[1]
     for j0 in range(lo, hi, _BLOCK):
         m = min(_BLOCK, hi - j0)
-        _csr_block_margins(indptr, indices, data, y, rows, w, z, j0, m)
+        _csr_block_margins(X, y, rows, w, z, j0, m)
         _block_losses(loss, z, v, v, m, False)  # no derivatives
         for t in range(m):
             total += _entry(weights, _row_at(rows, j0 + t)) * v[t]
@@ -223,7 +224,8 @@ def _csr_blocks_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi):
 
 
 @njit(**JIT)
-def _csr_rows_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi):
+def _csr_rows_value(loss, X, y, weights, rows, w, lo, hi):
+    indptr, indices, data = X
     total = 0.0
     for j in range(lo, hi):
         i = _row_at(rows, j)
@@ -233,21 +235,22 @@ def _csr_rows_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi):
 
 
 @njit(inline="always")
-def _csr_span_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w, acc, lo, hi):
+def _csr_span_value_grad(loss, X, y, weights, scale, rows, w, acc, lo, hi):
     """As :func:`_csr_span_value`, adding the subgradient into ``acc``."""
     if _is_smooth(loss):
-        return _csr_blocks_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w, acc, lo, hi)
-    return _csr_rows_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w, acc, lo, hi)
+        return _csr_blocks_value_grad(loss, X, y, weights, scale, rows, w, acc, lo, hi)
+    return _csr_rows_value_grad(loss, X, y, weights, scale, rows, w, acc, lo, hi)
 
 
 @njit(**JIT)
-def _csr_blocks_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w, acc, lo, hi):
+def _csr_blocks_value_grad(loss, X, y, weights, scale, rows, w, acc, lo, hi):
+    indptr, indices, data = X
     total = 0.0
     buf = np.empty((3, LOSS_BLOCK_ROWS))
     z, v, dv = buf[0], buf[1], buf[2]
     for j0 in range(lo, hi, _BLOCK):
         m = min(_BLOCK, hi - j0)
-        _csr_block_margins(indptr, indices, data, y, rows, w, z, j0, m)
+        _csr_block_margins(X, y, rows, w, z, j0, m)
         _block_losses(loss, z, v, dv, m, True)
         for t in range(m):
             i = _row_at(rows, j0 + t)
@@ -261,7 +264,8 @@ def _csr_blocks_value_grad(loss, indptr, indices, data, y, weights, scale, rows,
 
 
 @njit(**JIT)
-def _csr_rows_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w, acc, lo, hi):
+def _csr_rows_value_grad(loss, X, y, weights, scale, rows, w, acc, lo, hi):
+    indptr, indices, data = X
     total = 0.0
     for j in range(lo, hi):
         i = _row_at(rows, j)
@@ -283,15 +287,16 @@ def _csr_rows_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w
 
 
 @njit(**JIT_PARALLEL)
-def csr_loss_value(loss, indptr, indices, data, y, weights, scale, rows, w, workspace):
+def csr_loss_value(loss, X, y, weights, scale, rows, w, workspace):
     r"""Value :math:`\sigma \sum_{i\in R} s_i \phi(y_i a_i^\top w)` of a CSR design.
 
     Parameters
     ----------
     loss : int
         Loss code (``HINGE``, ``LOGISTIC``, ``SIGMOID``, ``SQUARED_HINGE``).
-    indptr, indices, data
-        CSR arrays (uint64, uint32, float64); ``data=None`` for binary features.
+    X : CSR
+        The design (`fastcon._kernels._linalg.CSR`: uint64 ``indptr``, uint32 ``indices``,
+        float64 ``data``, or ``data=None`` for binary features).
     y : ndarray of float64, shape (n,)
         Labels in {-1, +1}.
     weights : ndarray of float64, shape (n,), or None
@@ -308,15 +313,14 @@ def csr_loss_value(loss, indptr, indices, data, y, weights, scale, rows, w, work
     -------
     float
     """
-    m = _count(rows, indptr.shape[0] - 1)
+    m = _count(rows, X.indptr.shape[0] - 1)
     n_chunks = workspace.shape[0]
     last = workspace.shape[1] - 1
     if n_chunks == 1:
-        return scale * _csr_span_value(loss, indptr, indices, data, y, weights, rows, w,
-                                       np.uint64(0), np.uint64(m))
+        return scale * _csr_span_value(loss, X, y, weights, rows, w, np.uint64(0), np.uint64(m))
     for k in prange(n_chunks):
         lo, hi = _chunk_span(k, n_chunks, m)
-        workspace[k, last] = _csr_span_value(loss, indptr, indices, data, y, weights, rows, w, lo, hi)
+        workspace[k, last] = _csr_span_value(loss, X, y, weights, rows, w, lo, hi)
     total = 0.0
     for k in range(n_chunks):
         total += workspace[k, last]
@@ -324,25 +328,23 @@ def csr_loss_value(loss, indptr, indices, data, y, weights, scale, rows, w, work
 
 
 @njit(**JIT_PARALLEL)
-def csr_loss_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w, out, workspace):
+def csr_loss_value_grad(loss, X, y, weights, scale, rows, w, out, workspace):
     r"""Value and subgradient of :math:`\sigma \sum_{i\in R} s_i \phi(y_i a_i^\top w)`, fused.
 
     Arguments as in :func:`csr_loss_value`; ``out`` (float64, shape (d,)) is overwritten with
     :math:`\sigma \sum_{i\in R} s_i \phi'(z_i) y_i a_i`. Returns the value.
     """
-    m = _count(rows, indptr.shape[0] - 1)
+    m = _count(rows, X.indptr.shape[0] - 1)
     n_chunks = workspace.shape[0]
     d = out.shape[0]
     out[:] = 0.0
     if n_chunks == 1:
-        return scale * _csr_span_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w,
-                                            out, np.uint64(0), np.uint64(m))
+        return scale * _csr_span_value_grad(loss, X, y, weights, scale, rows, w, out, np.uint64(0), np.uint64(m))
     for k in prange(n_chunks):
         acc = workspace[k]
         acc[:] = 0.0
         lo, hi = _chunk_span(k, n_chunks, m)
-        acc[d] = _csr_span_value_grad(loss, indptr, indices, data, y, weights, scale, rows, w,
-                                      acc, lo, hi)
+        acc[d] = _csr_span_value_grad(loss, X, y, weights, scale, rows, w, acc, lo, hi)
     return scale * _reduce_workspace(workspace, out)
 
 

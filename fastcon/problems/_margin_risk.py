@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._kernels._datafit import MARGIN, datafit_buffers, datafit_bundle, statistic_two_point
-from .._kernels._linalg import n_chunks_for
+from .._kernels._linalg import CSR, n_chunks_for
 from .._kernels._losses import (
     LOSS_CODES, csr_loss_value, csr_loss_value_grad, dense_loss_value, dense_loss_value_grad,
 )
@@ -98,7 +98,7 @@ class MarginRisk:
         self._weights = sample_weight
         if dataset.is_sparse:
             indptr, indices, data = dataset.csr_arrays
-            self._design = (indptr, indices, None if dataset.is_binary_features else data)
+            self._design = CSR(indptr, indices, None if dataset.is_binary_features else data)
             work = int(dataset.X.nnz)
             self._mean_row_work = max(1, work // n)
         else:
@@ -206,14 +206,13 @@ class MarginRisk:
     # ------------------------------------------------------------------ kernel dispatch
     def _value(self, x, rows, scale, workspace):
         if len(self._design) == 3:
-            return float(csr_loss_value(self._code, *self._design, self._y, self._weights, scale, rows,
-                                        x, workspace))
+            return float(csr_loss_value(self._code, self._design, self._y, self._weights, scale, rows, x, workspace))
         return float(dense_loss_value(self._code, self._design[0], self._y, self._weights, scale, rows,
                                       x, workspace))
 
     def _value_grad(self, x, rows, scale, out, workspace):
         if len(self._design) == 3:
-            return float(csr_loss_value_grad(self._code, *self._design, self._y, self._weights, scale,
+            return float(csr_loss_value_grad(self._code, self._design, self._y, self._weights, scale,
                                              rows, x, out, workspace))
         return float(dense_loss_value_grad(self._code, self._design[0], self._y, self._weights, scale,
                                            rows, x, out, workspace))
