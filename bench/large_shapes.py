@@ -375,9 +375,9 @@ def step_fit(spec, folder, kind, args):
 
 def step_predict(spec, folder, kind):
     from fastcon.datasets import read_fcsr
-    from fastcon.estimators import load
+    from fastcon import load_model
 
-    model = load(folder / f"{kind}.model")
+    model = load_model(folder / f"{kind}.model")
     ds = read_fcsr(folder / "test.fcsr", mmap=True)
     start = time.perf_counter()
     pred = np.asarray(model.decision_function(ds.X)).ravel() > 0

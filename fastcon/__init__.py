@@ -16,7 +16,7 @@ from .metrics import near_stationarity
 from .problems import (
     ConstrainedProblem, custom_term, erm_optimum, hinge_risk, less_equal, roc_fairness, wasserstein_fairness,
 )
-from .solvers import conex, proximal_point, switching_subgradient
+from .solvers import conex, near_stationarity, proximal_point, switching_subgradient
 
 #: Estimators live in `fastcon.estimators`, which needs scikit-learn (the ``sklearn`` extra); they are
 #: imported on first access so that ``import fastcon`` works without it.
@@ -24,6 +24,12 @@ _ESTIMATORS = ("FairClassifier", "NeymanPearsonClassifier", "MultiClassNeymanPea
 
 
 def __getattr__(name):
+    if name == "load_model":   # reads linear and boosted models: fastcon.boosting._persist, which needs scikit-learn
+        try:
+            from .boosting._persist import load_model
+        except ImportError as exc:
+            raise ImportError(f"fastcon.load_model needs scikit-learn: pip install 'fastcon[sklearn]' ({exc})") from exc
+        return load_model
     if name in _ESTIMATORS or name == "estimators":
         import importlib
 
@@ -37,12 +43,12 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_ESTIMATORS) | {"estimators"})
+    return sorted(set(globals()) | set(_ESTIMATORS) | {"estimators", "load_model"})
 
 
 __all__ = [
-    "__version__", "Dataset", "SolveResult", "load", "load_libsvm", "read_fcsr", "ConstrainedProblem", "custom_term",
-    "erm_optimum", "hinge_risk", "less_equal", "roc_fairness", "wasserstein_fairness", "switching_subgradient",
-    "conex", "proximal_point", "near_stationarity", "datasets", "problems", "solvers", "metrics",
-    "estimators", *_ESTIMATORS,
+    "__version__", "Dataset", "SolveResult", "load", "load_model", "load_libsvm", "read_fcsr", "ConstrainedProblem",
+    "custom_term", "erm_optimum", "hinge_risk", "less_equal", "roc_fairness", "wasserstein_fairness",
+    "switching_subgradient", "conex", "proximal_point", "near_stationarity", "datasets", "problems", "solvers",
+    "metrics", "estimators", *_ESTIMATORS,
 ]

@@ -357,17 +357,17 @@ def test_save_load_round_trip(name, tmp_path):
             names = archive.namelist()
         assert "header.json" in names
         assert [n for n in names if n.startswith("boosters/")] == [f"boosters/0000.{'json' if name == 'xgboost' else 'txt'}"]
-        again = load(path)
+        again = load_model(path)
         assert type(again) is type(clf)
         assert again.get_params() == clf.get_params()
         np.testing.assert_array_equal(again.decision_function(X), clf.decision_function(X))
         np.testing.assert_array_equal(again.classes_, clf.classes_)
-    assert str(load(tmp_path / "FairGBMClassifier.zip").constraint_report(X, y, g)) == str(
+    assert str(load_model(tmp_path / "FairGBMClassifier.zip").constraint_report(X, y, g)) == str(
         fair.constraint_report(X, y, g))
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"not a zip")
-    with pytest.raises(ValueError, match=r"^path: .* is not a fastcon.boosting model file"):
-        load(bad)
+    with pytest.raises(ValueError, match=r"^path: .* is not a fastcon model file"):
+        load_model(bad)
 
 
 @pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
@@ -391,7 +391,7 @@ def test_load_reads_format_version_1(name, tmp_path):
     texts = [lib.to_text(booster, a, b) for _, a, b, _ in spec["terms"]]
     spec["files"] = [f"boosters/{k:03d}.{lib.suffix}" for k in range(len(texts))]
     spec["coefficients"] = [w for *_, w in spec.pop("terms")]
-    header["format_version"] = 1
+    header.update(format="fastcon.boosting.estimator", format_version=1)
     header["attributes"]["n_boosters_"] = header["attributes"].pop("n_rounds_")
     with zipfile.ZipFile(old, "w") as archive:
         archive.writestr("header.json", json.dumps(header))
@@ -399,7 +399,7 @@ def test_load_reads_format_version_1(name, tmp_path):
             archive.writestr(n, raw)
         for file, text in zip(spec["files"], texts):
             archive.writestr(file, text)
-    again = load(old)
+    again = load_model(old)
     assert len(again.ensemble_.boosters) == len(texts) and again.n_rounds_ == clf.n_rounds_
     # whole boosters summed in float64 instead of one range: the library's rounding apart
     np.testing.assert_allclose(again.decision_function(X), clf.decision_function(X), rtol=0,

@@ -36,7 +36,8 @@ BACKENDS = [pytest.param("xgboost", marks=needs_xgboost_dask), "lightgbm"]
 from dask_helpers import assert_released, client, gathered, guarded  # noqa: E402,F401 (fixtures)
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
-from fastcon.boosting import FairGBMClassifier, NeymanPearsonGBMClassifier, load  # noqa: E402
+from fastcon import load_model  # noqa: E402
+from fastcon.boosting import FairGBMClassifier, NeymanPearsonGBMClassifier  # noqa: E402
 
 #: Small trees whose leaves never come near LightGBM's ``min_data_in_leaf`` (see test_lightgbm_multiclass_...)
 PARAMS = {"xgboost": {"max_depth": 3}, "lightgbm": {"num_leaves": 7, "min_data_in_leaf": 5}}
@@ -218,7 +219,7 @@ def test_dask_fitted_model_predicts_saves_and_loads(client, tmp_path):
     np.testing.assert_array_equal(model.predict_proba(Xd), model.predict_proba(X))
     path = tmp_path / "fair.zip"
     model.save(path)
-    loaded = load(path)
+    loaded = load_model(path)
     np.testing.assert_array_equal(loaded.decision_function(X), s)
     np.testing.assert_array_equal(loaded.decision_function(Xd), s)
     assert loaded.fit_gap_ == model.fit_gap_

@@ -20,8 +20,9 @@ xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
 
+from fastcon import load_model  # noqa: E402
 from fastcon.boosting import (  # noqa: E402
-    BoostedEnsemble, FairGBMClassifier, LightGBMScoreModel, NeymanPearsonGBMClassifier, XGBoostScoreModel, load,
+    BoostedEnsemble, FairGBMClassifier, LightGBMScoreModel, NeymanPearsonGBMClassifier, XGBoostScoreModel,
 )
 from fastcon.boosting._validate import check_lightgbm_text, thread_limit  # noqa: E402
 
@@ -83,7 +84,8 @@ def test_n_threads_is_bounded_by_the_machine(saved, tmp_path):
     huge_x = _rewrite(saved["xgboost"], tmp_path / "huge_xgb.zip", n_threads=10 ** 6)
     out = _run("""
         import sys, numpy as np
-        from fastcon.boosting import NeymanPearsonGBMClassifier, load
+        from fastcon import load_model
+        from fastcon.boosting import NeymanPearsonGBMClassifier
         rng = np.random.default_rng(0); X = rng.normal(size=(200, 5)); y = (X[:, 0] > 0).astype(int)
         for name in ("lightgbm", "xgboost"):
             try:
@@ -92,7 +94,7 @@ def test_n_threads_is_bounded_by_the_machine(saved, tmp_path):
             except ValueError as exc:
                 print(name, "ValueError", exc)
         for path in sys.argv[1:]:
-            m = load(path)
+            m = load_model(path)
             m.decision_function(X)
             print("loaded", m.ensemble_.n_threads)
     """, huge, huge_x)
@@ -123,12 +125,12 @@ def test_thread_aliases_in_params_are_refused():
 _LOAD_ALL = """
     import sys
     import numpy as np
-    from fastcon.boosting import load
+    from fastcon import load_model
     X = np.zeros((3, 5))
     for path in sys.argv[1:]:
         print(path, file=sys.stderr, flush=True)     # the case a crash happened in
         try:
-            load(path).decision_function(X)
+            load_model(path).decision_function(X)
             verdict = "LOADED"
         except ValueError as exc:
             verdict = ("ValueError " if str(exc).startswith(f"path: {path!r} ") else "BADMESSAGE ") + str(exc)
@@ -281,4 +283,4 @@ def test_lightgbm_models_of_every_tree_kind_pass_the_check(params, tmp_path):
         assert re.search(r"num_cat=[1-9]", text)
     check_lightgbm_text(text, 1)
     clf.save(tmp_path / "m.zip")
-    np.testing.assert_array_equal(load(tmp_path / "m.zip").decision_function(X), clf.decision_function(X))
+    np.testing.assert_array_equal(load_model(tmp_path / "m.zip").decision_function(X), clf.decision_function(X))

@@ -17,7 +17,8 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import binom
 from sklearn.exceptions import ConvergenceWarning
 
-from fastcon.boosting import FairGBMClassifier, load
+from fastcon import load_model
+from fastcon.boosting import FairGBMClassifier
 from fastcon.estimators._certify import CERTIFY_AIM, CONFIDENCE_HOLDOUT
 from fastcon.estimators._split import stratified_split as stratified_holdout
 from fastcon.problems._class_rate_constraints import ClassRateConstraints, class_margins
@@ -206,7 +207,7 @@ def test_three_classes_meet_every_class_rate_tolerance(constraint, backend, tmp_
     np.testing.assert_array_equal(np.argmax(proba, axis=1), np.argmax(F, axis=1))
 
     clf.save(tmp_path / "three.zip")
-    again = load(tmp_path / "three.zip")
+    again = load_model(tmp_path / "three.zip")
     assert type(again) is FairGBMClassifier and again.get_params() == clf.get_params()
     np.testing.assert_array_equal(again.decision_function(X), F)
     np.testing.assert_array_equal(again.predict(X), predicted)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from fastcon.boosting import NeymanPearsonGBMClassifier, load
+from fastcon import load_model
+from fastcon.boosting import NeymanPearsonGBMClassifier
 
 ALPHA = 0.1
 DELTA = 0.05
@@ -93,7 +94,7 @@ def test_threshold_applies_everywhere_and_survives_save_load(name, constrained, 
     assert report.per_group[kept]["error"] == pytest.approx(np.mean(clf.predict(X_new)[y_new == kept] != kept))
     assert 0.0 <= clf.umbrella_["calibration_type_one_error"] <= ALPHA
     clf.save(tmp_path / "m.zip")
-    back = load(tmp_path / "m.zip")
+    back = load_model(tmp_path / "m.zip")
     assert back.threshold_ == clf.threshold_ and back.get_params() == clf.get_params()
     np.testing.assert_array_equal(back.decision_function(X_new), clf.decision_function(X_new))
     np.testing.assert_array_equal(back.predict(X_new), clf.predict(X_new))

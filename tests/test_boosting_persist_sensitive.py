@@ -1,6 +1,6 @@
 """Issue 33 ("Hardening II") on the boosted estimators: each test fails on the behaviour the issue reports.
 
-Loading (as tests/test_persist_hardening.py for the linear estimators): `fastcon.boosting.load`
+Loading (as tests/test_persist_hardening.py for the linear estimators): `fastcon.load_model`
 reads ``header.json`` first, then only the entries it refers to, and checks every declared size
 before decompressing anything. The hostile archives are written byte by byte, and memory is
 measured, by the helpers of tests/_zip_bombs.py. Malformed headers that are valid JSON (nested
@@ -24,9 +24,10 @@ import pytest
 pytest.importorskip("sklearn")
 pytest.importorskip("lightgbm")
 
-from fastcon.boosting import FairGBMClassifier, NeymanPearsonGBMClassifier, load  # noqa: E402
-from fastcon.boosting._persist import MAX_OUTPUTS, MAX_RATIO, _write  # noqa: E402
-from fastcon.estimators._persist import MAX_HEADER_DEPTH  # noqa: E402
+from fastcon import load_model  # noqa: E402
+from fastcon.boosting import FairGBMClassifier, NeymanPearsonGBMClassifier  # noqa: E402
+from fastcon.boosting._persist import MAX_OUTPUTS  # noqa: E402
+from fastcon.estimators._model_file import MAX_HEADER_DEPTH, MAX_RATIO, _write  # noqa: E402
 from _zip_bombs import bomb, fuzz_header_loads, load_traced, npy_bomb, npy_bytes, write_zip  # noqa: E402
 
 PARAMS = {"num_leaves": 4}
@@ -78,7 +79,7 @@ def _assert_rejected(path, entries, match):
     """Write ``entries`` (name -> bytes) to the archive ``path``: loading it raises a ValueError matching ``match``."""
     write_zip(path, list(entries.items()))
     with pytest.raises(ValueError, match=match):
-        load(path)
+        load_model(path)
 
 
 # ----------------------------------------------------------------------------- hostile model files
@@ -96,7 +97,7 @@ def test_unreferenced_entries_are_never_read(saved, tmp_path):
     entries, _ = _entries(saved["path"])
     write_zip(tmp_path / "m.zip", [*entries.items(), ("arrays/junk.npy", saved["npy_bomb"]),
                                    ("boosters/9999.txt", saved["text_bomb"])])
-    back, error = load_traced(load, tmp_path / "m.zip")
+    back, error = load_traced(load_model, tmp_path / "m.zip")
     assert error is None, error
     np.testing.assert_array_equal(back.decision_function(saved["X"]), saved["clf"].decision_function(saved["X"]))
 
@@ -105,7 +106,7 @@ def test_a_referenced_array_bomb_is_rejected_before_decompressing(saved, tmp_pat
     entries, header = _entries(saved["path"])
     header["attributes"]["classes_"] = {"__array__": "junk"}
     write_zip(tmp_path / "m.zip", [*_with_header(entries, header).items(), ("arrays/junk.npy", saved["npy_bomb"])])
-    back, error = load_traced(load, tmp_path / "m.zip")
+    back, error = load_traced(load_model, tmp_path / "m.zip")
     assert back is None
     message = str(error)
     assert message.startswith(f"path: {str(tmp_path / 'm.zip')!r}") and "arrays/junk.npy" in message
@@ -117,7 +118,7 @@ def test_a_booster_text_declared_huge_is_rejected_before_decompressing(saved, tm
     member = _booster(header)
     del entries[member]   # the sha256 in header.json is kept: only the size check stands before reading
     write_zip(tmp_path / "m.zip", [*entries.items(), (member, saved["text_bomb"])])
-    back, error = load_traced(load, tmp_path / "m.zip")
+    back, error = load_traced(load_model, tmp_path / "m.zip")
     assert back is None
     message = str(error)
     assert message.startswith(f"path: {str(tmp_path / 'm.zip')!r}") and member in message
@@ -128,7 +129,7 @@ def test_a_header_bomb_is_rejected_before_decompressing(saved, tmp_path):
     entries, _ = _entries(saved["path"])
     del entries["header.json"]
     write_zip(tmp_path / "m.zip", [*entries.items(), ("header.json", bomb(b'{"format": "'))])
-    back, error = load_traced(load, tmp_path / "m.zip")
+    back, error = load_traced(load_model, tmp_path / "m.zip")
     assert back is None and str(error).startswith("path: ") and "header.json" in str(error)
 
 
@@ -141,7 +142,7 @@ def test_a_booster_text_compressed_too_well_is_rejected_within_the_file_budget(s
     write_zip(tmp_path / "m.zip", [*entries.items(), (member, squeezed), ("padding", bytes(1 << 20))])
     assert squeezed[2] < MAX_RATIO * (tmp_path / "m.zip").stat().st_size
     with pytest.raises(ValueError, match=rf"^path: .*{member}.* a ratio above {MAX_RATIO}"):
-        load(tmp_path / "m.zip")
+        load_model(tmp_path / "m.zip")
 
 
 def test_a_referenced_array_whose_declared_size_disagrees(saved, tmp_path):
@@ -175,7 +176,7 @@ def test_untampered_files_rewritten_by_hand_still_load(saved, tmp_path):
     # stored (not deflated), and the sha256 still matches
     assert hashlib.sha256(entries[_booster(header)]).hexdigest() == header["ensemble"]["sha256"][0]
     write_zip(tmp_path / "m.zip", list(entries.items()))
-    back = load(tmp_path / "m.zip")
+    back = load_model(tmp_path / "m.zip")
     np.testing.assert_array_equal(back.predict(saved["X"]), saved["clf"].predict(saved["X"]))
 
 
@@ -203,7 +204,7 @@ def _with_text(saved, path, edit, literal):
 
 def _version1(header):
     """``header`` as format version 1 wrote it: coefficients, one whole booster each, instead of terms."""
-    header["format_version"] = 1
+    header.update(format="fastcon.boosting.estimator", format_version=1)
     header["ensemble"]["coefficients"] = [w for *_, w in header["ensemble"].pop("terms")]
 
 
@@ -213,7 +214,7 @@ def test_a_deeply_nested_header_is_rejected(saved, tmp_path, depth):
                       "[" * depth + "]" * depth)
     with pytest.raises(ValueError, match=rf"^path: {str(path)!r} is inconsistent: .*more than "
                                          rf"MAX_HEADER_DEPTH = {MAX_HEADER_DEPTH} levels"):
-        load(path)
+        load_model(path)
 
 
 @pytest.mark.parametrize("edit, literal, field", [
@@ -239,12 +240,12 @@ def test_a_deeply_nested_header_is_rejected(saved, tmp_path, depth):
 def test_counts_and_numbers_out_of_range_are_named(saved, tmp_path, edit, literal, field):
     path = _with_text(saved, tmp_path / "bad.zip", edit, literal)
     with pytest.raises(ValueError, match=rf"^path: {str(path)!r} .*{field}"):
-        load(path)
+        load_model(path)
 
 
 def test_format_version_1_still_loads(saved, tmp_path):
     path = _with_text(saved, tmp_path / "v1.zip", _version1, "")
-    np.testing.assert_array_equal(load(path).decision_function(saved["X"]), saved["clf"].decision_function(saved["X"]))
+    np.testing.assert_array_equal(load_model(path).decision_function(saved["X"]), saved["clf"].decision_function(saved["X"]))
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +261,7 @@ def saved_fair(tmp_path_factory):
 def test_fuzzed_headers_load_or_raise_value_error(saved, saved_fair, tmp_path, model):
     """200 random edits of a real header: each file loads or is a ValueError "path: ...", never another exception."""
     entries, header = _entries(saved_fair if model == "fair" else saved["path"])
-    escaped, outcomes = fuzz_header_loads(load, entries, header, tmp_path / "fuzz.zip", _with_header, seed=len(model))
+    escaped, outcomes = fuzz_header_loads(load_model, entries, header, tmp_path / "fuzz.zip", _with_header, seed=len(model))
     assert not escaped, escaped
     assert outcomes["loaded"] and outcomes["rejected"], outcomes
 
@@ -323,6 +324,6 @@ def test_drop_sensitive_with_a_column_position_predicts_on_the_same_X(position, 
     framed = _fit(_fair(drop_sensitive=True), frame, y, sensitive_features=position)
     np.testing.assert_array_equal(framed.predict(frame), reference.predict(X[:, :2]))
     est.save(tmp_path / "m.zip")
-    np.testing.assert_array_equal(load(tmp_path / "m.zip").predict(X), reference.predict(X[:, :2]))
+    np.testing.assert_array_equal(load_model(tmp_path / "m.zip").predict(X), reference.predict(X[:, :2]))
     with pytest.raises(ValueError, match=r"^X: the sensitive column"):
         est.predict(X[:, :2])   # the X of predict has fit's layout, sensitive column included

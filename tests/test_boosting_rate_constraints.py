@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from sklearn.exceptions import ConvergenceWarning
 
+from fastcon import load_model
 from fastcon._results import History
-from fastcon.boosting import FairGBMClassifier, load
+from fastcon.boosting import FairGBMClassifier
 from fastcon.boosting._rate_fit import AIM, CheckRows, RateLagrangian
 from fastcon.estimators._split import stratified_split as stratified_holdout
 from fastcon.estimators._report import fairness_gap
@@ -318,7 +319,7 @@ def test_save_load_keeps_the_constraint_and_the_bits(backend, tmp_path):
     X, y, g = _data()
     clf = _fit("false_positive_parity", backend, X, y, g)
     clf.save(tmp_path / "rate.zip")
-    again = load(tmp_path / "rate.zip")
+    again = load_model(tmp_path / "rate.zip")
     assert again.constraint == "false_positive_parity" and again.get_params() == clf.get_params()
     np.testing.assert_array_equal(again.decision_function(X), clf.decision_function(X))
     assert again.fit_gap_ == clf.fit_gap_ and again.n_iter_ == clf.n_iter_
@@ -339,7 +340,7 @@ def test_load_reads_a_model_saved_before_the_rate_constraints(backend, tmp_path)
         for key in ("n_estimators", "smoothing", "validation_fraction", "confidence"):
             header["params"].pop(key, None)
 
-    again = load(_rewrite_header(tmp_path / "new.zip", tmp_path / "old.zip", older))
+    again = load_model(_rewrite_header(tmp_path / "new.zip", tmp_path / "old.zip", older))
     assert again.constraint == "mean_loss_gap"
     np.testing.assert_array_equal(again.decision_function(X), clf.decision_function(X))
     assert again.constraint_report(X, y, g).constraint == "mean_loss_gap"

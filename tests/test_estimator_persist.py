@@ -1,7 +1,11 @@
-"""save/load of the estimators without pickle: same bits after the round trip, clear errors on bad files."""
+"""save / fastcon.load_model of the linear estimators without pickle: same bits after the round trip, clear
+errors on bad files."""
+import io
 import json
 import math
+import pathlib
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -10,10 +14,11 @@ pytest.importorskip("sklearn")
 pd = pytest.importorskip("pandas")
 from sklearn.exceptions import NotFittedError  # noqa: E402
 
-from fastcon.estimators import (  # noqa: E402
-    FairClassifier, MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier, load,
-)
-from fastcon.estimators import _persist  # noqa: E402
+from fastcon import load_model  # noqa: E402
+from fastcon.estimators import FairClassifier, MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier  # noqa: E402
+from fastcon.estimators import _model_file, _persist  # noqa: E402
+
+DATA = pathlib.Path(__file__).parent / "data" / "models"
 
 
 def _frame(n=400, d=4, seed=0):
@@ -71,7 +76,7 @@ def test_round_trip_same_bits(fitted, name, tmp_path):
     clf, data = fitted[name]
     path = tmp_path / "model.npz"
     clf.save(path)
-    back = load(path)
+    back = load_model(path)
     assert type(back) is type(clf)
     assert back.get_params() == clf.get_params()
     X = data[0]
@@ -100,12 +105,12 @@ def test_tuple_groups_and_encoder(fitted, tmp_path):
     clf, (_, _, groups) = fitted["fair"]
     assert all(isinstance(g, tuple) for g in clf.groups_)
     clf.save(tmp_path / "fair.npz")
-    back = load(tmp_path / "fair.npz")
+    back = load_model(tmp_path / "fair.npz")
     assert back.groups_ == clf.groups_ and all(isinstance(g, tuple) for g in back.groups_)
     assert np.array_equal(back.group_encoder_.transform(groups), clf.group_encoder_.transform(groups))
     assert back.group_encoder_.n_columns == 2
     header = _persist_header(tmp_path / "fair.npz")
-    assert header["class"] == "FairClassifier" and header["format_version"] == _persist.FORMAT_VERSION
+    assert header["class"] == "FairClassifier" and header["format_version"] == _model_file.FORMAT_VERSION
     assert "history" not in json.dumps(header)
 
 
@@ -116,21 +121,36 @@ def test_numeric_and_bool_labels(tmp_path):
         warnings.simplefilter("ignore")
         clf = FairClassifier(tolerance=0.05).fit(X.to_numpy(), y_num, sensitive_features=groups["sex"] == "male")
     clf.save(tmp_path / "m.npz")
-    back = load(tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
     assert _same(back.classes_, clf.classes_) and back.groups_ == [False, True]
     assert _same(back.predict(X.to_numpy()), clf.predict(X.to_numpy()))
 
 
 def _persist_header(path):
-    with np.load(path, allow_pickle=False) as archive:
-        return json.loads(archive["__header__"].tobytes().decode("utf-8"))
+    with zipfile.ZipFile(path) as archive:
+        return json.loads(archive.read("header.json").decode("utf-8"))
 
 
 def _rewrite(src, dst, edit):
     """Copy a saved model with its header changed by ``edit(header)``."""
-    with np.load(src, allow_pickle=False) as archive:
-        arrays = {k: archive[k] for k in archive.files}
-    header = json.loads(arrays["__header__"].tobytes().decode("utf-8"))
+    with zipfile.ZipFile(src) as archive:
+        entries = {n: archive.read(n) for n in archive.namelist()}
+    header = json.loads(entries["header.json"])
+    edit(header)
+    entries["header.json"] = json.dumps(header).encode("utf-8")
+    with zipfile.ZipFile(dst, "w") as archive:
+        for n, raw in entries.items():
+            archive.writestr(n, raw)
+
+
+def _as_npz(src, dst, edit=lambda header: None):
+    """A saved model rewritten as the ``.npz`` of format ``fastcon.estimator`` 1 (fastcon 0.1), header changed by
+    ``edit``: the header an uint8 array ``__header__``, the arrays at the top of the archive."""
+    with zipfile.ZipFile(src) as archive:
+        header = json.loads(archive.read("header.json"))
+        arrays = {n[len("arrays/"):-len(".npy")]: np.load(io.BytesIO(archive.read(n)), allow_pickle=False)
+                  for n in archive.namelist() if n.startswith("arrays/")}
+    header.update(format="fastcon.estimator", format_version=1)
     edit(header)
     arrays["__header__"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
     with open(dst, "wb") as fh:
@@ -138,9 +158,9 @@ def _rewrite(src, dst, edit):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda h: h.update(format_version=_persist.FORMAT_VERSION + 1), "newer|up to"),
+    (lambda h: h.update(format_version=_model_file.FORMAT_VERSION + 1), "newer|up to"),
     (lambda h: h.update({"class": "os.system"}), "of class 'os.system'"),
-    (lambda h: h.update(format="something else"), "not a fastcon estimator file"),
+    (lambda h: h.update(format="something else"), "not a fastcon model file"),
     (lambda h: h["params"].update(no_such_param=1), "no_such_param"),
     (lambda h: h["attributes"].update({"__class__": "x"}), "not a fitted attribute name"),
     (lambda h: h["attributes"].update(coef_={"__array__": "a999"}), "does not hold"),
@@ -150,24 +170,66 @@ def test_rejects_bad_headers(fitted, tmp_path, edit, message):
     clf.save(tmp_path / "ok.npz")
     _rewrite(tmp_path / "ok.npz", tmp_path / "bad.npz", edit)
     with pytest.raises(ValueError, match=f"^path: .*({message})"):
-        load(tmp_path / "bad.npz")
+        load_model(tmp_path / "bad.npz")
 
 
 def test_rejects_pickles_and_other_files(tmp_path):
     np.savez(tmp_path / "objects.npz", __header__=np.array([{"a": 1}], dtype=object))
-    with pytest.raises(ValueError, match="^path: .*not a fastcon estimator file"):
-        load(tmp_path / "objects.npz")   # reading the object array would need pickle: refused
+    with pytest.raises(ValueError, match="^path: .*holds Python objects"):
+        load_model(tmp_path / "objects.npz")   # reading the object array would need pickle: refused
     np.savez(tmp_path / "plain.npz", x=np.arange(3))
-    with pytest.raises(ValueError, match="^path: .*no fastcon estimator header"):
-        load(tmp_path / "plain.npz")
+    with pytest.raises(ValueError, match="^path: .*not a fastcon model file .*no header.json"):
+        load_model(tmp_path / "plain.npz")
     np.save(tmp_path / "single.npy", np.arange(3))
     with pytest.raises(ValueError, match="^path: .*single array"):
-        load(tmp_path / "single.npy")
+        load_model(tmp_path / "single.npy")
     (tmp_path / "text.npz").write_text("not a zip")
-    with pytest.raises(ValueError, match="^path: "):
-        load(tmp_path / "text.npz")
+    with pytest.raises(ValueError, match="^path: .*not a fastcon model file"):
+        load_model(tmp_path / "text.npz")
     with pytest.raises(FileNotFoundError):
-        load(tmp_path / "missing.npz")
+        load_model(tmp_path / "missing.npz")
+
+
+def test_a_zip_that_is_not_a_model_is_refused_naming_the_path(tmp_path):
+    path = tmp_path / "other.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("README.txt", "hello")
+    with pytest.raises(ValueError, match=rf"^path: {str(path)!r} is not a fastcon model file"):
+        load_model(path)
+    with zipfile.ZipFile(path, "w") as archive:   # a header.json of something else
+        archive.writestr("header.json", json.dumps({"format": "other-tool", "version": 3}))
+    with pytest.raises(ValueError, match=rf"^path: {str(path)!r} is not a fastcon model file \(format 'other-tool"):
+        load_model(path)
+
+
+def test_the_model_file_layout(fitted, tmp_path):
+    clf = fitted["multi"][0]
+    clf.save(tmp_path / "m.zip")
+    with zipfile.ZipFile(tmp_path / "m.zip") as archive:
+        names = archive.namelist()
+    header = _persist_header(tmp_path / "m.zip")
+    assert names[0] == "header.json" and all(n.startswith("arrays/a") and n.endswith(".npy") for n in names[1:])
+    assert (header["format"], header["format_version"]) == ("fastcon-model", 1)
+    assert header["class"] == "MultiClassNeymanPearsonClassifier" and header["fastcon_version"]
+
+
+@pytest.mark.parametrize("name", ["neyman_pearson", "fair"])
+def test_a_file_written_by_fastcon_0_1_loads(name):
+    """``tests/data/models/*_v1.npz``: written by the ``.npz`` writer of fastcon 0.1 (format fastcon.estimator 1),
+    with the decision values it gave on the rows stored beside it."""
+    expected = np.load(DATA / "expected_v1.npz", allow_pickle=False)
+    clf = load_model(DATA / f"{name}_v1.npz")
+    assert type(clf).__name__ == {"neyman_pearson": "NeymanPearsonClassifier", "fair": "FairClassifier"}[name]
+    assert np.array_equal(clf.decision_function(expected["X"]), expected[name])
+
+
+def test_an_npz_rewritten_from_a_saved_model_loads(fitted, tmp_path):
+    clf, data = fitted["fair"]
+    clf.save(tmp_path / "new.zip")
+    _as_npz(tmp_path / "new.zip", tmp_path / "old.npz")
+    back = load_model(tmp_path / "old.npz")
+    assert back.get_params() == clf.get_params()
+    assert _same(back.decision_function(data[0]), clf.decision_function(data[0]))
 
 
 def test_save_refuses_unfitted_and_unsupported_values(fitted, tmp_path):
@@ -185,12 +247,12 @@ def test_save_refuses_unfitted_and_unsupported_values(fitted, tmp_path):
 
 
 def test_markers_round_trip_exotic_values():
-    encode = _persist._Encoder()
+    encode = _model_file._Encoder()
     value = {"__tricky": (1, "a", (2.5, None)), 3: [float("nan"), float("-inf"), True],
              "plain": {"k": np.float32(1.5), "m": np.int16(-2)}, "arr": np.arange(3, dtype=np.uint8),
              "names": np.array(["x", "y"], dtype=object)}
     text = json.dumps(encode(value, "value"), allow_nan=False)
-    back = _persist._decode(json.loads(text), encode.arrays, "value")
+    back = _model_file._decode(json.loads(text), encode.arrays, "value")
     assert back["__tricky"] == (1, "a", (2.5, None)) and isinstance(back["__tricky"][2], tuple)
     assert math.isnan(back[3][0]) and back[3][1] == -math.inf and back[3][2] is True
     assert back["plain"] == {"k": 1.5, "m": -2}
@@ -207,8 +269,8 @@ def test_a_fair_file_from_before_the_straddle_loads_with_straddle_0(tmp_path):
 
     def as_old(header):
         del header["params"]["straddle"]
-    _rewrite(tmp_path / "new.npz", tmp_path / "old.npz", as_old)
-    old = load(tmp_path / "old.npz")
+    _as_npz(tmp_path / "new.npz", tmp_path / "old.npz", as_old)
+    old = load_model(tmp_path / "old.npz")
     assert old.get_params()["straddle"] == 0.0
     assert _same(old.predict(X), clf.predict(X))
     assert FairClassifier().get_params()["straddle"] is None
@@ -225,8 +287,8 @@ def test_a_file_from_before_a_behaviour_changing_parameter_loads_with_the_old_be
         del header["params"]["delta"], header["params"]["calibration_fraction"], header["params"]["random_state"]
         for name in ("shift_", "certification_", "guarantee_"):
             header["attributes"].pop(name)
-    _rewrite(tmp_path / "new.npz", tmp_path / "old.npz", as_old)
-    old = load(tmp_path / "old.npz")
+    _as_npz(tmp_path / "new.npz", tmp_path / "old.npz", as_old)
+    old = load_model(tmp_path / "old.npz")
     assert old.get_params()["delta"] is None
     assert _same(old.predict(X), clf.predict(X))
     assert old.constraint_report(X, y).guarantee == ""      # unknown for a file that did not record it

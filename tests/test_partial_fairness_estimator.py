@@ -9,9 +9,10 @@ from conftest import refuse_densify
 pytest.importorskip("sklearn")
 from sklearn.base import clone
 
+from fastcon import load_model
 from fastcon import metrics
 from fastcon.datasets import Dataset, make_fair_classification
-from fastcon.estimators import FairClassifier, load
+from fastcon.estimators import FairClassifier
 from fastcon.estimators._fair import _ScaledLoss
 from fastcon.problems import LinearLoss, LinearScores
 
@@ -144,7 +145,7 @@ def test_save_load_round_trip(data, fitted, tmp_path):
     est = fitted("partial_dp", 0.1)
     path = tmp_path / "partial.npz"
     est.save(path)
-    back = load(path)
+    back = load_model(path)
     assert back.get_params() == est.get_params()
     assert back.decision_function(X).tobytes() == est.decision_function(X).tobytes()
     assert back.interval_ == est.interval_ and isinstance(back.interval_, tuple)

@@ -17,10 +17,9 @@ import pytest
 pytest.importorskip("sklearn")
 
 import fastcon  # noqa: E402
-from fastcon.estimators import (  # noqa: E402
-    FairClassifier, MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier, load,
-)
-from fastcon.estimators._persist import MAX_HEADER_DEPTH, header_depth  # noqa: E402
+from fastcon import load_model  # noqa: E402
+from fastcon.estimators import FairClassifier, MultiClassNeymanPearsonClassifier, NeymanPearsonClassifier  # noqa: E402
+from fastcon.estimators._model_file import MAX_HEADER_DEPTH, header_depth  # noqa: E402
 from _zip_bombs import fuzz_header_loads, load_traced, npy_bomb, npy_bytes, write_zip  # noqa: E402
 
 
@@ -28,21 +27,20 @@ def _entries(path):
     """The entries of a saved model (name -> bytes) and its decoded JSON header."""
     with zipfile.ZipFile(path) as archive:
         entries = {name: archive.read(name) for name in archive.namelist()}
-    header = json.loads(np.load(io.BytesIO(entries["__header__.npy"]), allow_pickle=False).tobytes())
-    return entries, header
+    return entries, json.loads(entries["header.json"])
 
 
 def _with_header(entries, header, text=None):
     """``entries`` with the header replaced by ``header`` (or by the JSON ``text``, when given)."""
     out = dict(entries)
     text = json.dumps(header) if text is None else text
-    out["__header__.npy"] = npy_bytes(np.frombuffer(text.encode(), dtype=np.uint8))
+    out["header.json"] = text.encode()
     return out
 
 
 def _ref(header, attribute):
     """The archive entry name of a fitted array attribute."""
-    return header["attributes"][attribute]["__array__"] + ".npy"
+    return "arrays/" + header["attributes"][attribute]["__array__"] + ".npy"
 
 
 def _data(n=300, seed=0, classes=2):
@@ -70,27 +68,27 @@ def saved(tmp_path_factory):
         groups = np.column_stack([rng.choice(["f", "m"], len(y)), rng.choice(["a", "b", "c"], len(y))])
         fair = FairClassifier("weak_partial_dp", 0.1, max_iter=3, max_calibration=1)
         fair.fit(X, y, sensitive_features=groups)
-    binary.save(folder / "binary.npz")
-    multi.save(folder / "multi.npz")
-    fair.save(folder / "fair.npz")
-    return {"binary": (folder / "binary.npz", binary, X), "multi": (folder / "multi.npz", multi, Xm),
-            "fair": (folder / "fair.npz", fair, X), "bomb": npy_bomb()}
+    binary.save(folder / "binary.zip")
+    multi.save(folder / "multi.zip")
+    fair.save(folder / "fair.zip")
+    return {"binary": (folder / "binary.zip", binary, X), "multi": (folder / "multi.zip", multi, Xm),
+            "fair": (folder / "fair.zip", fair, X), "bomb": npy_bomb()}
 
 
 def test_the_bomb_is_small_on_disk_and_large_inside(saved, tmp_path):
     path, _, _ = saved["binary"]
     entries, _ = _entries(path)
-    write_zip(tmp_path / "bomb.npz", [*entries.items(), ("junk.npy", saved["bomb"])])
-    assert (tmp_path / "bomb.npz").stat().st_size < 4 << 20
-    with zipfile.ZipFile(tmp_path / "bomb.npz") as archive:
-        assert archive.getinfo("junk.npy").file_size > 3 * 10 ** 9
+    write_zip(tmp_path / "bomb.zip", [*entries.items(), ("arrays/junk.npy", saved["bomb"])])
+    assert (tmp_path / "bomb.zip").stat().st_size < 4 << 20
+    with zipfile.ZipFile(tmp_path / "bomb.zip") as archive:
+        assert archive.getinfo("arrays/junk.npy").file_size > 3 * 10 ** 9
 
 
 def test_unreferenced_entry_is_never_read(saved, tmp_path):
     path, clf, X = saved["binary"]
     entries, _ = _entries(path)
-    write_zip(tmp_path / "m.npz", [*entries.items(), ("junk.npy", saved["bomb"])])
-    back, error = load_traced(load, tmp_path / "m.npz")
+    write_zip(tmp_path / "m.zip", [*entries.items(), ("arrays/junk.npy", saved["bomb"])])
+    back, error = load_traced(load_model, tmp_path / "m.zip")
     assert error is None, error
     assert np.array_equal(back.decision_function(X), clf.decision_function(X))
 
@@ -103,20 +101,20 @@ def test_referenced_bomb_is_rejected_before_decompressing(saved, tmp_path, attri
         header["attributes"]["coef_"] = {"__array__": "junk"}
     else:
         header["attributes"]["solve_result_"]["__solve_result__"]["multipliers"] = {"__array__": "junk"}
-    write_zip(tmp_path / "m.npz", [*_with_header(entries, header).items(), ("junk.npy", saved["bomb"])])
-    back, error = load_traced(load, tmp_path / "m.npz")
+    write_zip(tmp_path / "m.zip", [*_with_header(entries, header).items(), ("arrays/junk.npy", saved["bomb"])])
+    back, error = load_traced(load_model, tmp_path / "m.zip")
     assert back is None
-    assert str(error).startswith(f"path: {str(tmp_path / 'm.npz')!r}") and "junk.npy" in str(error)
+    assert str(error).startswith(f"path: {str(tmp_path / 'm.zip')!r}") and "junk.npy" in str(error)
     assert "bytes" in str(error) and "file" in str(error)
 
 
 def test_header_bomb_is_rejected_before_decompressing(saved, tmp_path):
     path, _, _ = saved["binary"]
     entries, _ = _entries(path)
-    del entries["__header__.npy"]
-    write_zip(tmp_path / "m.npz", [*entries.items(), ("__header__.npy", saved["bomb"])])
-    back, error = load_traced(load, tmp_path / "m.npz")
-    assert back is None and str(error).startswith("path: ") and "__header__.npy" in str(error)
+    del entries["header.json"]
+    write_zip(tmp_path / "m.zip", [*entries.items(), ("header.json", saved["bomb"])])
+    back, error = load_traced(load_model, tmp_path / "m.zip")
+    assert back is None and str(error).startswith("path: ") and "header.json" in str(error)
 
 
 def test_referenced_entry_with_a_wrong_declared_size(saved, tmp_path):
@@ -125,18 +123,18 @@ def test_referenced_entry_with_a_wrong_declared_size(saved, tmp_path):
     name = _ref(header, "coef_")
     # the .npy header declares (1, 4) float64 (32 bytes) but the entry holds 8 bytes more
     entries[name] = entries[name] + bytes(8)
-    write_zip(tmp_path / "longer.npz", list(entries.items()))
+    write_zip(tmp_path / "longer.zip", list(entries.items()))
     with pytest.raises(ValueError, match=rf"^path: .*{name}.*declares"):
-        load(tmp_path / "longer.npz")
+        load_model(tmp_path / "longer.zip")
     # ... or declares a million columns while holding 4
     entries, header = _entries(path)
     body = entries[name][128:]
     head = io.BytesIO()
     np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": (1, 10 ** 6)})
     entries[name] = head.getvalue() + body
-    write_zip(tmp_path / "shorter.npz", list(entries.items()))
+    write_zip(tmp_path / "shorter.zip", list(entries.items()))
     with pytest.raises(ValueError, match=rf"^path: .*{name}.*declares"):
-        load(tmp_path / "shorter.npz")
+        load_model(tmp_path / "shorter.zip")
 
 
 def _replace_array(entries, header, attribute, value):
@@ -161,39 +159,43 @@ def _replace_array(entries, header, attribute, value):
 def test_inconsistent_shapes_are_rejected_at_load(saved, tmp_path, model, edit, field):
     path, _, _ = saved[model]
     entries, header = _entries(path)
-    write_zip(tmp_path / "bad.npz", list(edit(entries, header).items()))
-    with pytest.raises(ValueError, match=rf"^path: {str(tmp_path / 'bad.npz')!r} .*{field}"):
-        load(tmp_path / "bad.npz")
+    write_zip(tmp_path / "bad.zip", list(edit(entries, header).items()))
+    with pytest.raises(ValueError, match=rf"^path: {str(tmp_path / 'bad.zip')!r} .*{field}"):
+        load_model(tmp_path / "bad.zip")
 
 
 def test_untampered_files_still_load(saved, tmp_path):
     for name in ("binary", "multi"):
         path, clf, X = saved[name]
         entries, _ = _entries(path)
-        write_zip(tmp_path / f"{name}.npz", list(entries.items()))   # the same entries, rewritten by hand
-        back = load(tmp_path / f"{name}.npz")
+        write_zip(tmp_path / f"{name}.zip", list(entries.items()))   # the same entries, rewritten by hand
+        back = load_model(tmp_path / f"{name}.zip")
         assert np.array_equal(back.predict(X), clf.predict(X))
 
 
 def test_fastcon_load_of_a_model_file_points_to_the_model_loader(saved, tmp_path):
     path, _, _ = saved["binary"]
-    for name in (path, str(path)):
-        with pytest.raises(ValueError, match=r"^name: .*fastcon\.estimators\.load"):
+    old = tmp_path / "old.npz"   # a linear model of fastcon 0.1
+    np.savez(old, __header__=np.frombuffer(b"{}", dtype=np.uint8))
+    for name in (path, str(path), old):
+        with pytest.raises(ValueError, match=r"^name: .*fastcon\.load_model"):
             fastcon.load(name)
-    boosted = tmp_path / "gbm.zip"
-    with zipfile.ZipFile(boosted, "w") as archive:
-        archive.writestr("header.json", json.dumps({"format": "fastcon.boosting.estimator", "format_version": 2}))
-    with pytest.raises(ValueError, match=r"^name: .*fastcon\.boosting\.load"):
-        fastcon.load(boosted)
     with pytest.raises(ValueError, match="^name: unknown dataset"):   # other names: as before
-        fastcon.load(tmp_path / "nothing-here.npz")
+        fastcon.load(tmp_path / "nothing-here.zip")
+
+
+def test_a_header_bomb_in_a_file_of_fastcon_0_1_is_rejected_before_decompressing(saved, tmp_path):
+    """The ``.npz`` layout of fastcon 0.1 (header in ``__header__.npy``) gets the same checks."""
+    write_zip(tmp_path / "m.npz", [("a0.npy", npy_bytes(np.zeros(3))), ("__header__.npy", saved["bomb"])])
+    back, error = load_traced(load_model, tmp_path / "m.npz")
+    assert back is None and str(error).startswith("path: ") and "__header__.npy" in str(error)
 
 
 # ----------------------------------------------------------------------------- malformed headers (valid JSON)
 def _rejected(path, match=""):
     """Loading ``path`` raises a ValueError that starts with ``path: '<path>'`` and matches ``match``."""
     with pytest.raises(ValueError) as info:
-        load(path)
+        load_model(path)
     message = str(info.value)
     assert message.startswith(f"path: {str(path)!r}"), message
     assert re.search(match, message), message
@@ -214,13 +216,13 @@ def test_a_deeply_nested_header_is_rejected(saved, tmp_path, depth):
     entries, header = _entries(path)
     header["params"]["verbose"] = "@"
     text = json.dumps(header).replace('"@"', "[" * depth + "]" * depth)
-    write_zip(tmp_path / "deep.npz", list(_with_header(entries, None, text).items()))
-    _rejected(tmp_path / "deep.npz", rf"is inconsistent: .*more than MAX_HEADER_DEPTH = {MAX_HEADER_DEPTH} levels")
+    write_zip(tmp_path / "deep.zip", list(_with_header(entries, None, text).items()))
+    _rejected(tmp_path / "deep.zip", rf"is inconsistent: .*more than MAX_HEADER_DEPTH = {MAX_HEADER_DEPTH} levels")
     # nesting up to the limit is the decoder's business, not the depth check's
     header["params"]["verbose"] = "@"
     text = json.dumps(header).replace('"@"', "[" * (MAX_HEADER_DEPTH - 3) + "]" * (MAX_HEADER_DEPTH - 3))
-    write_zip(tmp_path / "ok.npz", list(_with_header(entries, None, text).items()))
-    assert load(tmp_path / "ok.npz").verbose == _nested(MAX_HEADER_DEPTH - 4)
+    write_zip(tmp_path / "ok.zip", list(_with_header(entries, None, text).items()))
+    assert load_model(tmp_path / "ok.zip").verbose == _nested(MAX_HEADER_DEPTH - 4)
 
 
 def _nested(depth):
@@ -261,8 +263,8 @@ def test_counts_and_numbers_out_of_range_are_named(saved, tmp_path, where, liter
     entries, header = _entries(path)
     where(header)[field] = "@"
     text = json.dumps(header).replace('"@"', literal)
-    write_zip(tmp_path / "bad.npz", list(_with_header(entries, None, text).items()))
-    _rejected(tmp_path / "bad.npz", rf"is inconsistent: .*{field}")
+    write_zip(tmp_path / "bad.zip", list(_with_header(entries, None, text).items()))
+    _rejected(tmp_path / "bad.zip", rf"is inconsistent: .*{field}")
 
 
 @pytest.mark.parametrize("edit, match", [
@@ -280,8 +282,8 @@ def test_malformed_headers_are_inconsistent_files(saved, tmp_path, edit, match):
     entries, header = _entries(path)
     edit(header)
     text = json.dumps(header).replace('"@"', "9" * 5000)
-    write_zip(tmp_path / "bad.npz", list(_with_header(entries, None, text).items()))
-    _rejected(tmp_path / "bad.npz", match)
+    write_zip(tmp_path / "bad.zip", list(_with_header(entries, None, text).items()))
+    _rejected(tmp_path / "bad.zip", match)
 
 
 @pytest.mark.parametrize("model", ["fair", "binary"])
@@ -289,6 +291,6 @@ def test_fuzzed_headers_load_or_raise_value_error(saved, tmp_path, model):
     """200 random edits of a real header: each file loads or is a ValueError "path: ...", never another exception."""
     path, _, _ = saved[model]
     entries, header = _entries(path)
-    escaped, outcomes = fuzz_header_loads(load, entries, header, tmp_path / "fuzz.npz", _with_header, seed=len(model))
+    escaped, outcomes = fuzz_header_loads(load_model, entries, header, tmp_path / "fuzz.zip", _with_header, seed=len(model))
     assert not escaped, escaped
     assert outcomes["loaded"] and outcomes["rejected"], outcomes

@@ -4,7 +4,8 @@ import importlib
 import pytest
 
 PUBLIC = {
-    "fastcon": ["Dataset", "SolveResult", "__version__", "switching_subgradient", "ConstrainedProblem", "read_fcsr"],
+    "fastcon": ["Dataset", "SolveResult", "__version__", "switching_subgradient", "ConstrainedProblem", "read_fcsr",
+                "load", "load_model"],
     "fastcon.datasets": ["Dataset", "load_libsvm", "dump_libsvm", "load", "list_datasets",
                          "make_fair_classification", "make_multiclass", "read_fcsr", "write_fcsr",
                          "convert_libsvm"],
@@ -32,6 +33,18 @@ def test_public_names(module):
         assert hasattr(mod, name), f"{module}.{name} is missing"
         if name != "__version__":
             assert name in mod.__all__, f"{module}.__all__ lacks {name}"
+
+
+def test_one_model_loader():
+    """`fastcon.load` loads datasets; `fastcon.load_model` every saved model; there is no per-kind model `load`."""
+    pytest.importorskip("sklearn")
+    import fastcon
+
+    assert fastcon.load is fastcon.datasets.load
+    assert fastcon.load_model.__module__ == "fastcon.boosting._persist"
+    for module in ("fastcon.estimators", "fastcon.boosting"):
+        mod = importlib.import_module(module)
+        assert not hasattr(mod, "load") and "load" not in mod.__all__, module
 
 
 def test_kernels_import_nothing_from_fastcon():

@@ -11,7 +11,8 @@ custom objective. This package provides
 - the objective callables `xgboost_objective` and `lightgbm_objective` for a training loop of
   one's own;
 - the scikit-learn estimators `NeymanPearsonGBMClassifier` and `FairGBMClassifier` (need
-  scikit-learn), with `save` / `load` in the libraries' own model formats.
+  scikit-learn), with ``save`` (`fastcon.load_model` reads the file back; the boosters in the libraries'
+  own model formats).
 
 Neither XGBoost nor LightGBM is imported here: the backend a call names is imported then, and a
 missing one is an ImportError naming it (``pip install 'fastcon[boost]'``).
@@ -22,11 +23,10 @@ from ._objective import ProxObjective, lightgbm_objective, xgboost_objective
 
 __all__ = ["BACKENDS", "BoostedEnsemble", "BoostingState", "LightGBMScoreModel", "XGBoostScoreModel",
            "ProxObjective", "lightgbm_objective", "xgboost_objective", "NeymanPearsonGBMClassifier",
-           "FairGBMClassifier", "load"]
+           "FairGBMClassifier"]
 
 #: Names that need scikit-learn, imported on first access (as `fastcon` does for its estimators).
-_ESTIMATORS = {"NeymanPearsonGBMClassifier": "._estimators", "FairGBMClassifier": "._estimators",
-               "load": "._persist"}
+_ESTIMATORS = {"NeymanPearsonGBMClassifier": "._estimators", "FairGBMClassifier": "._estimators"}
 
 
 def __getattr__(name):

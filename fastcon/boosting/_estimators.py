@@ -166,7 +166,7 @@ class _GBMClassifier(ConstrainedClassifier):
         return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])
 
     def save(self, path):
-        """Write the fitted estimator to ``path`` without pickle (`fastcon.boosting.load` reads it back)."""
+        """Write the fitted estimator to ``path`` without pickle (`fastcon.load_model` reads it back)."""
         from ._persist import save
 
         save(self, path)

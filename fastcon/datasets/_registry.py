@@ -495,8 +495,8 @@ def _roles(spec, subset):
 def _model_loader(name):
     """The loader to name when ``name`` is a path to a saved model (an estimator's ``save``), else None.
 
-    Only the archive's list of entries is read: ``__header__.npy`` marks `fastcon.estimators.load`'s
-    format, ``header.json`` `fastcon.boosting.load`'s.
+    Only the archive's list of entries is read: ``header.json`` (or ``__header__.npy``, an earlier
+    linear model) marks a model file, which `fastcon.load_model` reads.
     """
     if not isinstance(name, (str, os.PathLike)):
         return None
@@ -505,11 +505,7 @@ def _model_loader(name):
             entries = set(archive.namelist())
     except (OSError, zipfile.BadZipFile, ValueError):
         return None
-    if "__header__.npy" in entries:
-        return "fastcon.estimators.load"
-    if "header.json" in entries:
-        return "fastcon.boosting.load"
-    return None
+    return "fastcon.load_model" if entries & {"header.json", "__header__.npy"} else None
 
 
 def load(name, data_home=None, subset="train", download=None, verify=True) -> Dataset:
@@ -547,8 +543,7 @@ def load(name, data_home=None, subset="train", download=None, verify=True) -> Da
         A file has the wrong sha256.
     ValueError
         An unknown name; when ``name`` is the path of a model file written by an estimator's
-        ``save``, the message names the loader to use (`fastcon.estimators.load` or
-        `fastcon.boosting.load`).
+        ``save``, the message names the loader to use (`fastcon.load_model`).
     """
     from ._recipes import RECIPES
 

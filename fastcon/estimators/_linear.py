@@ -80,7 +80,7 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         return np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True)) + self.intercept_
 
     def save(self, path):
-        """Write the fitted estimator to ``path`` without pickle (`fastcon.estimators.load` reads it back)."""
+        """Write the fitted estimator to ``path`` without pickle (`fastcon.load_model` reads it back)."""
         from ._persist import save
 
         save(self, path)
