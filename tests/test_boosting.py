@@ -15,9 +15,10 @@ xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
 
+from fastcon import load_model  # noqa: E402
 from fastcon.boosting import (  # noqa: E402
     BoostedEnsemble, FairGBMClassifier, LightGBMScoreModel, NeymanPearsonGBMClassifier, ProxObjective,
-    XGBoostScoreModel, lightgbm_objective, load, xgboost_objective,
+    XGBoostScoreModel, lightgbm_objective, xgboost_objective,
 )
 from fastcon.boosting._backends import backend  # noqa: E402
 from fastcon.solvers._bregman_problems import GroupLossGap, NeymanPearsonScores  # noqa: E402
