@@ -12,11 +12,10 @@ from . import datasets, metrics, problems, solvers
 from ._results import SolveResult
 from ._version import __version__
 from .datasets import Dataset, load, load_libsvm, read_fcsr
-from .metrics import near_stationarity
 from .problems import (
     ConstrainedProblem, custom_term, erm_optimum, hinge_risk, less_equal, roc_fairness, wasserstein_fairness,
 )
-from .solvers import conex, proximal_point, switching_subgradient
+from .solvers import conex, near_stationarity, proximal_point, switching_subgradient
 
 #: Estimators live in `fastcon.estimators`, which needs scikit-learn (the ``sklearn`` extra); they are
 #: imported on first access so that ``import fastcon`` works without it.

@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
-from fastcon.metrics import near_stationarity
+from fastcon.solvers import near_stationarity
 from fastcon.metrics._stationarity import kkt_residual
 from fastcon.problems import Box, ConstrainedProblem, Domain
 from fastcon.solvers import check_feasibility, exact_penalty_trust_region, switching_subgradient

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from fastcon.datasets import make_fair_classification
-from fastcon.metrics._stationarity import constraint_violation, kkt_residual, near_stationarity
+from fastcon.metrics._stationarity import constraint_violation, kkt_residual
+from fastcon.solvers import near_stationarity
 from fastcon.problems import Ball, ConstrainedProblem, custom_term, hinge_risk, less_equal
 
 D = 5

@@ -52,7 +52,7 @@ import time
 
 import numpy as np
 
-from ..metrics import near_stationarity
+from ..solvers import near_stationarity
 from ..solvers import inverse_linear, inverse_sqrt, linear, prox_weights_to_steps, proximal_point
 from ..solvers.conex import _conex as conex  # the implementation behind conex: it takes record_problem
 from ..solvers.switching import _switching_subgradient as switching_subgradient  # likewise
@@ -132,7 +132,7 @@ def method_seed(seed, dataset_index, method):
 
 # ------------------------------------------------------------------------------- near stationarity
 class StationarityTracker:
-    r"""Measures :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` (`fastcon.metrics.near_stationarity`) during a run.
+    r"""Measures :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` (`fastcon.solvers.near_stationarity`) during a run.
 
     The measurement is taken inside solver callbacks, so no iterate has to be stored (the
     Wasserstein iterate holds an :math:`m\times m` plan). ``iterations`` are global iteration

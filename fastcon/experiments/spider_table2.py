@@ -60,7 +60,7 @@ import scipy.sparse as sp
 from .._results import _jsonable
 from .._version import __version__
 from ..datasets import load
-from ..metrics import near_stationarity
+from ..solvers import near_stationarity
 from ..problems import (ConstrainedProblem, ProximalTerm, Whole, erm_optimum, hinge_constrained_problem, hinge_risk,
                         less_equal, penalized, roc_fairness, scad_penalty, smoothed_demographic_parity)
 from ..solvers import inverse_linear, linear, prox_weights_to_steps, proximal_point, spider, switching_subgradient

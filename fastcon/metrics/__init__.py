@@ -15,9 +15,9 @@ from ._partial_fairness import (
     IntervalChoice, ScoreCCDFCurves, choose_interval, ks_demographic_parity, partial_dp, score_ccdf_curves,
     weak_partial_dp,
 )
-from ._stationarity import constraint_violation, kkt_residual, near_stationarity, preserved_counters
+from ._stationarity import constraint_violation, kkt_residual, preserved_counters
 
-__all__ = ["roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy", "near_stationarity",
+__all__ = ["roc_gap", "smoothed_roc_gap", "demographic_parity_gap", "accuracy",
            "kkt_residual", "constraint_violation", "preserved_counters"]
 __all__ += ["GroupRates", "group_rates", "equal_opportunity_gap", "false_positive_rate_gap", "equalized_odds_gap",
             "wasserstein_gap", "np_umbrella_threshold", "np_umbrella_rank", "np_umbrella_min_samples",

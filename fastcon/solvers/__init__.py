@@ -25,9 +25,8 @@ from .feasibility import FeasibilityResult, check_feasibility
 from .projected_gradient import gradient_lipschitz_constant, projected_gradient
 from .idca import idca, idca_theory_parameters
 from .switching_polyak import switching_polyak
+from .stationarity import near_stationarity
 from .penalty_subgradient import penalty_subgradient
-from ._bregman_models import LinearScoreModel
-from ._bregman_problems import GroupLossGap, NeymanPearsonScores
 from .abpp import abpp, abpp_lipschitz_constant
 from .cbpr import cbpr
 
@@ -38,7 +37,7 @@ __all__ = [
     "spider", "spider_theory_parameters", "smoothed_plus", "smoothed_plus_derivative",
     "kkt_multiplier", "as_schedule", "constant", "inverse_sqrt", "linear", "inverse_linear",
     "check_feasibility", "FeasibilityResult",
-    "idca", "idca_theory_parameters", "switching_polyak", "penalty_subgradient",
+    "idca", "idca_theory_parameters", "switching_polyak", "near_stationarity", "penalty_subgradient",
     "projected_gradient", "gradient_lipschitz_constant",
-    "abpp", "abpp_lipschitz_constant", "cbpr", "LinearScoreModel", "NeymanPearsonScores", "GroupLossGap",
+    "abpp", "abpp_lipschitz_constant", "cbpr",
 ]

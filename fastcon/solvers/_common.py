@@ -11,6 +11,7 @@ import numpy as np
 from .._results import Counters
 from ..problems._validation import check_choice  # noqa: F401  (the solvers' argument check)
 from ._validation import check_schedule
+from .stationarity import near_stationarity
 
 
 #: Default absolute tolerance on :math:`g = \max_i g_i` below which an iterate counts as feasible for the
@@ -189,8 +190,6 @@ def start_point(problem, x0):
 
 
 def stationarity_certificate(problem, x, rho_hat, seed):
-    from ..metrics import near_stationarity  # lazy: metrics sits above solvers
-
     return float(near_stationarity(problem, x, rho_hat, seed=seed)[0])
 
 
