@@ -95,12 +95,10 @@ import math
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import History, SolveResult
-from ._common import (
-    check_choice, default_record_every, describe_seed, no_feasible_message, PassMeter, start_point,
-)
-from ._validation import check_callback, check_count, check_optional_count, check_real, check_seed
+from .._results import SolveResult
+from ._common import check_choice, describe_seed, start_point
+from ._run import SolverRun
+from ._validation import check_count, check_real
 
 __all__ = ["exact_penalty_trust_region"]
 
@@ -242,13 +240,6 @@ def _criticality(decrease, radius, tolerance, unit_decrease):
     return psi <= tolerance, psi, psi
 
 
-def _record(history, meter, k, row, force, passes_time=None):
-    """Record ``row`` for iteration ``k`` with the data passes and algorithm time (now, or as given)."""
-    if force or history.due(k):
-        pf, pg, elapsed = (*meter.passes(), meter.elapsed()) if passes_time is None else passes_time
-        history.record(k, force=True, time=elapsed, **row, data_passes_f=pf, data_passes_g=pg)
-
-
 # ---------------------------------------------------------------------------- the solver
 def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update="steering", steering=0.1,
                                penalty_increase=100.0, max_penalty=1e12, max_steering_repeats=5, radius=1.0,
@@ -360,7 +351,9 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         raise ValueError(f"max_penalty: must be at least the initial penalty {sigma:g}, got {max_penalty!r}")
     repeats_cap = check_count("max_steering_repeats", max_steering_repeats, 0)
     delta = check_real("radius", radius, positive=True)
-    T = check_count("max_iter", max_iter)
+    run = SolverRun("exact_penalty_trust_region", max_iter, record_every=record_every, callback=callback,
+                    verbose=verbose, feasibility_tolerance=feasibility_tolerance, seed=seed)
+    T = run.max_iter
     eta1, eta2 = check_real("eta1", eta1, positive=True), check_real("eta2", eta2, positive=True)
     if not eta1 <= eta2 < 1.0:
         raise ValueError(f"eta2: need 0 < eta1 <= eta2 < 1, got eta1 = {eta1}, eta2 = {eta2}")
@@ -377,13 +370,9 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     if min_radius >= delta:
         raise ValueError(f"min_radius: must be below the initial radius {delta:g}, got {min_radius!r}")
     tol = check_real("criticality_tolerance", criticality_tolerance, positive=True)
-    feas_tol = tol if feasibility_tolerance is None else check_real(
-        "feasibility_tolerance", feasibility_tolerance)
-    check_callback("callback", callback)
-    check_seed("seed", seed)
-    check_optional_count("record_every", record_every)
-    if record_every is None:
-        record_every = default_record_every(T, 0, 1)  # records reuse the step's values: no data read
+    if run.feasibility_tolerance is None:
+        run.feasibility_tolerance = tol
+    feas_tol = run.feasibility_tolerance
 
     domain = _DomainModel(problem.domain, problem.dim, ball_constraint)
     terms, n_g, dim = problem.constraints, problem.n_constraints, problem.dim
@@ -405,8 +394,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         g_max = float(point.values[:n_g].max()) if n_g else -math.inf
         return max(0.0, g_max, domain.ball_violation(at)), g_max
 
-    history = History(record_every)
-    meter = PassMeter(problem)
+    run.start(problem)  # records reuse the step's values: no data read
     evaluate(current, x)
     if not current.finite():
         raise ValueError("x0: the objective or a constraint oracle returned a non-finite value or "
@@ -414,137 +402,126 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     status, stop_reason, stop_k = "max_iter", "max_iter", T - 1
     message = f"ran {T} iterations without meeting the criticality test"
     psi_upper = math.nan
-    best_violation = math.inf  # smallest max violation over the iterates x_k (balls included)
     accepted_steps = rejected_steps = penalty_increases = 0
     info_cb = {}
-    progress = Progress(T, verbose, desc="exact_penalty")
-    for k in range(T):
-        lower, upper = domain.step_bounds(x, delta)
-        violation_sum = current.violation_sum()
-        violation, g_max = max_violation(current, x)
-        best_violation = min(best_violation, violation)
-        steering_repeats = 0
-        step = pred = None
-        psi = math.nan
+    with run:
+        for k in range(T):
+            lower, upper = domain.step_bounds(x, delta)
+            violation_sum = current.violation_sum()
+            violation, g_max = max_violation(current, x)
+            run.offer(k, violation)  # smallest max violation over the iterates x_k (balls included)
+            steering_repeats = 0
+            step = pred = None
+            psi = math.nan
 
-        def unit_decrease():  # psi_sigma(x_k): the step LP at unit radius
-            unit = lps.solve(current.grad, current, sigma, *domain.step_bounds(x, 1.0))
-            return None if unit is None else max(0.0, current.model_decrease(sigma, unit))
+            def unit_decrease():  # psi_sigma(x_k): the step LP at unit radius
+                unit = lps.solve(current.grad, current, sigma, *domain.step_bounds(x, 1.0))
+                return None if unit is None else max(0.0, current.model_decrease(sigma, unit))
 
-        # --- step (re)computation and penalty update at x_k; `stop` ends the run here.
-        stop = None
-        while True:
-            solution = lps.solve(current.grad, current, sigma, lower, upper)
-            if solution is None:
-                step = pred = None  # numerical LP failure: a rejected step below
+            # --- step (re)computation and penalty update at x_k; `stop` ends the run here.
+            stop = None
+            while True:
+                solution = lps.solve(current.grad, current, sigma, lower, upper)
+                if solution is None:
+                    step = pred = None  # numerical LP failure: a rejected step below
+                    break
+                step = solution
+                pred = max(0.0, current.model_decrease(sigma, step))
+                if (penalty_update == "steering" and violation_sum > 0.0 and steering_repeats < repeats_cap
+                        and sigma * tau <= sigma_max):
+                    best = lps.best_violation(current, x, delta, domain)
+                    slack = _LP_TOLERANCE * n_rows * max(1.0, violation_sum)  # below what HiGHS resolves
+                    if best is not None and (violation_sum - current.linearized_violation(step)
+                                             < xi * (violation_sum - best) - slack):
+                        sigma *= tau
+                        steering_repeats += 1
+                        penalty_increases += 1
+                        continue
+                critical, psi, psi_upper = _criticality(pred, delta, tol, unit_decrease)
+                if not critical:
+                    break
+                # psi_sigma(x_k) <= tolerance: the trust-region loop for this sigma has converged.
+                if violation <= feas_tol:
+                    stop = ("converged", "critical",
+                            f"criticality measure psi <= {psi_upper:.3g} (criticality_tolerance {tol:g}) at max "
+                            f"violation {violation:.3g} (penalty {sigma:.6g}) after {k + 1} iterations")
+                    break
+                best_unit = lps.best_violation(current, x, 1.0, domain)
+                chi = math.nan if best_unit is None else violation_sum - best_unit
+                if chi <= tol:
+                    stop = ("stalled_infeasible", "infeasible_critical",
+                            f"infeasible critical point: max violation {violation:.3g} but the linearized "
+                            f"violation cannot decrease (chi = {chi:.3g} <= criticality_tolerance)")
+                    break
+                if sigma * tau > sigma_max:
+                    stop = ("stalled_infeasible", "max_penalty",
+                            f"penalty {sigma:.6g} cannot grow beyond max_penalty {sigma_max:.6g} while the max "
+                            f"violation is {violation:.3g} at a critical point of the penalty function")
+                    break
+                sigma *= tau
+                penalty_increases += 1
+            merit = current.f + sigma * violation_sum
+            # History row of x_k (values already known: recording reads no data).
+            row = dict(objective=current.f, constraint=g_max, max_violation=violation, merit=merit, penalty=sigma,
+                       radius=delta, predicted_reduction=math.nan if pred is None else pred, criticality=psi,
+                       rho=math.nan, accepted=False)
+            if stop is not None:
+                status, stop_reason, message = stop
+                stop_k = k
+                run.record(k, force=True, **row)
                 break
-            step = solution
-            pred = max(0.0, current.model_decrease(sigma, step))
-            if (penalty_update == "steering" and violation_sum > 0.0 and steering_repeats < repeats_cap
-                    and sigma * tau <= sigma_max):
-                best = lps.best_violation(current, x, delta, domain)
-                slack = _LP_TOLERANCE * n_rows * max(1.0, violation_sum)  # below what HiGHS resolves
-                if best is not None and (violation_sum - current.linearized_violation(step)
-                                         < xi * (violation_sum - best) - slack):
-                    sigma *= tau
-                    steering_repeats += 1
-                    penalty_increases += 1
-                    continue
-            critical, psi, psi_upper = _criticality(pred, delta, tol, unit_decrease)
-            if not critical:
-                break
-            # psi_sigma(x_k) <= tolerance: the trust-region loop for this sigma has converged.
-            if violation <= feas_tol:
-                stop = ("converged", "critical",
-                        f"criticality measure psi <= {psi_upper:.3g} (criticality_tolerance {tol:g}) at max violation "
-                        f"{violation:.3g} (penalty {sigma:.6g}) after {k + 1} iterations")
-                break
-            best_unit = lps.best_violation(current, x, 1.0, domain)
-            chi = math.nan if best_unit is None else violation_sum - best_unit
-            if chi <= tol:
-                stop = ("stalled_infeasible", "infeasible_critical",
-                        f"infeasible critical point: max violation {violation:.3g} but the linearized "
-                        f"violation cannot decrease (chi = {chi:.3g} <= criticality_tolerance)")
-                break
-            if sigma * tau > sigma_max:
-                stop = ("stalled_infeasible", "max_penalty",
-                        f"penalty {sigma:.6g} cannot grow beyond max_penalty {sigma_max:.6g} while the max "
-                        f"violation is {violation:.3g} at a critical point of the penalty function")
-                break
-            sigma *= tau
-            penalty_increases += 1
-        merit = current.f + sigma * violation_sum
-        # History row of x_k (values already known: recording reads no data).
-        row = dict(objective=current.f, constraint=g_max, max_violation=violation, merit=merit, penalty=sigma,
-                   radius=delta, predicted_reduction=math.nan if pred is None else pred, criticality=psi,
-                   rho=math.nan, accepted=False)
-        if stop is not None:
-            status, stop_reason, message = stop
-            stop_k = k
-            _record(history, meter, k, row, force=True)
-            break
 
-        # --- trial point and ratio test
-        rho = -math.inf
-        if step is not None:
-            np.add(x, step, out=x_trial)
-            if domain.has_bounds:
-                np.clip(x_trial, domain.lower, domain.upper, out=x_trial)
-            np.subtract(x_trial, x, out=step)  # the step taken (clipping removes LP round-off)
-            pred = max(0.0, current.model_decrease(sigma, step))
-            evaluate(trial, x_trial)
-            if pred > 0.0 and trial.finite():
-                rho = (merit - (trial.f + sigma * trial.violation_sum())) / pred
-        accepted = rho >= eta1
-        if step is None:
-            rho = math.nan  # no step was tried
-        old_delta = delta
-        delta *= expansion if rho >= eta2 else (gamma_accept if accepted else gamma)
-        row.update(predicted_reduction=math.nan if pred is None else pred, rho=rho, accepted=accepted)
-        pf_pg_time = (*meter.passes(), meter.elapsed())  # before the callback runs
-        if accepted:
-            x, x_trial = x_trial, x
-            current, trial = trial, current
-            accepted_steps += 1
-        else:
-            rejected_steps += 1
-        if progress.active:
-            progress.update(k, merit=merit, penalty=sigma, radius=delta)
-        if callback is not None:
+            # --- trial point and ratio test
+            rho = -math.inf
+            if step is not None:
+                np.add(x, step, out=x_trial)
+                if domain.has_bounds:
+                    np.clip(x_trial, domain.lower, domain.upper, out=x_trial)
+                np.subtract(x_trial, x, out=step)  # the step taken (clipping removes LP round-off)
+                pred = max(0.0, current.model_decrease(sigma, step))
+                evaluate(trial, x_trial)
+                if pred > 0.0 and trial.finite():
+                    rho = (merit - (trial.f + sigma * trial.violation_sum())) / pred
+            accepted = rho >= eta1
+            if step is None:
+                rho = math.nan  # no step was tried
+            old_delta = delta
+            delta *= expansion if rho >= eta2 else (gamma_accept if accepted else gamma)
+            row.update(predicted_reduction=math.nan if pred is None else pred, rho=rho, accepted=accepted)
+            passes = run.passes()  # before the callback runs
+            if accepted:
+                x, x_trial = x_trial, x
+                current, trial = trial, current
+                accepted_steps += 1
+            else:
+                rejected_steps += 1
             info_cb.update(penalty=sigma, radius=old_delta, next_radius=delta, step=step,
                            predicted_reduction=pred, rho=rho, accepted=accepted)
-            if callback(k, x, info_cb):
+            if run.tick(k, x, info_cb, merit=merit, penalty=sigma, radius=delta):
                 status, stop_reason, stop_k, message = "callback_stop", "callback", k, "the callback asked to stop"
-        if status == "max_iter" and delta < min_radius:
-            final_violation = max_violation(current, x)[0]
-            status = "converged" if final_violation <= feas_tol else "stalled_infeasible"
-            stop_reason, stop_k = "small_radius", k
-            message = (f"trust-region radius {delta:.3g} fell below min_radius {min_radius:.3g} at max violation "
-                       f"{final_violation:.3g}; criticality not certified (psi <= {psi_upper:.3g} at the last check"
-                       f"; {lps.failures} LP failures)")
-        stopping = status != "max_iter" or k == T - 1
-        _record(history, meter, k, row, force=stopping, passes_time=pf_pg_time)
-        if stopping:
-            break
-    progress.close()
+            if status == "max_iter" and delta < min_radius:
+                final_violation = max_violation(current, x)[0]
+                status = "converged" if final_violation <= feas_tol else "stalled_infeasible"
+                stop_reason, stop_k = "small_radius", k
+                message = (f"trust-region radius {delta:.3g} fell below min_radius {min_radius:.3g} at max violation "
+                           f"{final_violation:.3g}; criticality not certified (psi <= {psi_upper:.3g} at the last check"
+                           f"; {lps.failures} LP failures)")
+            stopping = status != "max_iter" or k == T - 1
+            run.record(k, force=stopping, passes=passes, **row)
+            if stopping:
+                break
 
     final_violation = max_violation(current, x)[0]
-    best_violation = min(best_violation, final_violation)
-    if status in ("max_iter", "stalled_infeasible") and best_violation > feas_tol:
-        # Never feasible: one status for every solver; the stop reason stays in info["stop_reason"].
-        status = "no_feasible_iterate"
-        message += "; " + no_feasible_message(best_violation, feas_tol)
-    counters = meter.counters()
-    counters.add("lp_solves", lps.solves)
-    counters.add("lp_failures", lps.failures)
-    counters.add("accepted_steps", accepted_steps)
-    counters.add("rejected_steps", rejected_steps)
-    counters.add("penalty_increases", penalty_increases)
+    best_violation = run.offer(stop_k + 1, final_violation)
+    run.status = status
+    for name, value in (("lp_solves", lps.solves), ("lp_failures", lps.failures), ("accepted_steps", accepted_steps),
+                        ("rejected_steps", rejected_steps), ("penalty_increases", penalty_increases)):
+        run.counters.add(name, value)
     info = {"stop_reason": stop_reason, "penalty": sigma, "radius": delta, "criticality_bound": psi_upper,
             "penalty_update": penalty_update, "steering": xi, "penalty_increase": tau, "max_penalty": sigma_max,
             "ball_constraint": ball_constraint, "penalized_balls": len(domain.balls), "criticality_tolerance": tol,
             "feasibility_tolerance": feas_tol, "best_violation": best_violation, "seed": describe_seed(seed),
             "reconstruction": "see the fastcon.solvers.exact_penalty module docstring"}
-    return SolveResult(x.copy(), status, message, n_iter=stop_k + 1, objective=current.f,
-                       max_violation=final_violation, history=history,
-                       counters=counters, info=info, solver="exact_penalty_trust_region")
+    # Never feasible: one status for every solver; the stop reason stays in info["stop_reason"].
+    return run.finish(x.copy(), objective=current.f, max_violation=final_violation, message=message,
+                      n_iter=stop_k + 1, info=info, no_feasible_from=("max_iter", "stalled_infeasible"))

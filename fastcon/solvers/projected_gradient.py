@@ -254,7 +254,8 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
             change = abs(f_new - f) / abs(f) if f != 0.0 else (0.0 if f_new == f else math.inf)
             f = f_new
             if change <= tol_f:
-                run.status, message = "converged", f"relative objective change {change:.3g} <= {tol_f:g} at iteration {t}"
+                run.status = "converged"
+                message = f"relative objective change {change:.3g} <= {tol_f:g} at iteration {t}"
             if run.tick(t, w, {"objective": f, "relative_change": change, "step_size": eta[t], "projection": proj},
                         f=f):
                 if run.status == "callback_stop":
