@@ -190,7 +190,7 @@ class Split:
 def _targets(backend):
     """(bucket, owner, attribute) of every function `instrument` wraps for ``backend``."""
     from fastcon.boosting import _backends, _objective
-    from fastcon.solvers import _bregman_problems as problems
+    from fastcon.problems import _score_problems as problems
 
     lib_backend = _backends.XGBoostBackend if backend == "xgboost" else _backends.LightGBMBackend
     targets = [("tree building", lib_backend, "boost"), ("prediction", lib_backend, "predict"),

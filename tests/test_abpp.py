@@ -11,7 +11,8 @@ import scipy.optimize
 import scipy.sparse as sp
 from scipy.special import expit
 
-from fastcon.solvers import LinearScoreModel, NeymanPearsonScores, abpp, abpp_lipschitz_constant
+from fastcon.problems import LinearScoreModel, NeymanPearsonScores
+from fastcon.solvers import abpp, abpp_lipschitz_constant
 from fastcon.solvers.abpp import abpp_step_sizes, inexactness_schedule
 
 
@@ -303,7 +304,7 @@ def test_lipschitz_constant_in_function_space(n_classes, n_groups):
     """Boosting geometry: |g(F) - g(F')| <= L_g ||F - F'||; L_g is the norm of per-constraint constants
     c sqrt(n_j) (NP class sums) or beta c sqrt(1/n_a + 1/n_b) (group-loss gaps), each attained where
     |p - y| -> c along the constraint's gradient."""
-    from fastcon.solvers import GroupLossGap
+    from fastcon.problems import GroupLossGap
 
     rng = np.random.default_rng(3)
     n = 600
@@ -344,7 +345,7 @@ def test_lipschitz_constant_in_function_space(n_classes, n_groups):
 
 
 def test_dual_step_auto_meets_the_step_condition_with_equality():
-    from fastcon.solvers import GroupLossGap
+    from fastcon.problems import GroupLossGap
     from fastcon.solvers.abpp import resolve_dual_step
 
     rng = np.random.default_rng(0)

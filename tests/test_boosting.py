@@ -21,7 +21,7 @@ from fastcon.boosting import (  # noqa: E402
     XGBoostScoreModel, lightgbm_objective, xgboost_objective,
 )
 from fastcon.boosting._backends import backend  # noqa: E402
-from fastcon.solvers._bregman_problems import GroupLossGap, NeymanPearsonScores  # noqa: E402
+from fastcon.problems import GroupLossGap, NeymanPearsonScores  # noqa: E402
 from fastcon.solvers.abpp import abpp  # noqa: E402
 
 MODELS = {"xgboost": XGBoostScoreModel, "lightgbm": LightGBMScoreModel}

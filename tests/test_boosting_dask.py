@@ -176,7 +176,7 @@ def test_score_model_follows_the_library_when_a_block_trains_elsewhere(client, b
     (`_fetch_blocks`; dask may run the library's small packing tasks elsewhere)."""
     from fastcon.boosting import LightGBMScoreModel, XGBoostScoreModel
     from fastcon.boosting._dask import DaskBoostingScoreModel, DaskNeymanPearsonScores, _put_block, _take_block
-    from fastcon.solvers._bregman_problems import NeymanPearsonScores
+    from fastcon.problems import NeymanPearsonScores
     from fastcon.solvers.abpp import abpp
 
     X, y, _ = _data(n=1200, seed=6)

@@ -176,7 +176,7 @@ def test_softmax_losses_small_and_tied():
 
 
 # --------------------------------------------------------------------------- labels, chunking, threads
-# The library hands the kernels int64 labels (fastcon/boosting/_objective.py, solvers/_bregman_problems.py);
+# The library hands the kernels int64 labels (fastcon/boosting/_objective.py, problems/_score_problems.py);
 # one narrower signed type checks that nothing in the kernels assumes 64 bits (each dtype is a compile).
 @pytest.mark.parametrize("dtype", [np.int32])
 def test_label_dtypes(rng, dtype):

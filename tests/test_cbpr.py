@@ -6,8 +6,9 @@ import pytest
 import scipy.optimize
 import scipy.special
 
-from fastcon.solvers import GroupLossGap, LinearScoreModel, abpp_lipschitz_constant, cbpr
-from fastcon.solvers._bregman_problems import ProxSubproblem
+from fastcon.problems import GroupLossGap, LinearScoreModel
+from fastcon.problems._score_problems import ProxSubproblem
+from fastcon.solvers import abpp_lipschitz_constant, cbpr
 from fastcon.solvers.cbpr import cbpr_prox
 
 

@@ -4,7 +4,7 @@ r"""The boosted estimators on a Dask cluster: ABPP / CBPR over ``xgboost.dask`` 
 or scipy CSR, one column chunk) held by the workers of a `distributed.Client`; ``y`` and
 ``sensitive_features`` stay in memory, as for the linear estimators (`fastcon.estimators._input`).
 The solvers are the in-memory ones, unchanged: `fastcon.solvers.abpp` and `fastcon.solvers.cbpr`
-drive a *score model* and a *score problem* (`fastcon.solvers._bregman_problems`); this module
+drive a *score model* and a *score problem* (`fastcon.problems._score_problems`); this module
 gives them a score model whose training scores live on the workers and problems whose class and
 group sums are reduced there.
 
@@ -104,8 +104,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels._boosting import logistic_losses, segment_sums, softmax_losses
-from ..solvers._bregman_models import loss_curvature
-from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
+from ..problems._score_models import loss_curvature
+from ..problems._score_problems import GroupLossGap, NeymanPearsonScores
 from ..solvers._validation import check_count, check_real
 from ._backends import backend as _backend
 from ._models import _average_weights, _check_own_state, _state_ensemble

@@ -25,7 +25,7 @@ from ..estimators._solve import Calibration, calibrate_bound
 from ..metrics import np_umbrella_threshold
 from ..problems._dask_design import is_dask_collection
 from ..estimators._umbrella import calibration_rows, strict_threshold
-from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
+from ..problems._score_problems import GroupLossGap, NeymanPearsonScores
 from ..solvers._common import check_choice
 from ..solvers._validation import check_count, check_real
 from ._backends import BACKENDS

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels._boosting import logistic_losses, softmax_losses
-from ..solvers._bregman_models import loss_curvature
+from ..problems._score_models import loss_curvature
 from ..solvers._validation import check_count
 from ._backends import backend as _backend
 from ._objective import ProxObjective
@@ -352,7 +352,7 @@ class _BoostingScoreModel:
         The geometry is the identity on the training scores, so a concave part
         :math:`h = \kappa\sum_{i\in S}\ell_i` (``problem.concave_parts()``, ``(S, κ)`` pairs) has
         curvature at most :math:`\kappa c_\ell` (:math:`c_\ell` = 1/4 for two classes, 1/2 for
-        :math:`J`, `fastcon.solvers._bregman_models.loss_curvature`): each row's Hessian is its own
+        :math:`J`, `fastcon.problems._score_models.loss_curvature`): each row's Hessian is its own
         block.
         """
         c = loss_curvature(self.n_outputs)

@@ -6,7 +6,7 @@ Lin & Deng, "GBM-based Bregman Proximal Algorithms for Constrained Learning" (20
 unconstrained classes subject to class loss sums :math:`\sum_{b_i = j}\ell_i \le \alpha_j`;
 fairness (Section 4): minimise the total cross-entropy subject to
 :math:`\beta(\xi_a - \xi_b - \alpha) \le 0` for every ordered pair of groups, :math:`\xi_a` the
-mean loss of group :math:`a` (`fastcon.solvers._bregman_problems`).
+mean loss of group :math:`a` (`fastcon.problems._score_problems`).
 
 **Data.**
 
@@ -403,7 +403,7 @@ def _with_outlier_fallback(solve, threshold):
 
 def build_problem(data, params):
     """The score problem of a draw: NP class sums (a9a, Dry Bean) or group-loss gaps (Adult, COMPAS)."""
-    from ..solvers._bregman_problems import GroupLossGap, NeymanPearsonScores
+    from ..problems._score_problems import GroupLossGap, NeymanPearsonScores
 
     if data.dataset in NP_DATASETS:
         rates = NP_RATES[data.dataset]

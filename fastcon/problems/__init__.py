@@ -9,6 +9,8 @@ from ._margin_risk import (
     MarginRisk, hinge_risk, logistic_risk, margin_risk, sigmoid_risk, squared_hinge_risk,
 )
 from ._linear_model import LinearLoss, LinearModelProblem, LinearScores
+from ._score_models import LinearScoreModel
+from ._score_problems import GroupLossGap, NeymanPearsonScores
 from ._score_constraints import (
     FAIRNESS_CONSTRAINTS, RateGapConstraints, TransportGapConstraints, group_fairness_constraints,
     rate_bound_constraint,
@@ -40,4 +42,5 @@ __all__ = [
     "cross_term_features", "partial_dp_constraints", "weak_partial_dp_constraints", "PartialDPConstraints",
     "WeakPartialDPConstraints", "PartialFairnessProblem",
     "QuadraticConstraints", "pairwise_fairness_constraints", "qcqp_projection", "QCQPProjection",
+    "LinearScoreModel", "NeymanPearsonScores", "GroupLossGap",
 ]

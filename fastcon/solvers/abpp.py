@@ -17,7 +17,7 @@ for :math:`k = 0..K-1`:
 Hence :math:`\tau_k\sigma_k = \tau_0\sigma_0` for every :math:`k`, :math:`\theta_{k+1} =
 1/\sqrt{1 + \mu\tau_k} \in (0, 1]`, and for :math:`\mu = 0` the steps are constant with
 :math:`\theta \equiv 1`. The prox step is the score model's ``prox_step`` on the problem's
-Lagrangian weights (`fastcon.solvers._bregman_problems`), solved to the accuracy :math:`\nu_{k+1}`
+Lagrangian weights (`fastcon.problems._score_problems`), solved to the accuracy :math:`\nu_{k+1}`
 of Definition 4: Corollary 1's schedule :math:`\delta_{k+1} = \nu_{k+1} = \tau_0/(k+2)^4`
 (:math:`\mu = 0`) or :math:`\tau_0/(k+2)^7` (:math:`\mu > 0`).
 
@@ -41,7 +41,7 @@ from .._memory_limit import check_memory
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ..problems._protocol import require_capabilities
-from ._bregman_models import loss_curvature
+from ..problems._score_models import loss_curvature
 from ._common import check_choice, default_record_every
 from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
 
@@ -230,11 +230,11 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
     Parameters
     ----------
     problem : score problem
-        `NeymanPearsonScores` or any object with the protocol of `fastcon.solvers._bregman_problems`
+        `NeymanPearsonScores` or any object with the protocol of `fastcon.problems._score_problems`
         (convex constraints: the difference-of-convex `GroupLossGap` needs `cbpr`).
     model : score model
         `LinearScoreModel` or a boosting model of `fastcon.boosting` (protocol:
-        `fastcon.solvers._bregman_models`).
+        `fastcon.problems._score_models`).
     x0 : state or array, optional
         Start :math:`x_0`: a state of ``model`` or, for models with ``as_state``, its parameters.
         Default ``model.initial_state()`` (all scores zero).

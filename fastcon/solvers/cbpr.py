@@ -27,7 +27,7 @@ import numpy as np
 from .._progress import Progress
 from .._results import Counters, History, SolveResult
 from ..problems._protocol import require_capabilities
-from ._bregman_problems import ProxSubproblem
+from ..problems._score_problems import ProxSubproblem
 from ._common import check_choice, default_record_every
 from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
 from .abpp import abpp, check_protocols, inexactness_schedule, resolve_dual_step, start_state

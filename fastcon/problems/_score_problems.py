@@ -1,7 +1,7 @@
 r"""Constrained problems on training scores, as ABPP and CBPR of Lin & Deng [LD23] see them.
 
 A *score problem* states :math:`\min f` s.t. :math:`g_j \le 0` through the cross-entropy losses
-:math:`\ell_i` of a score model's training scores (`fastcon.solvers._bregman_models`), and writes
+:math:`\ell_i` of a score model's training scores (`fastcon.problems._score_models`), and writes
 its Lagrangian as a weighted loss:
 
 .. math::
