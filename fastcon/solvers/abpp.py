@@ -38,12 +38,12 @@ import math
 import numpy as np
 
 from .._memory_limit import check_memory
-from .._progress import Progress
-from .._results import Counters, History, SolveResult
+from .._results import SolveResult
 from ..problems._protocol import require_capabilities
 from ..problems._score_models import loss_curvature
-from ._common import check_choice, default_record_every
-from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
+from ._common import check_choice
+from ._run import SolverRun
+from ._validation import check_count, check_optional_real, check_real
 
 __all__ = ["abpp", "abpp_step_sizes", "abpp_lipschitz_constant", "inexactness_schedule", "resolve_dual_step"]
 
@@ -296,7 +296,8 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
         ``prox_unmet``, the number of prox steps whose model reported the accuracy not met.
     """
     check_protocols(problem, model)
-    K = check_count("max_iter", max_iter)
+    run = SolverRun("abpp", max_iter, record_every=record_every, callback=callback, verbose=verbose)
+    K = run.max_iter
     dual_step = resolve_dual_step(dual_step, primal_step, problem, model)
     steps = abpp_step_sizes(K, primal_step, dual_step, mu)
     tau0, sigma0, mu = float(primal_step), float(dual_step), float(mu)
@@ -304,9 +305,6 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
     check_choice("output", output, _OUTPUTS)
     check_optional_real("outlier_threshold", outlier_threshold, positive=True)
     check_optional_real("dual_stagnation", dual_stagnation, positive=True)
-    # a record reads no data (scores are cached per state): the shared rule gives ceil(K/100)
-    every = check_optional_count("record_every", record_every) or default_record_every(K, 0, 1)
-    check_callback("callback", callback)
     for flag, name, method in ((alpha_reset, "alpha_reset", "reestimate_bounds"),
                                (outlier_threshold is not None, "outlier_threshold", "without_outliers"),
                                (early_stop, "early_stop", "targets_met")):
@@ -323,20 +321,20 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
             raise ValueError("multipliers: must be finite and >= 0")
     state = start_state(model, x0)
 
-    history = History(every)
-    counters = Counters()
+    # a record reads no data (scores are cached per state): the shared rule gives ceil(K/100)
+    counters = run.start().counters
     gx = np.asarray(problem.constraint_values(model, state), dtype=np.float64)
     gx_prev = gx
-    history.record(0, force=True, objective=problem.objective_value(model, state),
-                   max_violation=max(0.0, float(gx.max(initial=-math.inf))), multiplier_norm=float(np.linalg.norm(y)),
-                   primal_step=math.nan, dual_step=math.nan, theta=math.nan)
+    run.record(0, force=True, objective=problem.objective_value(model, state),
+               max_violation=max(0.0, float(gx.max(initial=-math.inf))), multiplier_norm=float(np.linalg.norm(y)),
+               primal_step=math.nan, dual_step=math.nan, theta=math.nan)
     avg_state, avg_y, T = None, np.zeros(m), 0.0
     window = []
     half = math.ceil(K / 2)
-    status, message = "max_iter", f"ran the {K} iterations"
+    message = f"ran the {K} iterations"
     prox_unmet = 0
     k = -1
-    with Progress(K, verbose, desc="abpp") as progress:
+    with run:
         for k in range(K):
             if k == half and k > 0 and (alpha_reset or outlier_threshold is not None):
                 # [LD23] Section 6 / Appendix G: both heuristics run at the half-way iteration, on x_k.
@@ -364,14 +362,13 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
                 avg_y = (T * avg_y + t_k * y) / (T + t_k)
             T += t_k
             gmax = float(gx.max(initial=-math.inf))
-            if history.due(k + 1) or k == K - 1:
-                history.record(k + 1, force=True, objective=problem.objective_value(model, state),
-                               max_violation=max(0.0, gmax), multiplier_norm=float(np.linalg.norm(y)),
-                               primal_step=float(tau), dual_step=float(sigma), theta=float(theta))
-            progress.update(k, max_violation=max(0.0, gmax))
-            if callback is not None and callback(k, model.parameters(state), {"multipliers": y.copy(),
-                                                                              "constraint_values": gx.copy()}):
-                status, message = "callback_stop", f"the callback stopped the run after iteration {k}"
+            if run.due(k + 1, final=k == K - 1):
+                run.record(k + 1, force=True, objective=problem.objective_value(model, state),
+                           max_violation=max(0.0, gmax), multiplier_norm=float(np.linalg.norm(y)),
+                           primal_step=float(tau), dual_step=float(sigma), theta=float(theta))
+            if run.tick(k, None if callback is None else model.parameters(state),
+                        {"multipliers": y.copy(), "constraint_values": gx.copy()}, max_violation=max(0.0, gmax)):
+                message = f"the callback stopped the run after iteration {k}"
                 break
             if dual_stagnation is not None:
                 window.append(y.copy())
@@ -381,11 +378,11 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
                     Y = np.array(window)
                     spread = float(np.max(Y.max(axis=0) - Y.min(axis=0), initial=0.0))
                     if spread / (1.0 + float(np.linalg.norm(Y.mean(axis=0)))) < dual_stagnation:
-                        status = "converged"
+                        run.status = "converged"
                         message = f"the multipliers stagnated (relative spread {spread:.3g}) at iteration {k}"
                         break
             if early_stop and k + 1 > 2 * math.ceil(K / 3) and problem.targets_met(model, state):
-                status, message = "converged", f"every constrained class met half its target rate at iteration {k}"
+                run.status, message = "converged", f"every constrained class met half its target rate at iteration {k}"
                 break
     n_iter = k + 1
     out_state, out_y = (avg_state, avg_y) if output == "average" and avg_state is not None else (state, y)
@@ -397,9 +394,9 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
             "constraint_values": values, "primal_steps": steps["tau"][:n_iter], "dual_steps": steps["sigma"][:n_iter],
             "thetas": steps["theta"][:n_iter], "gammas": steps["gamma"][:n_iter + 1],
             "inexactness": nu[:n_iter], "prox_unmet": prox_unmet}
-    result = SolveResult(model.parameters(out_state), status, message, n_iter=n_iter, objective=f,
-                       max_violation=max(0.0, float(values.max(initial=-math.inf))), multipliers=out_y,
-                       history=history, counters=counters, info=info, solver="abpp", state=out_state)
+    result = run.finish(model.parameters(out_state), objective=f, message=message, n_iter=n_iter,
+                        max_violation=max(0.0, float(values.max(initial=-math.inf))), multipliers=out_y, info=info,
+                        state=out_state)
     # the heuristics (new bounds, dropped rows) may have replaced the problem: the one solved
     result.problem = problem
     return result

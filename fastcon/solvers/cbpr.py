@@ -24,12 +24,12 @@ import math
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import Counters, History, SolveResult
+from .._results import SolveResult
 from ..problems._protocol import require_capabilities
 from ..problems._score_problems import ProxSubproblem
-from ._common import check_choice, default_record_every
-from ._validation import check_callback, check_count, check_optional_count, check_optional_real, check_real
+from ._common import check_choice
+from ._run import SolverRun
+from ._validation import check_count, check_optional_real, check_real
 from .abpp import abpp, check_protocols, inexactness_schedule, resolve_dual_step, start_state
 
 __all__ = ["cbpr", "cbpr_prox"]
@@ -124,7 +124,9 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
         ``dual_steps`` (:math:`\sigma_0` of every outer step).
     """
     check_protocols(problem, model)
-    T = check_count("outer_iter", outer_iter)
+    run = SolverRun("cbpr", outer_iter, count_name="outer_iter", record_every=record_every, callback=callback,
+                    verbose=verbose)
+    T = run.max_iter
     K = check_count("inner_iter", inner_iter)
     L = cbpr_prox(problem, model) if prox is None else check_real("prox", prox, positive=True)
     check_real("primal_step", primal_step, positive=True)
@@ -135,8 +137,6 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
     alpha_max = check_optional_real("alpha_schedule", alpha_schedule)
     check_optional_real("outlier_threshold", outlier_threshold, positive=True)
     early = check_optional_real("early_stop", early_stop, positive=True)
-    every = check_optional_count("record_every", record_every) or default_record_every(T, 0, 1)
-    check_callback("callback", callback)
     for flag, name, methods in ((alpha_max is not None, "alpha_schedule", ("bound", "with_bound")),
                                 (outlier_threshold is not None, "outlier_threshold", ("without_outliers",)),
                                 (early is not None, "early_stop", ("targets_met",))):
@@ -152,19 +152,18 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
     def violation(p, s):
         return max(0.0, float(np.max(p.constraint_values(model, s), initial=-math.inf)))
 
-    history = History(every)
-    counters = Counters()
+    counters = run.start().counters  # records read no data: the shared rule gives ceil(T/100)
     start_violation = violation(problem, state)
     violations, steps, dual_steps = [start_violation], [], []
-    history.record(0, force=True, objective=problem.objective_value(model, state), max_violation=start_violation,
-                   step=math.nan, inner_max_violation=math.nan, multiplier_norm=float(np.linalg.norm(y)))
-    status, message = "max_iter", f"ran the {T} outer iterations"
+    run.record(0, force=True, objective=problem.objective_value(model, state), max_violation=start_violation,
+               step=math.nan, inner_max_violation=math.nan, multiplier_norm=float(np.linalg.norm(y)))
+    message = f"ran the {T} outer iterations"
     if start_violation > 0:
         message += f"; the start is infeasible (max violation {start_violation:.3g}), which CBPR's theory excludes"
     half = math.ceil(T / 2)
     inner_total = 0
     t = -1
-    with Progress(T, verbose, desc="cbpr") as progress:
+    with run:
         for t in range(T):
             if alpha_max is not None:
                 # the authors' schedule: alpha <- alpha + (alpha_max - alpha)/((l+1)(l+2)), per pair
@@ -189,21 +188,19 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
             g = violation(problem, state)
             violations.append(g)
             steps.append(step)
-            if history.due(t + 1) or t == T - 1:
-                history.record(t + 1, force=True, objective=problem.objective_value(model, state), max_violation=g,
-                               step=step, inner_max_violation=inner.max_violation,
-                               multiplier_norm=float(np.linalg.norm(y)))
-            progress.update(t, max_violation=g, step=step)
-            if callback is not None and callback(t, model.parameters(state), {"step": step, "max_violation": g,
-                                                                              "multipliers": y.copy()}):
-                status, message = "callback_stop", f"the callback stopped the run after outer iteration {t}"
+            if run.due(t + 1, final=t == T - 1):
+                run.record(t + 1, force=True, objective=problem.objective_value(model, state), max_violation=g,
+                           step=step, inner_max_violation=inner.max_violation, multiplier_norm=float(np.linalg.norm(y)))
+            if run.tick(t, None if callback is None else model.parameters(state),
+                        {"step": step, "max_violation": g, "multipliers": y.copy()}, max_violation=g, step=step):
+                message = f"the callback stopped the run after outer iteration {t}"
                 break
             if step <= tolerance:
-                status = "converged"
+                run.status = "converged"
                 message = f"L*sqrt(2 D(x^(t+1), x^t)) = {step:.3g} <= tolerance {tolerance:.3g} at outer iteration {t}"
                 break
             if early is not None and t + 1 > half and problem.targets_met(model, state, early):
-                status = "converged"
+                run.status = "converged"
                 message = f"every group's training error is below {early:g} at outer iteration {t}"
                 break
     counters.add("inner_iterations", inner_total)
@@ -211,10 +208,9 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
     info = {"prox": L, "outer_iter": T, "inner_iter": K, "violations": np.array(violations),
             "steps": np.array(steps), "start_violation": start_violation, "inner_iterations": inner_total,
             "constraint_values": values, "dual_steps": np.array(dual_steps)}
-    result = SolveResult(model.parameters(state), status, message, n_iter=t + 1,
-                       objective=problem.objective_value(model, state),
-                       max_violation=max(0.0, float(values.max(initial=-math.inf))), multipliers=y,
-                       history=history, counters=counters, info=info, solver="cbpr", state=state)
+    result = run.finish(model.parameters(state), objective=problem.objective_value(model, state), message=message,
+                        n_iter=t + 1, max_violation=max(0.0, float(values.max(initial=-math.inf))), multipliers=y,
+                        info=info, state=state)
     # the heuristics (bounds, dropped rows) may have replaced the problem: the one solved
     result.problem = problem
     return result
