@@ -59,8 +59,11 @@ Parallelism
     mostly bound by memory traffic (about 300 MB for 1M x 7 with both
     anchors). The experiments pin one numba thread anyway (docs/design.md).
 """
+from typing import NamedTuple, Optional
+
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.extending import overload
 
 from ._jit import njit
 from ._linalg import JIT, JIT_PARALLEL, _chunk_span, n_chunks_for
@@ -83,33 +86,57 @@ HESSIAN_FLOOR = 1e-16
 
 
 # --------------------------------------------------------------------------- compile-time optional anchors
-@njit(inline="always")
-def _prox(F, anchor, i, weight):
-    """:math:`w(F_i - A_i)`, 0 when ``anchor`` is None (pruned at compile time)."""
-    if anchor is None:
-        return 0.0
-    return weight * (F[i] - anchor[i])
+class _Anchors(NamedTuple):
+    r"""The two anchored terms of :math:`\psi` (module notes), one argument of the row passes.
+
+    An anchor given as None drops its term; ``None`` types as its own specialisation, so the term
+    costs nothing then (`_prox`, `_prox2`).
+    """
+
+    anchor_k: Optional[np.ndarray]   #: proximal anchor :math:`F^k`, shaped like ``F``, or None
+    inv_tau: float                   #: :math:`1/\tau \ge 0`, the weight of ``anchor_k``
+    anchor_t: Optional[np.ndarray]   #: CBPR anchor :math:`F^t`, shaped like ``F``, or None
+    c: float                         #: :math:`c \ge 0`, the weight of ``anchor_t``
+
+
+def _prox(F, anchor, i, weight):  # pragma: no cover - replaced by the overload inside jitted code
+    return 0.0 if anchor is None else weight * (F[i] - anchor[i])
+
+
+@overload(_prox, inline="always")
+def _prox_overload(F, anchor, i, weight):
+    """:math:`w(F_i - A_i)`, the constant 0 when ``anchor`` is None (chosen by type, at compile time)."""
+    if isinstance(anchor, types.NoneType):
+        return lambda F, anchor, i, weight: 0.0
+    return lambda F, anchor, i, weight: weight * (F[i] - anchor[i])
+
+
+def _prox2(F, anchor, i, j, weight):  # pragma: no cover - replaced by the overload inside jitted code
+    return 0.0 if anchor is None else weight * (F[i, j] - anchor[i, j])
+
+
+@overload(_prox2, inline="always")
+def _prox2_overload(F, anchor, i, j, weight):
+    """:math:`w(F_{ij} - A_{ij})`, the constant 0 when ``anchor`` is None (chosen by type, at compile time)."""
+    if isinstance(anchor, types.NoneType):
+        return lambda F, anchor, i, j, weight: 0.0
+    return lambda F, anchor, i, j, weight: weight * (F[i, j] - anchor[i, j])
 
 
 @njit(inline="always")
-def _prox2(F, anchor, i, j, weight):
-    """:math:`w(F_{ij} - A_{ij})`, 0 when ``anchor`` is None (pruned at compile time)."""
-    if anchor is None:
-        return 0.0
-    return weight * (F[i, j] - anchor[i, j])
-
-
-@njit(inline="always")
-def _curvature(anchor_k, inv_tau, anchor_t, c):
+def _curvature(anchors):
     """:math:`c + 1/\\tau`, each only when its anchor is given."""
-    k = 0.0 if anchor_k is None else inv_tau
-    t = 0.0 if anchor_t is None else c
+    k = 0.0 if anchors.anchor_k is None else anchors.inv_tau
+    t = 0.0 if anchors.anchor_t is None else anchors.c
     return t + k
 
 
 # --------------------------------------------------------------------------- binary
 @njit(inline="always")
-def _logistic_span(F, y, W, anchor_k, inv_tau, anchor_t, c, grad, hess, curv, lo, hi):
+def _logistic_span(F, y, W, anchors, grad, hess, lo, hi):
+    # Fields read by name: unpacking the record inside a parallel kernel trips numba's array
+    # analysis when the anchors are 2-D (numba 0.68).
+    curv = _curvature(anchors)
     for i in range(lo, hi):
         f = F[i]
         pos = y[i] != 0
@@ -117,7 +144,8 @@ def _logistic_span(F, y, W, anchor_k, inv_tau, anchor_t, c, grad, hess, curv, lo
         # q = sigma(-s F): 1 - p for y = 1, p for y = 0; dq = -q(1 - q) = -p(1 - p)
         q, dq = sigmoid(f if pos else -f)
         w = W[i]
-        grad[i] = -(w * s) * q + _prox(F, anchor_t, i, c) + _prox(F, anchor_k, i, inv_tau)
+        grad[i] = (-(w * s) * q + _prox(F, anchors.anchor_t, i, anchors.c)
+                   + _prox(F, anchors.anchor_k, i, anchors.inv_tau))
         hess[i] = max(curv - w * dq, HESSIAN_FLOOR)
 
 
@@ -155,14 +183,14 @@ def logistic_grad_hess(F, y, W, anchor_k, inv_tau, anchor_t, c, grad, hess):
     module notes.
     """
     n = F.shape[0]
-    curv = _curvature(anchor_k, inv_tau, anchor_t, c)
+    anchors = _Anchors(anchor_k, inv_tau, anchor_t, c)
     n_chunks = n_chunks_for(n, n, 1)
     if n_chunks == 1:
-        _logistic_span(F, y, W, anchor_k, inv_tau, anchor_t, c, grad, hess, curv, 0, n)
+        _logistic_span(F, y, W, anchors, grad, hess, 0, n)
         return
     for k in prange(n_chunks):
         lo, hi = _chunk_span(k, n_chunks, n)
-        _logistic_span(F, y, W, anchor_k, inv_tau, anchor_t, c, grad, hess, curv, lo, hi)
+        _logistic_span(F, y, W, anchors, grad, hess, lo, hi)
 
 
 @njit(inline="always")
@@ -244,7 +272,8 @@ def _others(E, r):
 
 
 @njit(inline="always")
-def _softmax_span(F, b, W, anchor_k, inv_tau, anchor_t, c, grad, hess, curv, lo, hi):
+def _softmax_span(F, b, W, anchors, grad, hess, lo, hi):
+    curv = _curvature(anchors)  # fields read by name, as in _logistic_span
     J = F.shape[1]
     for i0 in range(np.int64(lo), np.int64(hi), BLOCK_ROWS):
         i1 = min(i0 + BLOCK_ROWS, np.int64(hi))
@@ -261,7 +290,8 @@ def _softmax_span(F, b, W, anchor_k, inv_tau, anchor_t, c, grad, hess, curv, lo,
                 p = e * s
                 om = T * s if e >= 1.0 else 1.0 - p   # 1 - p_j (module notes)
                 dl = -om if j == bi else p            # p_j - [j = b_i]
-                E[r, j] = w * dl + _prox2(F, anchor_t, i, j, c) + _prox2(F, anchor_k, i, j, inv_tau)
+                E[r, j] = (w * dl + _prox2(F, anchors.anchor_t, i, j, anchors.c)
+                           + _prox2(F, anchors.anchor_k, i, j, anchors.inv_tau))
                 hess[i, j] = max(w * (p * om) + curv, HESSIAN_FLOOR)
 
 
@@ -301,14 +331,14 @@ def softmax_grad_hess(F, b, W, anchor_k, inv_tau, anchor_t, c, grad, hess):
     notes.
     """
     n = F.shape[0]
-    curv = _curvature(anchor_k, inv_tau, anchor_t, c)
+    anchors = _Anchors(anchor_k, inv_tau, anchor_t, c)
     n_chunks = n_chunks_for(n, n * F.shape[1], 1)
     if n_chunks == 1:
-        _softmax_span(F, b, W, anchor_k, inv_tau, anchor_t, c, grad, hess, curv, 0, n)
+        _softmax_span(F, b, W, anchors, grad, hess, 0, n)
         return
     for k in prange(n_chunks):
         lo, hi = _chunk_span(k, n_chunks, n)
-        _softmax_span(F, b, W, anchor_k, inv_tau, anchor_t, c, grad, hess, curv, lo, hi)
+        _softmax_span(F, b, W, anchors, grad, hess, lo, hi)
 
 
 @njit(inline="always")
