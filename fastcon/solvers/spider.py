@@ -42,17 +42,14 @@ import numpy as np
 
 from .._kernels._datafit import GROUP_GAP, MARGIN, NO_PENALTY, datafit_buffers
 from .._kernels._spider import COUNTERS, SpiderBatches, SpiderParameters, SpiderState, rng_state, spider_loop
-from .._progress import Progress
-from .._results import Counters, History, SolveResult
+from .._results import Counters, SolveResult
 from ..problems import PenalizedTerm, ShiftedTerm
 from ..problems._protocol import require_capabilities
 from ._common import (
-    as_seed_sequence, check_choice, default_record_every, describe_seed, FEASIBILITY_TOLERANCE,
-    no_feasible_message, start_point, stationarity_certificate,
+    as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, start_point, stationarity_certificate,
 )
-from ._validation import (
-    check_callback, check_count, check_optional_count, check_optional_real, check_real, check_seed,
-)
+from ._run import SolverRun
+from ._validation import check_optional_count, check_optional_real, check_real
 from ._smoothed_penalty import kkt_multiplier
 
 __all__ = ["spider", "spider_theory_parameters"]
@@ -197,19 +194,17 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     if problem.n_constraints != 1:
         raise ValueError(f"problem: spider handles one constraint (g = max_i g_i is not a mean), got "
                          f"{problem.n_constraints}")
-    K = check_count("max_iter", max_iter)
+    run = SolverRun(f"spider[{variant}]", max_iter, record_every=record_every, callback=callback, verbose=verbose,
+                    feasibility_tolerance=feasibility_tolerance, seed=seed)
+    K, feas_tol = run.max_iter, run.feasibility_tolerance
     beta, nu = check_real("beta", beta, positive=True), check_real("nu", nu, positive=True)
     step_size = check_real("step_size", step_size, positive=True)
     check_optional_count("q", q)
     check_optional_count("batch_size", batch_size)
     check_optional_count("objective_batch_size", objective_batch_size)
     check_optional_real("max_data_passes_g", max_data_passes_g, positive=True)
-    feas_tol = check_real("feasibility_tolerance", feasibility_tolerance)
-    check_optional_count("record_every", record_every)
     check_optional_count("record_stationarity_every", record_stationarity_every)
     check_optional_real("stationarity_rho_hat", stationarity_rho_hat, positive=True)
-    check_seed("seed", seed)
-    check_callback("callback", callback)
     if record_stationarity_every is not None and stationarity_rho_hat is None:
         raise ValueError("stationarity_rho_hat: needed when record_stationarity_every is set")
     dom = problem.domain
@@ -262,68 +257,54 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     objective = SpiderBatches(fb, f_sizes, perm_fa, perm_fb, rows_f, np.zeros(0, dtype=np.int64), bufs_f)
     constraint = SpiderBatches(gb, g_sizes, perm_ga, perm_gb, rows_g, all_g, bufs_g)
     tau = int(np.random.default_rng(ss_out).integers(K)) if output == "random" else -1
-    if record_every is None:
-        # a record reads f and g on every row; an iteration reads its objective batch and its
-        # constraint batch, except every q-th, which reads the whole constraint instead
-        it_rows = bf + (n_g if s2 == n_g else ((q - 1) * s2 + n_g) / q)
-        every = default_record_every(K, n_f + n_g, it_rows)
-    else:
-        every = record_every
-
-    history = History(every)
-    progress = Progress(K, verbose, desc=f"spider[{variant}]")
-    status, k = "max_iter", 0
-    x_tau, best = None, (math.inf, None, -1)
+    # a record reads f and g on every row; an iteration reads its objective batch and its
+    # constraint batch, except every q-th, which reads the whole constraint instead
+    it_rows = bf + (n_g if s2 == n_g else ((q - 1) * s2 + n_g) / q)
+    every = run.start(record_rows=n_f + n_g, iteration_rows=it_rows, counters=Counters(n_f, n_g)).record_every
+    k, x_tau = 0, None
     start = time.perf_counter()
     alpha_decay = schedule == "inverse_sqrt_period"
     f0, g0 = problem.f(x), float(problem.g(x)[0])
-    history.record(0, force=True, time=0.0, objective=f0, constraint=g0, max_violation=max(0.0, g0),
-                   constraint_estimate=math.nan, penalty_weight=math.nan, step_size=float(step_size),
-                   data_passes_f=0.0, data_passes_g=0.0,
-                   **({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat, seed)}
-                      if record_stationarity_every is not None else {}))
-    best_g = g0  # smallest recorded g
-    if g0 <= feas_tol:
-        best = (f0, x.copy(), 0)
+    run.record(0, force=True, time=0.0, objective=f0, constraint=g0, max_violation=max(0.0, g0),
+               constraint_estimate=math.nan, penalty_weight=math.nan, step_size=float(step_size),
+               data_passes_f=0.0, data_passes_g=0.0,
+               **({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat, seed)}
+                  if record_stationarity_every is not None else {}))
+    run.offer(0, g0, x, f0)  # the smallest recorded g, and the best feasible recorded iterate
     meter_time = time.perf_counter() - start
-    while k < K:
-        # records happen at multiples of `every` and at tau; the compiled loop runs in between
-        nxt = min(K, (k // every + 1) * every)
-        if k < tau < nxt:
-            nxt = tau
-        if k == tau:
-            x_tau = x.copy()
-        spider_loop(state, k, nxt, params, objective, constraint)
-        k = nxt
-        last = k == K
-        dpg = counters_arr[1]
-        capped = max_data_passes_g is not None and dpg >= float(max_data_passes_g)
-        if k % every == 0 or last or capped:
-            t0 = time.perf_counter()
-            f_val, g_val = problem.f(x), float(problem.g(x)[0])
-            stat_due = record_stationarity_every is not None and (k % int(record_stationarity_every) == 0 or last)
-            extra = {"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat, seed)} if stat_due else {}
-            meter_time += time.perf_counter() - t0
-            alpha = float(step_size) / math.sqrt(max(1.0, (k - 1) / q)) if alpha_decay else float(step_size)
-            history.record(k, force=True, time=time.perf_counter() - start - meter_time, objective=f_val,
+    with run:
+        while k < K:
+            # records happen at multiples of `every` and at tau; the compiled loop runs in between
+            nxt = min(K, (k // every + 1) * every)
+            if k < tau < nxt:
+                nxt = tau
+            if k == tau:
+                x_tau = x.copy()
+            spider_loop(state, k, nxt, params, objective, constraint)
+            k = nxt
+            last = k == K
+            dpg = counters_arr[1]
+            capped = max_data_passes_g is not None and dpg >= float(max_data_passes_g)
+            if k % every == 0 or last or capped:
+                t0 = time.perf_counter()
+                f_val, g_val = problem.f(x), float(problem.g(x)[0])
+                stat_due = record_stationarity_every is not None and (k % int(record_stationarity_every) == 0 or last)
+                extra = ({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat, seed)}
+                         if stat_due else {})
+                meter_time += time.perf_counter() - t0
+                alpha = float(step_size) / math.sqrt(max(1.0, (k - 1) / q)) if alpha_decay else float(step_size)
+                run.record(k, force=True, extra=extra, time=time.perf_counter() - start - meter_time, objective=f_val,
                            constraint=g_val, max_violation=max(0.0, g_val), constraint_estimate=float(est[1]),
                            penalty_weight=float(est[2]), step_size=alpha, data_passes_f=float(counters_arr[0]),
-                           data_passes_g=float(dpg), **extra)
-            best_g = min(best_g, g_val)
-            if g_val <= feas_tol and f_val < best[0]:
-                best = (f_val, x.copy(), k)
-            if progress.active:
-                progress.update(k - 1, f=f_val, g=g_val)
-            if callback is not None and callback(k - 1, x, {"constraint_estimate": float(est[1]),
-                                                        "penalty_weight": float(est[2]),
-                                                        "data_passes_f": float(counters_arr[0]),
-                                                        "data_passes_g": float(dpg), "history": history}):
-                status = "callback_stop"
-                break
-            if capped:
-                status = "data_pass_limit"
-                break
-    progress.close()
+                           data_passes_g=float(dpg))
+                run.offer(k, g_val, x, f_val)
+                if run.tick(k - 1, x, {"constraint_estimate": float(est[1]), "penalty_weight": float(est[2]),
+                                       "data_passes_f": float(counters_arr[0]), "data_passes_g": float(dpg),
+                                       "history": run.history}, f=f_val, g=g_val):
+                    break
+                if capped:
+                    run.status = "data_pass_limit"
+                    break
     # history row k is the iterate x_k after k updates (row 0: the start)
     info = {"variant": variant, "beta": float(beta), "nu": float(nu), "q": q, "batch_size": s2,
             "objective_batch_size": bf, "step_size": float(step_size), "step_schedule": schedule,
@@ -338,28 +319,23 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
             message += f"; stopped before tau = {tau}, returning the last iterate"
             info["output_fallback"] = "last"
     else:
-        if best[1] is None:
+        if run.best_x is None:
             x_out = x
             message += f"; no recorded iterate has g <= {feas_tol:g}: returning the last iterate"
         else:
-            x_out, info["best_iteration"] = best[1], best[2]
+            x_out, info["best_iteration"] = run.best_x, run.best_iteration
     x_out = np.array(x_out)
     objective, violation = problem.f(x_out), problem.max_violation(x_out)
     g_out = float(problem.g(x_out)[0])
-    best_g = min(best_g, g_out)
-    info["best_constraint"] = best_g
-    if status == "max_iter" and best_g > feas_tol:
-        status = "no_feasible_iterate"
-        message += "; " + no_feasible_message(best_g, feas_tol, "no recorded iterate")
-    counters = Counters(n_f, n_g)
+    info["best_constraint"] = run.offer(k, g_out)
+    counters = run.counters
     counters.values["rows_f"] = float(counters_arr[0]) * n_f
     counters.values["rows_g"] = float(counters_arr[1]) * n_g
     for name, value in zip(COUNTERS[2:], counters_arr[2:]):
         counters.values[name] = float(value)
     counters.values["iterations"] = k
-    return SolveResult(x_out, status, message, n_iter=k, objective=objective, max_violation=violation,
-                       multipliers=np.array([kkt_multiplier(g_out, beta, nu)]), history=history,
-                       counters=counters, info=info, solver=f"spider[{variant}]")
+    return run.finish(x_out, objective=objective, max_violation=violation, message=message, n_iter=k,
+                      multipliers=np.array([kkt_multiplier(g_out, beta, nu)]), info=info, subject="no recorded iterate")
 
 
 def spider_theory_parameters(epsilon_bar, *, nu, beta, l_f, l_g, rho, Delta, L_g, sigma=0.0, sigma1=0.0,
