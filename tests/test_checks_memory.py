@@ -12,7 +12,10 @@ from hypothesis.extra.numpy import arrays
 from fastcon._kernels._checks import all_finite
 from fastcon._kernels._memory import HUGE_PAGE, MIN_HUGE_BYTES, huge_page_zeros
 from fastcon._kernels._losses import SIGMOID
-from fastcon._kernels._multiclass_np import csr_full_pairwise_value_grad, csr_pairwise_value_grad, pairwise_workspace
+from fastcon._kernels._linalg import CSR
+from fastcon._kernels._multiclass_np import (
+    PairwiseTerm, csr_full_pairwise_value_grad, csr_pairwise_value_grad, pairwise_workspace,
+)
 from fastcon.problems._validation import check_x
 
 SPECIAL = [np.nan, np.inf, -np.inf, -np.nan, 0.0, -0.0, 5e-324, -5e-324, np.finfo(float).max, -np.finfo(float).max,
@@ -104,8 +107,9 @@ def test_mnpc_workspace_on_huge_pages_gives_the_same_bits_as_plain_arrays():
     A.sort_indices()
     Cc = A.tocsc()
     Cc.sort_indices()
-    csr = (A.indptr.astype(np.uint64), A.indices.astype(np.uint32), A.data)
-    csc = (Cc.indptr.astype(np.uint64), Cc.indices.astype(np.uint32), Cc.data)
+    csr = CSR(A.indptr.astype(np.uint64), A.indices.astype(np.uint32), A.data)
+    csc = CSR(Cc.indptr.astype(np.uint64), Cc.indices.astype(np.uint32), Cc.data)
+    term = PairwiseTerm(SIGMOID, 2, None, False, False)
     W = rng.standard_normal((C, d)) * 0.05
     huge = pairwise_workspace(C, d, n)
     plain = tuple(np.zeros_like(a) for a in huge)
@@ -113,10 +117,9 @@ def test_mnpc_workspace_on_huge_pages_gives_the_same_bits_as_plain_arrays():
     out = []
     for w_t, grad_t, S, P, acc in (huge, plain):
         G, G2 = np.zeros((C, d)), np.zeros((C, d))
-        v = csr_full_pairwise_value_grad(SIGMOID, *csr, *csc, None, float(n), W, 2, G, w_t, S, P, acc, False)
+        v = csr_full_pairwise_value_grad(term, csr, csc, float(n), W, G, w_t, S, P, acc)
         rows = np.arange(0, n, 3, dtype=np.int64)
-        v2 = csr_pairwise_value_grad(SIGMOID, *csr, None, float(rows.size), rows, W, 2, G2, w_t, grad_t,
-                                     S[:P.shape[1]], P[0], False)
+        v2 = csr_pairwise_value_grad(term, csr, float(rows.size), rows, W, G2, w_t, grad_t, S[:P.shape[1]], P[0])
         out.append((v, G, v2, G2))
     assert out[0][0] == out[1][0] and out[0][2] == out[1][2]
     np.testing.assert_array_equal(out[0][1], out[1][1])

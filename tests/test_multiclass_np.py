@@ -9,6 +9,7 @@ from numba import njit
 
 from fastcon import Dataset
 from fastcon._kernels import _multiclass_np as kern
+from fastcon._kernels._linalg import CSR
 from fastcon._kernels._losses import LOSS_CODES, sigmoid
 from fastcon.datasets import load, make_multiclass, make_neyman_pearson
 from fastcon.problems import (
@@ -51,13 +52,13 @@ def kernel_args(kind, X):
     if kind == "dense":
         return (X,)
     A = sp.csr_matrix(X)
-    return A.indptr.astype(np.uint64), A.indices.astype(np.uint32), None if kind == "binary" else A.data
+    return (CSR(A.indptr.astype(np.uint64), A.indices.astype(np.uint32), None if kind == "binary" else A.data),)
 
 
 def column_args(kind, X):
-    """The CSC copy that csr_full_pairwise_value_grad reads."""
+    """The CSC copy that csr_full_pairwise_value_grad reads (the CSR record of the transpose)."""
     A = sp.csc_matrix(X)
-    return A.indptr.astype(np.uint64), A.indices.astype(np.uint32), None if kind == "binary" else A.data
+    return (CSR(A.indptr.astype(np.uint64), A.indices.astype(np.uint32), None if kind == "binary" else A.data),)
 
 
 def stale(*shapes):
@@ -116,37 +117,34 @@ def run_kernels(kind, X, W, k, loss, weights, divisor, rows, block):
     n = X.shape[0]
     code = LOSS_CODES[loss]
     args = kernel_args(kind, X)
+    term, term_t = kern.PairwiseTerm(code, k, weights, False, False), kern.PairwiseTerm(code, k, weights, True, False)
     out = []
     G = np.full((C, d), np.nan)
     if kind == "dense":
         S, P = stale((block, C), (block, C))
-        v = kern.dense_pairwise_value_grad(code, *args, weights, divisor, rows, W, k, G, S, P)
-        out.append((v, kern.dense_pairwise_value(code, *args, weights, divisor, rows, W, k, S, P), G.copy()))
+        v = kern.dense_pairwise_value_grad(term, *args, divisor, rows, W, G, S, P)
+        out.append((v, kern.dense_pairwise_value(term, *args, divisor, rows, W, S, P), G.copy()))
         if rows is None:  # the full pass: BLAS products on blocks of `block` rows
             T, S, P = stale((C, d), (block, C), (block, C))
             G[:] = np.nan
-            v = kern.dense_blas_pairwise_value_grad(code, *args, weights, divisor, W, k, G, T, S, P)
-            out.append((v, kern.dense_blas_pairwise_value(code, *args, weights, divisor, W, k, S, P), G.copy()))
+            v = kern.dense_blas_pairwise_value_grad(term, *args, divisor, W, G, T, S, P)
+            out.append((v, kern.dense_blas_pairwise_value(term, *args, divisor, W, S, P), G.copy()))
         return out
     w_t, grad_t, S, P = stale((d, C), (d, C), (block, C), (block, C))
-    v = kern.csr_pairwise_value_grad(code, *args, weights, divisor, rows, W, k, G, w_t, grad_t, S, P, False)
-    out.append((v, kern.csr_pairwise_value(code, *args, weights, divisor, rows, W, k, w_t, S, P, False), G.copy()))
+    v = kern.csr_pairwise_value_grad(term, *args, divisor, rows, W, G, w_t, grad_t, S, P)
+    out.append((v, kern.csr_pairwise_value(term, *args, divisor, rows, W, w_t, S, P), G.copy()))
     Wt = np.ascontiguousarray(W.T)
     G_t, S, P = stale((d, C), (block, C), (block, C))
-    v = kern.csr_pairwise_value_grad(code, *args, weights, divisor, rows, Wt, k, G_t, Wt, G_t, S, P, True)
-    out.append((v, kern.csr_pairwise_value(code, *args, weights, divisor, rows, Wt, k, Wt, S, P, True), G_t.T.copy()))
+    v = kern.csr_pairwise_value_grad(term_t, *args, divisor, rows, Wt, G_t, Wt, G_t, S, P)
+    out.append((v, kern.csr_pairwise_value(term_t, *args, divisor, rows, Wt, Wt, S, P), G_t.T.copy()))
     if rows is None:  # the full pass: every row at once, the gradient from the CSC copy
         w_t, S, P, acc = stale((d, C), (n, C), (kern.MAX_CHUNKS, block, C), (kern.MAX_CHUNKS, C + 1))
         G[:] = np.nan
-        v = kern.csr_full_pairwise_value_grad(code, *args, *column_args(kind, X), weights, divisor, W, k, G,
-                                              w_t, S, P, acc, False)
-        out.append((v, kern.csr_full_pairwise_value(code, *args, weights, divisor, W, k, w_t, S, P, acc, False),
-                    G.copy()))
+        v = kern.csr_full_pairwise_value_grad(term, *args, *column_args(kind, X), divisor, W, G, w_t, S, P, acc)
+        out.append((v, kern.csr_full_pairwise_value(term, *args, divisor, W, w_t, S, P, acc), G.copy()))
         G_t[:] = np.nan
-        v = kern.csr_full_pairwise_value_grad(code, *args, *column_args(kind, X), weights, divisor, Wt, k, G_t,
-                                              Wt, S, P, acc, True)
-        out.append((v, kern.csr_full_pairwise_value(code, *args, weights, divisor, Wt, k, Wt, S, P, acc, True),
-                    G_t.T.copy()))
+        v = kern.csr_full_pairwise_value_grad(term_t, *args, *column_args(kind, X), divisor, Wt, G_t, Wt, S, P, acc)
+        out.append((v, kern.csr_full_pairwise_value(term_t, *args, divisor, Wt, Wt, S, P, acc), G_t.T.copy()))
     return out
 
 
@@ -175,16 +173,15 @@ def test_kernel_rows_none_equals_all_rows(rng, kind):
     W = rng.standard_normal((3, 6))
     G_all, G_rows = np.empty((3, 6)), np.empty((3, 6))
     S, P = np.empty((16, 3)), np.empty((16, 3))
-    code = LOSS_CODES["sigmoid"]
+    term = kern.PairwiseTerm(LOSS_CODES["sigmoid"], 1, None, False, False)
     if kind == "dense":
-        v_all = kern.dense_pairwise_value_grad(code, X, None, 40.0, None, W, 1, G_all, S, P)
-        v_rows = kern.dense_pairwise_value_grad(code, X, None, 40.0, np.arange(40), W, 1, G_rows, S, P)
+        v_all = kern.dense_pairwise_value_grad(term, X, 40.0, None, W, G_all, S, P)
+        v_rows = kern.dense_pairwise_value_grad(term, X, 40.0, np.arange(40), W, G_rows, S, P)
     else:
         w_t, grad_t = np.empty((6, 3)), np.empty((6, 3))
         args = kernel_args(kind, X)
-        v_all = kern.csr_pairwise_value_grad(code, *args, None, 40.0, None, W, 1, G_all, w_t, grad_t, S, P, False)
-        v_rows = kern.csr_pairwise_value_grad(code, *args, None, 40.0, np.arange(40), W, 1, G_rows, w_t, grad_t, S, P,
-                                             False)
+        v_all = kern.csr_pairwise_value_grad(term, *args, 40.0, None, W, G_all, w_t, grad_t, S, P)
+        v_rows = kern.csr_pairwise_value_grad(term, *args, 40.0, np.arange(40), W, G_rows, w_t, grad_t, S, P)
     assert v_all == v_rows and np.array_equal(G_all, G_rows)
 
 
@@ -219,7 +216,7 @@ def test_csr_full_pass_parallel_chunks_match_and_ignore_thread_count(rng, loss):
     A = sp.random(n, d, density=0.25, format="csr", random_state=np.random.default_rng(1))
     X = A.toarray()
     args, cols = kernel_args("csr", X), column_args("csr", X)
-    assert kern._full_pass_chunks(args[0], C) > 1
+    assert kern._full_pass_chunks(args[0].indptr, C) > 1
     W = rng.standard_normal((C, d)) * 0.2
     weights = rng.random(n) + 0.5
     total = float(weights.sum())
@@ -232,12 +229,14 @@ def test_csr_full_pass_parallel_chunks_match_and_ignore_thread_count(rng, loss):
             numba.set_num_threads(threads)
             w_t, S, P, acc = stale((d, C), (n, C), (kern.MAX_CHUNKS, 50, C), (kern.MAX_CHUNKS, C + 1))
             G = np.full((C, d), np.nan)
-            v = kern.csr_full_pairwise_value_grad(code, *args, *cols, weights, total, W, k, G, w_t, S, P, acc, False)
-            assert kern.csr_full_pairwise_value(code, *args, weights, total, W, k, w_t, S, P, acc, False) == v
+            term = kern.PairwiseTerm(code, k, weights, False, False)
+            v = kern.csr_full_pairwise_value_grad(term, *args, *cols, total, W, G, w_t, S, P, acc)
+            assert kern.csr_full_pairwise_value(term, *args, total, W, w_t, S, P, acc) == v
             results.append((v, G))
             G_t = np.full((d, C), np.nan)  # feature_major: W^T read as it is, the gradient written transposed
-            v = kern.csr_full_pairwise_value_grad(code, *args, *cols, weights, total, Wt, k, G_t, Wt, S, P, acc, True)
-            assert kern.csr_full_pairwise_value(code, *args, weights, total, Wt, k, Wt, S, P, acc, True) == v
+            term = kern.PairwiseTerm(code, k, weights, True, False)
+            v = kern.csr_full_pairwise_value_grad(term, *args, *cols, total, Wt, G_t, Wt, S, P, acc)
+            assert kern.csr_full_pairwise_value(term, *args, total, Wt, Wt, S, P, acc) == v
             results.append((v, G_t.T))
     finally:
         numba.set_num_threads(before)
@@ -779,33 +778,33 @@ def _intercept_runs(kind, X, W, k, code, weights, divisor, rows, block, intercep
     Wt = np.ascontiguousarray(W.T)
     out = []
     if kind == "dense":
+        term = kern.PairwiseTerm(code, k, weights, False, intercept)
         S, P = stale((block, C), (block, C))
         G = np.full((C, dw), np.nan)
-        v = kern.dense_pairwise_value_grad(code, X, weights, divisor, rows, W, k, G, S, P, intercept)
-        out.append((v, kern.dense_pairwise_value(code, X, weights, divisor, rows, W, k, S, P, intercept), G.copy()))
+        v = kern.dense_pairwise_value_grad(term, X, divisor, rows, W, G, S, P)
+        out.append((v, kern.dense_pairwise_value(term, X, divisor, rows, W, S, P), G.copy()))
         if rows is None:
             T, Wx = stale((C, X.shape[1]), (C, X.shape[1]))
             G[:] = np.nan
-            extra = (True, Wx) if intercept else ()
-            v = kern.dense_blas_pairwise_value_grad(code, X, weights, divisor, W, k, G, T, S, P, *extra)
-            out.append((v, kern.dense_blas_pairwise_value(code, X, weights, divisor, W, k, S, P, *extra), G.copy()))
+            extra = (Wx,) if intercept else ()
+            v = kern.dense_blas_pairwise_value_grad(term, X, divisor, W, G, T, S, P, *extra)
+            out.append((v, kern.dense_blas_pairwise_value(term, X, divisor, W, S, P, *extra), G.copy()))
         return out
     args, cols = kernel_args(kind, X), column_args(kind, X)
     for fm in (False, True):
+        term = kern.PairwiseTerm(code, k, weights, fm, intercept)
         Wm = Wt if fm else W
         G = np.full((dw, C) if fm else (C, dw), np.nan)
         w_t, grad_t = (Wt, G) if fm else stale((dw, C), (dw, C))
         S, P = stale((block, C), (block, C))
-        v = kern.csr_pairwise_value_grad(code, *args, weights, divisor, rows, Wm, k, G, w_t, grad_t, S, P, fm,
-                                         intercept)
-        vo = kern.csr_pairwise_value(code, *args, weights, divisor, rows, Wm, k, w_t, S, P, fm, intercept)
+        v = kern.csr_pairwise_value_grad(term, *args, divisor, rows, Wm, G, w_t, grad_t, S, P)
+        vo = kern.csr_pairwise_value(term, *args, divisor, rows, Wm, w_t, S, P)
         out.append((v, vo, (G.T if fm else G).copy()))
         if rows is None:
             S, P, acc = stale((n, C), (kern.MAX_CHUNKS, block, C), (kern.MAX_CHUNKS, C + 1))
             G[:] = np.nan
-            v = kern.csr_full_pairwise_value_grad(code, *args, *cols, weights, divisor, Wm, k, G, w_t, S, P, acc, fm,
-                                                  intercept)
-            vo = kern.csr_full_pairwise_value(code, *args, weights, divisor, Wm, k, w_t, S, P, acc, fm, intercept)
+            v = kern.csr_full_pairwise_value_grad(term, *args, *cols, divisor, Wm, G, w_t, S, P, acc)
+            vo = kern.csr_full_pairwise_value(term, *args, divisor, Wm, w_t, S, P, acc)
             out.append((v, vo, (G.T if fm else G).copy()))
     return out
 
@@ -846,18 +845,17 @@ def test_intercept_full_pass_parallel_chunks(feature_major):
     W = rng.standard_normal((C, d + 1)) * 0.3
     results = []
     for M, icpt in ((A, True), (sp.csr_matrix(_stacked(A.toarray())), False)):
-        args = (M.indptr.astype(np.uint64), M.indices.astype(np.uint32), M.data)
+        X = CSR(M.indptr.astype(np.uint64), M.indices.astype(np.uint32), M.data)
         Mc = M.tocsc()
         Mc.sort_indices()
-        cols = (Mc.indptr.astype(np.uint64), Mc.indices.astype(np.uint32), Mc.data)
+        Xc = CSR(Mc.indptr.astype(np.uint64), Mc.indices.astype(np.uint32), Mc.data)
+        term = kern.PairwiseTerm(LOSS_CODES["sigmoid"], 3, None, feature_major, icpt)
         Wm = np.ascontiguousarray(W.T) if feature_major else W.copy()
         G = np.full(Wm.shape, np.nan)
         w_t = Wm if feature_major else np.full((d + 1, C), np.nan)
         S, P, acc = stale((n, C), (kern.MAX_CHUNKS, 128, C), (kern.MAX_CHUNKS, C + 1))
-        v = kern.csr_full_pairwise_value_grad(LOSS_CODES["sigmoid"], *args, *cols, None, float(n), Wm, 3, G, w_t, S,
-                                              P, acc, feature_major, icpt)
-        vo = kern.csr_full_pairwise_value(LOSS_CODES["sigmoid"], *args, None, float(n), Wm, 3, w_t, S, P, acc,
-                                          feature_major, icpt)
+        v = kern.csr_full_pairwise_value_grad(term, X, Xc, float(n), Wm, G, w_t, S, P, acc)
+        vo = kern.csr_full_pairwise_value(term, X, float(n), Wm, w_t, S, P, acc)
         assert vo == v
         results.append((v, G.copy()))
     (v1, G1), (v2, G2) = results

@@ -12,8 +12,8 @@ def _vector_rows(S, M, cols, vals):
     for r in range(S.shape[0]):
         c, v = cols[r], vals[r]
         for l in range(0, S.shape[1] - S.shape[1] % 4, 4):
-            add_tree8_4(S, np.uint64(r), M, np.uint64(l), c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-                        v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])
+            add_tree8_4(S, np.uint64(r), M, np.uint64(l), (c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]),
+                        (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]))
 
 
 @njit
@@ -22,8 +22,8 @@ def _vector_rows_width(S, M, cols, vals, width):
     for r in range(S.shape[0]):
         c, v = cols[r], vals[r]
         for l in range(0, width, 4):
-            add_tree8_4(S, np.uint64(r), M, np.uint64(l), c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-                        v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])
+            add_tree8_4(S, np.uint64(r), M, np.uint64(l), (c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]),
+                        (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]))
 
 
 def _scalar_tree(S, M, cols, vals):
@@ -92,3 +92,14 @@ def test_add_scaled_4_is_bit_identical_to_the_scalar_loop(width, index_type):
             expected[r, l] = expected[r, l] + vals[r] * M[cols[r], l]
     _scaled_rows(S, M, cols, vals, width)
     np.testing.assert_array_equal(S, expected)  # the columns past `width` are untouched as well
+
+
+def test_add_tree8_4_rejects_tuples_not_of_eight():
+    from numba.core.errors import TypingError
+
+    @njit
+    def seven(S, M):
+        add_tree8_4(S, np.uint64(0), M, np.uint64(0), (0, 1, 2, 3, 4, 5, 6), (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0))
+
+    with pytest.raises(TypingError):
+        seven(np.zeros((1, 4)), np.zeros((8, 4)))

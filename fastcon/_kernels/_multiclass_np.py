@@ -95,7 +95,7 @@ workers): docs/measurements.md.
 
 Intercepts (``intercept``)
 --------------------------
-Every kernel takes an ``intercept`` flag (default False): the rows then carry an implicit last
+Every kernel reads an ``intercept`` flag from its `PairwiseTerm`: the rows then carry an implicit last
 feature equal to 1, at index :math:`d` (the data's column count), so :math:`W` has :math:`d + 1`
 columns (``w_t`` and ``grad_t`` :math:`d + 1` rows) and the intercepts are its last column, without
 a copy of the data with a stored column of ones (issue 33). The score of class :math:`l` gets
@@ -117,6 +117,8 @@ do not depend on the number of threads. Everything else is serial: a class of th
 paper's datasets takes about a millisecond, below the size where a parallel region pays off on
 this machine. Nothing is allocated per call.
 """
+from typing import NamedTuple, Optional
+
 import numpy as np
 from numba import prange
 
@@ -128,7 +130,7 @@ from ._memory import huge_page_zeros
 from ._simd import add_scaled_4, add_tree8_4
 from ._vecmath import exp_minus as _exp_minus
 
-__all__ = ["BLAS_BLOCK_WORK", "CSR_BLOCK_ROWS", "pairwise_workspace",
+__all__ = ["BLAS_BLOCK_WORK", "CSR_BLOCK_ROWS", "PairwiseTerm", "pairwise_workspace",
            "csr_pairwise_value", "csr_pairwise_value_grad", "csr_full_pairwise_value", "csr_full_pairwise_value_grad",
            "dense_pairwise_value", "dense_pairwise_value_grad",
            "dense_blas_pairwise_value", "dense_blas_pairwise_value_grad"]
@@ -154,6 +156,20 @@ BLAS_BLOCK_WORK = 1 << 17
 CSR_BLOCK_ROWS = 128
 
 
+class PairwiseTerm(NamedTuple):
+    r"""What stays fixed across the calls on one class block: the loss :math:`L_k` and its layout.
+
+    Built once per block (`fastcon.problems.ClassPairwiseRisk`) and passed to every kernel of
+    this module as one argument; the point, the divisor, the row subset and the scratch change per call.
+    """
+
+    loss: int                         #: loss code of `fastcon._kernels._losses` (``SIGMOID`` in the paper)
+    k: int                            #: the class of the rows, ``0 <= k < C``
+    weights: Optional[np.ndarray]     #: float64 (n_k,) sample weights :math:`s_i`; None for all 1
+    feature_major: bool               #: CSR kernels: the weights arrive as :math:`W^\top` (module docstring); dense kernels ignore it
+    intercept: bool                   #: the rows carry an implicit last column of ones (module docstring, "Intercepts")
+
+
 def pairwise_workspace(n_classes, n_features, n_rows, dense=False, transposes=True):
     """Scratch of the kernels for a class block of ``n_rows`` rows, allocated once per block.
 
@@ -165,7 +181,7 @@ def pairwise_workspace(n_classes, n_features, n_rows, dense=False, transposes=Tr
         Dense layout (BLAS blocks) instead of CSR.
     transposes : bool
         CSR only: allocate ``w_t`` and ``grad_t``. Without (the weights arrive as :math:`W^\top`,
-        ``feature_major`` in the kernels) both are None.
+        `PairwiseTerm.feature_major`) both are None.
 
     Returns
     -------
@@ -423,8 +439,8 @@ def _untranspose_into(grad_t, G):
 
 # --------------------------------------------------------------------------- CSR rows
 @njit(inline="always")
-def _sparse_row_times(indptr, indices, data, i, M, S, r):
-    r"""``S[r] = sum_p data[p] M[indices[p]]`` over the stored entries p of sparse row ``i``.
+def _sparse_row_times(X, i, M, S, r):
+    r"""``S[r] = sum_p data[p] M[indices[p]]`` over the stored entries p of row ``i`` of the `CSR` ``X``.
 
     With CSR rows and ``M = w_t`` these are the scores :math:`S_{rl} = a_i^\top w_l`; with CSC
     columns and ``M = B`` a column of :math:`B^\top A`. Entries eight at a time: one
@@ -433,6 +449,7 @@ def _sparse_row_times(indptr, indices, data, i, M, S, r):
     ``C % 4`` by the same formula in scalar code. Only the first ``C = M.shape[1]`` entries of
     ``S[r]`` are written (``S`` may be wider).
     """
+    indptr, indices, data = X
     C = np.uint64(M.shape[1])
     C4 = C - C % _FOUR
     a = indptr[i]
@@ -458,7 +475,7 @@ def _sparse_row_times(indptr, indices, data, i, M, S, r):
         c6 = indices[p + np.uint64(6)]
         c7 = indices[p + np.uint64(7)]
         for l in range(_ZERO, C4, _FOUR):
-            add_tree8_4(S, r, M, l, c0, c1, c2, c3, c4, c5, c6, c7, v0, v1, v2, v3, v4, v5, v6, v7)
+            add_tree8_4(S, r, M, l, (c0, c1, c2, c3, c4, c5, c6, c7), (v0, v1, v2, v3, v4, v5, v6, v7))
         for l in range(C4, C):
             S[r, l] += (((v0 * M[c0, l] + v1 * M[c1, l]) + (v2 * M[c2, l] + v3 * M[c3, l]))
                         + ((v4 * M[c4, l] + v5 * M[c5, l]) + (v6 * M[c6, l] + v7 * M[c7, l])))
@@ -472,8 +489,9 @@ def _sparse_row_times(indptr, indices, data, i, M, S, r):
 
 
 @njit(inline="always")
-def _csr_scatter(indptr, indices, data, i, S, r, grad_t):
-    """``grad_t[j] += a_ij * S[r]`` for the stored entries of CSR row ``i``."""
+def _csr_scatter(X, i, S, r, grad_t):
+    """``grad_t[j] += a_ij * S[r]`` for the stored entries of row ``i`` of the `CSR` ``X``."""
+    indptr, indices, data = X
     C = np.uint64(S.shape[1])
     for p in range(indptr[i], indptr[i + _ONE]):
         v = _entry(data, p)
@@ -484,55 +502,48 @@ def _csr_scatter(indptr, indices, data, i, S, r, grad_t):
 
 # --------------------------------------------------------------------------- CSR passes
 @njit(**JIT)
-def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k, w_t, S, P, feature_major,
-                       intercept=False):
+def csr_pairwise_value(term, X, divisor, rows, W, w_t, S, P):
     r"""Value :math:`\frac1N \sum_{i\in R} s_i \sum_{l\ne k} \phi((w_k - w_l)^\top a_i)` of a CSR class block.
 
     Parameters
     ----------
-    loss : int
-        Loss code of `fastcon._kernels._losses` (``SIGMOID`` in the paper).
-    indptr, indices, data
-        CSR arrays (uint64, uint16 or uint32, float64) of the rows of class ``k``; ``data=None`` for binary
-        features.
-    weights : ndarray of float64, shape (n_k,), or None
-        Sample weights :math:`s_i` (None: all 1).
+    term : PairwiseTerm
+        Loss code, class ``k``, sample weights, ``feature_major`` (the weights arrive as ``w_t``,
+        the ``"features"`` layout of `fastcon.problems.ClassPairwiseRisk`, so no transpose is
+        made) and ``intercept`` (the rows carry an implicit last column of ones: ``W`` has d + 1
+        columns, ``w_t`` d + 1 rows, the last one the classes' intercepts, for rows of d
+        features; module docstring).
+    X : CSR
+        The rows of class ``k`` (`fastcon._kernels._linalg.CSR`: uint64 ``indptr``, uint16 or
+        uint32 ``indices``, float64 ``data`` or None for binary features).
     divisor : float
         :math:`N`, e.g. ``n_k`` (see the module docstring for why not a scale).
     rows : ndarray of int64 or uint64, or None
         Row subset :math:`R` (positions in the class block, checked by the caller); None for all.
     W : ndarray of float64, shape (C, d), C-contiguous
         One weight row per class (not read when ``feature_major``).
-    k : int
-        The class of the rows, ``0 <= k < C``.
     w_t : ndarray of float64, shape (d, C)
         Scratch, overwritten with the transpose of ``W``; with ``feature_major`` the weights
         themselves, :math:`W^\top` (read only).
     S, P : ndarray of float64, shapes (>= b, C) and (b, C)
         Scratch of one block of ``b = P.shape[0] >= 1`` rows (:func:`pairwise_workspace`).
-    feature_major : bool
-        The weights arrive as ``w_t`` (the ``"features"`` layout of
-        `fastcon.problems.ClassPairwiseRisk`), so no transpose is made (module docstring).
-    intercept : bool
-        The rows carry an implicit last column of ones (module docstring, "Intercepts"): ``W`` has
-        d + 1 columns (``w_t`` d + 1 rows), the last one the classes' intercepts, for rows of d
-        features.
 
     Returns
     -------
     float
     """
-    m = np.uint64(_count(rows, indptr.shape[0] - 1))
-    kk = np.uint64(k)
+    loss, weights, intercept = term.loss, term.weights, term.intercept
+    m = np.uint64(_count(rows, X.indptr.shape[0] - 1))
+    kk = np.uint64(term.k)
     br = np.uint64(P.shape[0])
     dx = np.uint64(w_t.shape[0] - 1)
-    if not feature_major:
+    if not term.feature_major:
         _transpose_into(W, w_t)
     total = 0.0
     for b0 in range(_ZERO, m, br):
         mb = min(br, m - b0)
         for r in range(mb):
-            _sparse_row_times(indptr, indices, data, _row_at(rows, b0 + r), w_t, S, r)
+            _sparse_row_times(X, _row_at(rows, b0 + r), w_t, S, r)
             if intercept:
                 _add_row(S, r, w_t, dx)
         _block_losses(loss, S, P, mb, kk, _VALUE_ONLY)
@@ -541,18 +552,18 @@ def csr_pairwise_value(loss, indptr, indices, data, weights, divisor, rows, W, k
 
 
 @njit(**JIT)
-def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows, W, k, G, w_t, grad_t, S, P,
-                            feature_major, intercept=False):
+def csr_pairwise_value_grad(term, X, divisor, rows, W, G, w_t, grad_t, S, P):
     r"""Value and gradient of :math:`L_k` (module docstring) on a CSR class block.
 
     Arguments as in :func:`csr_pairwise_value`; ``G`` (float64, shape (C, d), C-contiguous) is
     overwritten with :math:`\nabla_W L_k`, and ``grad_t`` (shape (d, C)) is scratch. With
-    ``feature_major`` the gradient is accumulated straight into ``grad_t``, which is then the
-    output :math:`(\nabla_W L_k)^\top` (``G`` is not written). With ``intercept`` the last row of
+    ``term.feature_major`` the gradient is accumulated straight into ``grad_t``, which is then the
+    output :math:`(\nabla_W L_k)^\top` (``G`` is not written). With ``term.intercept`` the last row of
     ``grad_t`` sums the rows' coefficients. Returns the value.
     """
-    m = np.uint64(_count(rows, indptr.shape[0] - 1))
-    kk = np.uint64(k)
+    loss, weights, intercept, feature_major = term.loss, term.weights, term.intercept, term.feature_major
+    m = np.uint64(_count(rows, X.indptr.shape[0] - 1))
+    kk = np.uint64(term.k)
     br = np.uint64(P.shape[0])
     dx = np.uint64(w_t.shape[0] - 1)
     inv = 1.0 / divisor
@@ -563,14 +574,14 @@ def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows,
     for b0 in range(_ZERO, m, br):
         mb = min(br, m - b0)
         for r in range(mb):
-            _sparse_row_times(indptr, indices, data, _row_at(rows, b0 + r), w_t, S, r)
+            _sparse_row_times(X, _row_at(rows, b0 + r), w_t, S, r)
             if intercept:
                 _add_row(S, r, w_t, dx)
         _block_losses(loss, S, P, mb, kk, _WITH_GRAD)
         total = _block_value_coef(P, S, mb, kk, weights, rows, b0, inv, total)
         for r in range(mb):
             if _any_nonzero(S, r):  # e.g. hinge rows past the margin add nothing
-                _csr_scatter(indptr, indices, data, _row_at(rows, b0 + r), S, r, grad_t)
+                _csr_scatter(X, _row_at(rows, b0 + r), S, r, grad_t)
                 if intercept:
                     _add_row(grad_t, dx, S, r)
     if not feature_major:
@@ -579,15 +590,15 @@ def csr_pairwise_value_grad(loss, indptr, indices, data, weights, divisor, rows,
 
 
 @njit(**JIT)
-def _csc_gradient(cindptr, cindices, cdata, B, G, acc, c, lo, hi, feature_major):
-    """``G[:, j] = sum_i a_ij B[i]`` for the CSC columns ``lo..hi-1``, through row ``c`` of ``acc``;
+def _csc_gradient(Xc, B, G, acc, c, lo, hi, feature_major):
+    """``G[:, j] = sum_i a_ij B[i]`` for the CSC columns ``lo..hi-1`` (``Xc``), through row ``c`` of ``acc``;
     when ``feature_major``, ``G[j, :]``, summed in place (a contiguous row: no copy through ``acc``)."""
     C = np.uint64(B.shape[1])
     for j in range(lo, hi):
         if feature_major:
-            _sparse_row_times(cindptr, cindices, cdata, j, B, G, j)
+            _sparse_row_times(Xc, j, B, G, j)
         else:
-            _sparse_row_times(cindptr, cindices, cdata, j, B, acc, c)
+            _sparse_row_times(Xc, j, B, acc, c)
             for l in range(C):
                 G[l, j] = acc[c, l]
 
@@ -604,13 +615,17 @@ def _full_pass_chunks(indptr, n_classes):
 
 
 @njit(**JIT)
-def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, lo, hi, grad, c, n_chunks, intercept):
-    """Steps 1-2 for rows ``lo..hi-1``, in blocks of ``P.shape[0]`` rows: scores into ``S[lo:hi]``,
-    losses into ``P`` and, with ``grad``, the coefficients :math:`b_i / N` into ``S[lo:hi]``.
-    Returns the rows' weighted loss sum, or NaN (and nothing computed) when chunk ``c`` of
-    ``n_chunks`` of the rows of ``w_t`` holds a NaN or an infinity: the chunks share the
-    finiteness check of the point (the callers raise on a NaN value after a full check). With
-    ``intercept`` the last row of ``w_t`` holds the intercepts (rows of ``w_t.shape[0] - 1`` features)."""
+def _csr_rows_losses(term, X, inv, w_t, S, P, grad, c, n_chunks):
+    """Steps 1-2 for the rows of chunk ``c`` of ``n_chunks`` (``_chunk_span``), in blocks of
+    ``P.shape[0]`` rows: scores into ``S[lo:hi]``, losses into ``P`` and, with ``grad``, the
+    coefficients :math:`b_i / N` into ``S[lo:hi]``. Returns the rows' weighted loss sum, or NaN
+    (and nothing computed) when chunk ``c`` of the rows of ``w_t`` holds a NaN or an infinity: the
+    chunks share the finiteness check of the point (the callers raise on a NaN value after a full
+    check). With ``term.intercept`` the last row of ``w_t`` holds the intercepts (rows of
+    ``w_t.shape[0] - 1`` features)."""
+    loss, weights, intercept = term.loss, term.weights, term.intercept
+    kk = np.uint64(term.k)
+    lo, hi = _chunk_span(c, n_chunks, X.indptr.shape[0] - 1)
     C = np.uint64(w_t.shape[1])
     t_lo, t_hi = _chunk_span(c, n_chunks, w_t.shape[0])
     if not finite_span(w_t.reshape(w_t.size), np.uint64(t_lo) * C, np.uint64(t_hi) * C):
@@ -620,7 +635,7 @@ def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, l
     for b0 in range(lo, hi, br):
         b1 = min(hi, b0 + br)
         for r in range(b0, b1):
-            _sparse_row_times(indptr, indices, data, r, w_t, S, r)
+            _sparse_row_times(X, r, w_t, S, r)
             if intercept:
                 _add_row(S, r, w_t, np.uint64(w_t.shape[0] - 1))
         Sb = S[b0:b1]
@@ -633,32 +648,27 @@ def _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P, l
 
 
 @njit(**JIT_PARALLEL)
-def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k, w_t, S, P, acc, feature_major,
-                            intercept=False):
+def csr_full_pairwise_value(term, X, divisor, W, w_t, S, P, acc):
     r"""Value of :math:`L_k` over every row of a CSR class block; bit-identical to :func:`csr_full_pairwise_value_grad`.
 
     Arguments as in :func:`csr_full_pairwise_value_grad`. Large blocks run in parallel row chunks
     (``_full_pass_chunks``), whose loss sums are added in chunk order.
     """
-    n = indptr.shape[0] - 1
-    kk = np.uint64(k)
+    feature_major = term.feature_major
     C = w_t.shape[1]
     d = w_t.shape[0]
-    n_chunks = _full_pass_chunks(indptr, C)
+    n_chunks = _full_pass_chunks(X.indptr, C)
     if n_chunks == 1:
         if not feature_major:
             _transpose_into(W, w_t)
-        total = _csr_rows_losses(loss, indptr, indices, data, weights, 1.0, kk, w_t, S, P[0], _ZERO, np.uint64(n),
-                                 _VALUE_ONLY, _FIRST, _ONE_CHUNK, np.bool_(intercept))
+        total = _csr_rows_losses(term, X, 1.0, w_t, S, P[0], _VALUE_ONLY, _FIRST, _ONE_CHUNK)
         return total / divisor
     if not feature_major:
         for c in prange(n_chunks):
             lo, hi = _chunk_span(c, n_chunks, d)
             _transpose_cols(W, w_t, lo, hi)
     for c in prange(n_chunks):
-        lo, hi = _chunk_span(c, n_chunks, n)
-        acc[c, C] = _csr_rows_losses(loss, indptr, indices, data, weights, 1.0, kk, w_t, S, P[c], lo, hi, _VALUE_ONLY,
-                                     np.int64(c), np.int64(n_chunks), np.bool_(intercept))
+        acc[c, C] = _csr_rows_losses(term, X, 1.0, w_t, S, P[c], _VALUE_ONLY, np.int64(c), np.int64(n_chunks))
     total = 0.0
     for c in range(n_chunks):
         total += acc[c, C]
@@ -666,8 +676,7 @@ def csr_full_pairwise_value(loss, indptr, indices, data, weights, divisor, W, k,
 
 
 @njit(**JIT_PARALLEL)
-def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices, cdata, weights, divisor, W, k, G,
-                                 w_t, S, P, acc, feature_major, intercept=False):
+def csr_full_pairwise_value_grad(term, X, Xc, divisor, W, G, w_t, S, P, acc):
     r"""Value and gradient of :math:`L_k` over every row of a CSR class block, the gradient from its CSC copy.
 
     Steps 1-2 (module docstring) for all rows, then :math:`\nabla_{:, j} = \sum_{i} a_{ij} b_i / N`
@@ -679,11 +688,15 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
 
     Parameters
     ----------
-    loss, indptr, indices, data, weights, divisor, W, k, w_t
-        As in :func:`csr_pairwise_value` (all rows: no ``rows``).
-    cindptr, cindices, cdata
-        The same block in CSC (uint64, uint16 or uint32 row positions, float64; ``cdata=None`` for binary
-        features).
+    term, X, divisor, W, w_t
+        As in :func:`csr_pairwise_value` (all rows: no ``rows``). With ``term.feature_major``
+        ``w_t`` holds the weights and ``G`` is written transposed; with ``term.intercept``, ``W``
+        and ``G`` have d + 1 columns (``w_t`` d + 1 rows) for a CSC copy of d columns, and the
+        intercepts' gradient is the sum of the rows' coefficients (``_intercept_gradient``),
+        which the CSC copy does not hold.
+    Xc : CSR
+        The same block in CSC, as the `CSR` record of its transpose (uint64 ``indptr`` over
+        columns, uint16 or uint32 row positions, float64 ``data`` or None for binary features).
     G : ndarray of float64, shape (C, d), C-contiguous
         Overwritten with :math:`\nabla_W L_k`; with ``feature_major``, shape (d, C) and overwritten
         with :math:`(\nabla_W L_k)^\top`.
@@ -693,31 +706,24 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
         Scratch: the losses of a block of ``b`` rows, one block buffer per chunk.
     acc : ndarray of float64, shape (MAX_CHUNKS, C + 1)
         Scratch (per chunk: one gradient column and a loss sum).
-    feature_major : bool
-        As in :func:`csr_pairwise_value`: ``w_t`` holds the weights, and ``G`` is written transposed.
-    intercept : bool
-        As in :func:`csr_pairwise_value`: ``W`` and ``G`` have d + 1 columns (``w_t`` d + 1 rows)
-        for a CSC copy of d columns; the intercepts' gradient is the sum of the rows'
-        coefficients (``_intercept_gradient``), which the CSC copy does not hold.
 
     Returns
     -------
     float
     """
-    n = indptr.shape[0] - 1
-    d = cindptr.shape[0] - 1
+    feature_major = term.feature_major
+    n = X.indptr.shape[0] - 1
+    d = Xc.indptr.shape[0] - 1
     dw = w_t.shape[0]  # d, or d + 1 with the intercepts
     C = w_t.shape[1]
-    kk = np.uint64(k)
     inv = 1.0 / divisor
-    icpt = np.bool_(intercept)
-    n_chunks = _full_pass_chunks(indptr, C)
+    icpt = term.intercept
+    n_chunks = _full_pass_chunks(X.indptr, C)
     if n_chunks == 1:
         if not feature_major:
             _transpose_into(W, w_t)
-        total = _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P[0], _ZERO, np.uint64(n),
-                                 _WITH_GRAD, _FIRST, _ONE_CHUNK, icpt)
-        _csc_gradient(cindptr, cindices, cdata, S, G, acc, _ZERO, _ZERO, np.uint64(d), feature_major)
+        total = _csr_rows_losses(term, X, inv, w_t, S, P[0], _WITH_GRAD, _FIRST, _ONE_CHUNK)
+        _csc_gradient(Xc, S, G, acc, _ZERO, _ZERO, np.uint64(d), feature_major)
         if icpt:
             _intercept_gradient(S, n, G, acc, np.uint64(d), feature_major)
         return total / divisor
@@ -726,15 +732,13 @@ def csr_full_pairwise_value_grad(loss, indptr, indices, data, cindptr, cindices,
             lo, hi = _chunk_span(c, n_chunks, dw)
             _transpose_cols(W, w_t, lo, hi)
     for c in prange(n_chunks):
-        lo, hi = _chunk_span(c, n_chunks, n)
-        acc[c, C] = _csr_rows_losses(loss, indptr, indices, data, weights, inv, kk, w_t, S, P[c], lo, hi, _WITH_GRAD,
-                                     np.int64(c), np.int64(n_chunks), icpt)
+        acc[c, C] = _csr_rows_losses(term, X, inv, w_t, S, P[c], _WITH_GRAD, np.int64(c), np.int64(n_chunks))
     total = 0.0
     for c in range(n_chunks):
         total += acc[c, C]
     for c in prange(n_chunks):
         lo, hi = _chunk_span(c, n_chunks, d)
-        _csc_gradient(cindptr, cindices, cdata, S, G, acc, np.uint64(c), lo, hi, feature_major)
+        _csc_gradient(Xc, S, G, acc, np.uint64(c), lo, hi, feature_major)
     if icpt:  # n C additions, serial: a small part of the pass
         _intercept_gradient(S, n, G, acc, np.uint64(d), feature_major)
     return total / divisor
@@ -768,15 +772,17 @@ def _dense_scores(X, i, W, S, r):
 
 
 @njit(**JIT)
-def dense_pairwise_value(loss, X, weights, divisor, rows, W, k, S, P, intercept=False):
+def dense_pairwise_value(term, X, divisor, rows, W, S, P):
     """Dense counterpart of :func:`csr_pairwise_value` (``X`` C-contiguous float64, shape (n_k, d)).
 
     The per-row loop, for row subsets (minibatches); full passes are faster through
     :func:`dense_blas_pairwise_value`. No ``w_t`` scratch: dense rows are multiplied with the rows
-    of ``W`` directly. With ``intercept``, ``W`` is (C, d + 1), its last column the intercepts.
+    of ``W`` (C, d) directly, whatever ``term.feature_major``. With ``term.intercept``, ``W`` is
+    (C, d + 1), its last column the intercepts.
     """
+    loss, weights, intercept = term.loss, term.weights, term.intercept
     m = np.uint64(_count(rows, X.shape[0]))
-    kk = np.uint64(k)
+    kk = np.uint64(term.k)
     br = np.uint64(S.shape[0])
     dx = np.uint64(X.shape[1])
     total = 0.0
@@ -792,11 +798,12 @@ def dense_pairwise_value(loss, X, weights, divisor, rows, W, k, S, P, intercept=
 
 
 @njit(**JIT)
-def dense_pairwise_value_grad(loss, X, weights, divisor, rows, W, k, G, S, P, intercept=False):
+def dense_pairwise_value_grad(term, X, divisor, rows, W, G, S, P):
     """Dense counterpart of :func:`csr_pairwise_value_grad` (per-row loop); accumulates into ``G`` directly
-    (with ``intercept``, ``W`` and ``G`` of shape (C, d + 1))."""
+    (with ``term.intercept``, ``W`` and ``G`` of shape (C, d + 1))."""
+    loss, weights, intercept = term.loss, term.weights, term.intercept
     m = np.uint64(_count(rows, X.shape[0]))
-    kk = np.uint64(k)
+    kk = np.uint64(term.k)
     br = np.uint64(S.shape[0])
     C = np.uint64(W.shape[0])
     d = np.uint64(X.shape[1])
@@ -837,15 +844,16 @@ def _feature_weights(W, Wx):
 
 
 @njit(**JIT)
-def dense_blas_pairwise_value(loss, X, weights, divisor, W, k, S, P, intercept=False, Wx=None):
+def dense_blas_pairwise_value(term, X, divisor, W, S, P, Wx=None):
     """Value of :math:`L_k` over every row of a dense class block, scores by BLAS.
 
     Arguments as in :func:`dense_pairwise_value` without ``rows``; ``S`` and ``P`` of shape (b, C)
     set the block: b rows per product, with b C d at most ``BLAS_BLOCK_WORK`` (module docstring).
-    With ``intercept`` (``W`` of shape (C, d + 1)), ``Wx`` is a (C, d) C-contiguous scratch.
+    With ``term.intercept`` (``W`` of shape (C, d + 1)), ``Wx`` is a (C, d) C-contiguous scratch.
     """
+    loss, weights, intercept = term.loss, term.weights, term.intercept
     n = np.uint64(X.shape[0])
-    kk = np.uint64(k)
+    kk = np.uint64(term.k)
     br = np.uint64(S.shape[0])
     dx = np.uint64(X.shape[1])
     Wt = _feature_weights(W, Wx)
@@ -862,18 +870,19 @@ def dense_blas_pairwise_value(loss, X, weights, divisor, W, k, S, P, intercept=F
 
 
 @njit(**JIT)
-def dense_blas_pairwise_value_grad(loss, X, weights, divisor, W, k, G, T, S, P, intercept=False, Wx=None):
+def dense_blas_pairwise_value_grad(term, X, divisor, W, G, T, S, P, Wx=None):
     r"""Value and gradient of :math:`L_k` over every row of a dense class block, by BLAS products.
 
     Per block of b rows: :math:`S = A_B W^\top` (GEMM), :func:`_block_losses`, and
     :math:`\nabla \mathrel{+}= B_B^\top A_B` (GEMM into ``T``, shape (C, d), then added to ``G``).
     Arguments as in :func:`dense_blas_pairwise_value`; ``G`` (shape (C, d), C-contiguous) is
-    overwritten. With ``intercept`` (``W`` and ``G`` of shape (C, d + 1), ``Wx`` a (C, d)
+    overwritten. With ``term.intercept`` (``W`` and ``G`` of shape (C, d + 1), ``Wx`` a (C, d)
     C-contiguous scratch) every block's product goes through ``T`` and the intercepts' gradient
     sums the coefficients. Returns the value.
     """
+    loss, weights, intercept = term.loss, term.weights, term.intercept
     n = np.uint64(X.shape[0])
-    kk = np.uint64(k)
+    kk = np.uint64(term.k)
     br = np.uint64(S.shape[0])
     C = np.uint64(W.shape[0])
     d = np.uint64(X.shape[1])

@@ -38,29 +38,36 @@ def _broadcast(builder, x):
     return v
 
 
+def _eight(t, kind):
+    """Whether the numba type ``t`` is a tuple of eight ``kind`` (a homogeneous or mixed tuple)."""
+    return isinstance(t, types.BaseTuple) and len(t) == 8 and all(isinstance(e, kind) for e in t)
+
+
 @intrinsic
-def add_tree8_4(typingctx, S, r, M, l, c0, c1, c2, c3, c4, c5, c6, c7, v0, v1, v2, v3, v4, v5, v6, v7):
+def add_tree8_4(typingctx, S, r, M, l, cols, vals):
     r"""``S[r, l:l+4] += ((v0 M[c0] + v1 M[c1]) + (v2 M[c2] + v3 M[c3])) + ((v4 M[c4] + v5 M[c5]) + (v6 M[c6] + v7 M[c7]))``.
 
-    Every ``M[c]`` is ``M[c, l:l+4]``. ``S`` and ``M`` are C-contiguous 2-D float64 arrays; the
-    caller guarantees ``l + 4 <= `` the width of both (no bounds checks). Lane by lane the
-    summation tree is the one the scalar kernels use, so the bits are the same.
+    ``cols = (c0, ..., c7)`` are integers and ``vals = (v0, ..., v7)`` numbers (tuples of eight,
+    built in registers at the call site); every ``M[c]`` is ``M[c, l:l+4]``. ``S`` and ``M`` are
+    C-contiguous 2-D float64 arrays; the caller guarantees ``l + 4 <=`` the width of both (no
+    bounds checks). Lane by lane the summation tree is the one the scalar kernels use, so the bits
+    are the same.
     """
     if not all(isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C" and a.dtype == types.float64
                for a in (S, M)):
         return None
-    sig = types.void(S, r, M, l, c0, c1, c2, c3, c4, c5, c6, c7, v0, v1, v2, v3, v4, v5, v6, v7)
+    if not (_eight(cols, types.Integer) and _eight(vals, types.Number)):
+        return None
+    sig = types.void(S, r, M, l, cols, vals)
 
     def codegen(context, builder, signature, args):
-        S_ty, r_ty, M_ty, l_ty = signature.args[:4]
-        col_types = signature.args[4:12]
-        val_types = signature.args[12:20]
-        S_val, r_val, M_val, l_val = args[:4]
+        S_ty, r_ty, M_ty, l_ty, cols_ty, vals_ty = signature.args
+        S_val, r_val, M_val, l_val, cols_val, vals_val = args
         terms = []
         for q in range(8):
-            m = builder.load(_block_pointer(context, builder, M_val, M_ty, args[4 + q], col_types[q], l_val, l_ty),
-                             align=8)
-            v = context.cast(builder, args[12 + q], val_types[q], types.float64)
+            c = builder.extract_value(cols_val, q)
+            m = builder.load(_block_pointer(context, builder, M_val, M_ty, c, cols_ty[q], l_val, l_ty), align=8)
+            v = context.cast(builder, builder.extract_value(vals_val, q), vals_ty[q], types.float64)
             terms.append(builder.fmul(_broadcast(builder, v), m))
         t01 = builder.fadd(terms[0], terms[1])
         t23 = builder.fadd(terms[2], terms[3])

@@ -39,9 +39,10 @@ import operator
 
 import numpy as np
 
+from .._kernels._linalg import CSR
 from .._kernels._losses import LOSS_CODES
 from .._kernels._multiclass_np import (
-    csr_full_pairwise_value, csr_full_pairwise_value_grad, csr_pairwise_value, csr_pairwise_value_grad,
+    PairwiseTerm, csr_full_pairwise_value, csr_full_pairwise_value_grad, csr_pairwise_value, csr_pairwise_value_grad,
     dense_blas_pairwise_value, dense_blas_pairwise_value_grad, dense_pairwise_value, dense_pairwise_value_grad,
     pairwise_workspace,
 )
@@ -226,6 +227,8 @@ class ClassPairwiseRisk:
             if not weights.sum() > 0:
                 raise ValueError(f"sample_weight: the weights of class {self.class_id} sum to zero")
         self._weights = weights
+        # What every kernel call on this block shares (loss, class, weights, layout, intercept): one argument.
+        self._term = PairwiseTerm(self._code, self.class_id, weights, self._feature_major, self.intercept)
         # Divide by the class total rather than multiply by its inverse: L_k(0) = (C-1) phi(0) exactly.
         self._total = float(self.n_samples if weights is None else weights.sum())
         block = dataset.X[self.class_rows]
@@ -234,14 +237,14 @@ class ClassPairwiseRisk:
             # Indices as narrow as they fit: every full pass streams both copies of the block from
             # memory (20 distinct class blocks do not stay in cache), and 2-byte indices cut that
             # traffic by a sixth (the kernels are generic over the index type; same bits).
-            self._design = (block.indptr.astype(np.uint64), block.indices.astype(_index_type(d)),
-                            None if binary else np.ascontiguousarray(block.data, dtype=np.float64))
+            self._design = CSR(block.indptr.astype(np.uint64), block.indices.astype(_index_type(d)),
+                               None if binary else np.ascontiguousarray(block.data, dtype=np.float64))
             # The block again in CSC: full passes gather each gradient column from it (see
             # csr_full_pairwise_value_grad), which beats scattering every entry into a (d, C) array.
             cols = block.tocsc()
             cols.sort_indices()
-            self._columns = (cols.indptr.astype(np.uint64), cols.indices.astype(_index_type(self.n_samples)),
-                             None if binary else np.ascontiguousarray(cols.data, dtype=np.float64))
+            self._columns = CSR(cols.indptr.astype(np.uint64), cols.indices.astype(_index_type(self.n_samples)),
+                                None if binary else np.ascontiguousarray(cols.data, dtype=np.float64))
         else:
             self._design = (np.ascontiguousarray(block, dtype=np.float64),)
         # Kernel scratch, allocated once: CSR (w_t, grad_t, S, P, acc), dense (T, S, P); see pairwise_workspace.
@@ -350,44 +353,36 @@ class ClassPairwiseRisk:
         if len(self._design) == 3:
             w_t, _, S, P, acc = self._work
             W = self._matrix(x)
-            fm = self._feature_major
-            if fm:
+            if self._feature_major:
                 w_t = W  # the kernels read x as it is (feature_major)
             if rows is None:
-                return float(csr_full_pairwise_value(self._code, *self._design, self._weights, divisor, W,
-                                                     self.class_id, w_t, S, P, acc, fm, self.intercept))
-            return float(csr_pairwise_value(self._code, *self._design, self._weights, divisor, rows, W,
-                                            self.class_id, w_t, S, P[0], fm, self.intercept))
+                return float(csr_full_pairwise_value(self._term, self._design, divisor, W, w_t, S, P, acc))
+            return float(csr_pairwise_value(self._term, self._design, divisor, rows, W, w_t, S, P[0]))
         _, S, P = self._work
         W = self._dense_weights(x)
         if rows is None:  # full pass: BLAS products on blocks of rows
-            return float(dense_blas_pairwise_value(self._code, self._design[0], self._weights, divisor, W,
-                                                   self.class_id, S, P, self.intercept, self._dense_wx))
-        return float(dense_pairwise_value(self._code, self._design[0], self._weights, divisor, rows, W,
-                                          self.class_id, S, P, self.intercept))
+            return float(dense_blas_pairwise_value(self._term, self._design[0], divisor, W, S, P, self._dense_wx))
+        return float(dense_pairwise_value(self._term, self._design[0], divisor, rows, W, S, P))
 
     def _value_grad(self, x, rows, divisor, out):
         if len(self._design) == 3:
             w_t, grad_t, S, P, acc = self._work
             W, G = self._matrix(x), self._matrix(out)
-            fm = self._feature_major
-            if fm:
+            if self._feature_major:
                 w_t, grad_t = W, G  # read x and write out as they are (feature_major)
             if rows is None:  # full pass: the gradient column by column from the CSC copy
-                return float(csr_full_pairwise_value_grad(self._code, *self._design, *self._columns, self._weights,
-                                                          divisor, W, self.class_id, G, w_t, S, P, acc, fm,
-                                                          self.intercept))
-            return float(csr_pairwise_value_grad(self._code, *self._design, self._weights, divisor, rows, W,
-                                                 self.class_id, G, w_t, grad_t, S, P[0], fm, self.intercept))
+                return float(csr_full_pairwise_value_grad(self._term, self._design, self._columns, divisor, W, G,
+                                                          w_t, S, P, acc))
+            return float(csr_pairwise_value_grad(self._term, self._design, divisor, rows, W, G, w_t, grad_t, S,
+                                                 P[0]))
         T, S, P = self._work
         W = self._dense_weights(x)
         G = self._matrix(out) if self._dense_copies is None else self._dense_copies[1]
         if rows is None:
-            value = dense_blas_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, W,
-                                                   self.class_id, G, T, S, P, self.intercept, self._dense_wx)
+            value = dense_blas_pairwise_value_grad(self._term, self._design[0], divisor, W, G, T, S, P,
+                                                   self._dense_wx)
         else:
-            value = dense_pairwise_value_grad(self._code, self._design[0], self._weights, divisor, rows, W,
-                                              self.class_id, G, S, P, self.intercept)
+            value = dense_pairwise_value_grad(self._term, self._design[0], divisor, rows, W, G, S, P)
         if self._dense_copies is not None:
             self._matrix(out)[...] = G.T
         return float(value)
