@@ -12,10 +12,13 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from fastcon._kernels._datafit import DatafitBundle
 from fastcon._kernels._spider import SpiderBatches, SpiderParameters, SpiderState
-from fastcon._kernels._transport import TransportParameters, TransportWorkspace, transport_workspace
+from fastcon._kernels._transport import (
+    TransportParameters, TransportScratch, TransportWorkspace, _scratch, project_transport, transport_workspace,
+)
 
 _CHILD = """
 import json
@@ -68,17 +71,36 @@ def test_records_have_named_documented_fields():
                                         "level")
     assert SpiderBatches._fields == ("datafit", "sizes", "perm_a", "perm_b", "rows", "all_rows", "bufs")
     assert TransportParameters._fields == ("alpha", "beta", "tol", "max_newton", "max_sweeps", "cold", "ray", "retry")
-    for cls in (DatafitBundle, SpiderState, SpiderParameters, SpiderBatches, TransportParameters, TransportWorkspace):
+    assert TransportWorkspace._fields == ("work", "idx")
+    for cls in (DatafitBundle, SpiderState, SpiderParameters, SpiderBatches, TransportParameters, TransportWorkspace,
+                TransportScratch):
         assert cls.__doc__ and cls.__module__.startswith("fastcon._kernels.")
 
 
-def test_transport_workspace_fields_are_views_of_the_right_lengths():
+def test_transport_scratch_fields_are_views_of_the_workspace():
     m, n = 3, 5
     ws = transport_workspace(m, n)
-    for i, name in enumerate(ws._fields[:18]):
-        assert getattr(ws, name).shape == ((m,) if i % 2 == 0 else (n,)), name
-    assert all(getattr(ws, name).shape == (m + n,) for name in ("t", "s", "cnt", "prev"))
-    assert ws.idx.shape == (m * n + n,) and ws.idx.dtype == np.uint32
-    # block ascent reuses the CG residual's memory (it never runs inside CG)
-    assert np.shares_memory(ws.prev, ws.ru) and np.shares_memory(ws.prev, ws.rv)
-    assert not np.shares_memory(ws.r, ws.c) and not np.shares_memory(ws.du, ws.gu)
+    sc = _scratch(ws, m, n)
+    assert isinstance(sc, TransportScratch)
+    for i, name in enumerate(sc._fields[:18]):
+        a = getattr(sc, name)
+        assert a.shape == ((m,) if i % 2 == 0 else (n,)) and np.shares_memory(a, ws.work), name
+    assert all(getattr(sc, name).shape == (m + n,) for name in ("t", "s", "cnt", "prev"))
+    assert np.shares_memory(sc.idx, ws.idx)
+    # block ascent reuses the CG residual's memory (it never runs inside CG); nothing else overlaps
+    assert np.shares_memory(sc.prev, sc.ru) and np.shares_memory(sc.prev, sc.rv)
+    halves = [getattr(sc, name) for name in sc._fields[:18]]
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(halves) for b in halves[i + 1:])
+
+
+def test_transport_workspace_check_names_the_field():
+    work, idx = transport_workspace(2, 2)
+    with pytest.raises(ValueError, match="workspace: field idx"):
+        project_transport(np.zeros((2, 2)), workspace=TransportWorkspace(work, idx[:-1]))
+    with pytest.raises(ValueError, match="workspace: field work"):
+        project_transport(np.zeros((2, 2)), workspace=TransportWorkspace(work[:, :3], idx))
+    with pytest.raises(ValueError, match="workspace: expected transport_workspace"):
+        project_transport(np.zeros((2, 2)), workspace=work)
+    # the pair form gives the same projection as the record
+    C = np.random.default_rng(0).uniform(size=(2, 2))
+    assert np.array_equal(project_transport(C, workspace=(work, idx)).P, project_transport(C).P)

@@ -61,9 +61,12 @@ Methods
 
 Sinkhorn scaling and "alternate then clip" schemes do not compute this projection and are not used.
 
-The kernels take their scratch as a `TransportWorkspace` and their scalars as `TransportParameters`,
+The kernels take their scalars as `TransportParameters` and their scratch as `TransportScratch`,
 module-level ``NamedTuple`` records with named fields (numba passes them as flat values, and its
-on-disk cache stores their type by reference to this module).
+on-disk cache stores their type by reference to this module). The caller's `TransportWorkspace`
+holds the two arrays the scratch is cut from, inside the kernel: numba's dispatcher types a record
+argument field by field in Python at every call (about 0.7 µs per array), so handing it 23 views
+instead of 2 arrays made a 3×3 projection cost 25 µs instead of 10.
 """
 from typing import NamedTuple
 
@@ -72,8 +75,8 @@ import numpy as np
 from ._jit import njit
 from ._linalg import JIT
 
-__all__ = ["TransportProjection", "TransportParameters", "TransportWorkspace", "project_transport", "transport_solve",
-           "transport_workspace", "transport_cost_block", "marginal_residual"]
+__all__ = ["TransportProjection", "TransportParameters", "TransportWorkspace", "TransportScratch", "project_transport",
+           "transport_solve", "transport_workspace", "transport_cost_block", "marginal_residual"]
 
 #: Status codes returned by :func:`transport_solve`.
 CONVERGED, MAX_ITER, NONFINITE = 0, 1, 2
@@ -111,8 +114,15 @@ class TransportParameters(NamedTuple):
 
 
 class TransportWorkspace(NamedTuple):
-    r"""Scratch of :func:`transport_solve` for an m×n ``C`` (:func:`transport_workspace`): float64 vectors
-    of length m (``*u``, ``r``, ``deg_r``) or n (``*v``, ``c``, ``deg_c``), views of one block."""
+    r"""The buffers of :func:`transport_solve` for an m×n ``C`` (:func:`transport_workspace`)."""
+
+    work: np.ndarray    #: float64 (12, m + n), C-contiguous: the block `TransportScratch` is cut from
+    idx: np.ndarray     #: uint32 (m n + n,) the pattern, stored row by row (see `_pattern`)
+
+
+class TransportScratch(NamedTuple):
+    r"""The named views of a `TransportWorkspace` the kernels work in (`_scratch`): float64 vectors of
+    length m (``*u``, ``r``, ``deg_r``) or n (``*v``, ``c``, ``deg_c``), rows of ``work`` split at m."""
 
     r: np.ndarray        #: marginals :math:`P\mathbf 1`
     c: np.ndarray        #: marginals :math:`P^\top\mathbf 1`
@@ -137,6 +147,16 @@ class TransportWorkspace(NamedTuple):
     cnt: np.ndarray      #: (m + n,) block-ascent active counts
     prev: np.ndarray     #: (m + n,) block-ascent previous counts; the memory of ``ru, rv`` (ascent runs outside CG)
     idx: np.ndarray      #: uint32 (m n + n,) the pattern, stored row by row (see `_pattern`)
+
+
+@njit(**JIT)
+def _scratch(ws, m, n):
+    """The `TransportScratch` of ``ws`` for an m×n ``C`` (views, nothing copied)."""
+    work = ws.work
+    return TransportScratch(work[0, :m], work[0, m:], work[1, :m], work[1, m:], work[2, :m], work[2, m:],
+                            work[3, :m], work[3, m:], work[4, :m], work[4, m:], work[5, :m], work[5, m:],
+                            work[6, :m], work[6, m:], work[7, :m], work[7, m:], work[8, :m], work[8, m:],
+                            work[9], work[10], work[11], work[5], ws.idx)
 
 
 class LineStart(NamedTuple):
@@ -196,17 +216,17 @@ def _residual(r, c, alpha, beta):
 
 
 @njit(**JIT_SUM)
-def _line_eval(C, prm, u, v, du, dv, ws, count):
+def _line_eval(C, prm, u, v, du, dv, sc, count):
     r""":math:`\theta(u, v)`, :math:`-\varphi'' = \sum_{\Omega} (d_{u,i} + d_{v,j})^2` and whether ``C`` is finite.
 
-    Writes the marginals ``ws.r``, ``ws.c`` and, if ``count``, the degrees ``ws.deg_r``, ``ws.deg_c`` of the
+    Writes the marginals ``sc.r``, ``sc.c`` and, if ``count``, the degrees ``sc.deg_r``, ``sc.deg_c`` of the
     pattern :math:`\Omega(u, v)` (so that the next Newton step only has to store it, see
     `_pattern`; counting makes the pass 30 % dearer at m = 692, so the line search counts only
     at its first trial, the one a Newton step near the solution keeps). The finiteness test rides
     on the pass for free (a memory-bound loop): :math:`\sum_{ij} 0\cdot C_{ij}` is 0 exactly
     when no entry is NaN or infinite.
     """
-    alpha, beta, r, c, deg_r, deg_c = prm.alpha, prm.beta, ws.r, ws.c, ws.deg_r, ws.deg_c
+    alpha, beta, r, c, deg_r, deg_c = prm.alpha, prm.beta, sc.r, sc.c, sc.deg_r, sc.deg_c
     m, n = C.shape
     c[:] = 0.0
     if count:
@@ -263,14 +283,14 @@ def _along(u, du, v, dv, t, ut, vt):
 
 
 @njit(**JIT)
-def _line_search(C, prm, u, v, du, dv, ws, start, rule):
+def _line_search(C, prm, u, v, du, dv, sc, start, rule):
     r"""Exact line search: :math:`t \approx \arg\max_{t \ge 0}\varphi(t) = \theta(u + td_u, v + td_v)`.
 
     :math:`\varphi` is concave and piecewise quadratic; ``start`` (a `LineStart`) holds
     :math:`\varphi(0) =` ``theta``, :math:`\varphi'(0) =` ``slope`` :math:`> 0` and the marginal
     residual ``res`` there, ``rule`` (a `LineRule`) the levels ``q_full`` (``q_first``), ``q``,
     ``armijo`` and ``t_min`` below; ``tol`` is ``prm.tol``; ``r``, ``c``, ``deg_r``, ``deg_c``,
-    ``ut``, ``vt`` are those of ``ws``.
+    ``ut``, ``vt`` are those of ``sc``.
     Each trial costs one pass (value, derivative and curvature together). From :math:`t = 1`:
     a Newton step on :math:`\varphi'` (exact on the current quadratic piece), extrapolating up to 4x
     while no trial has :math:`\varphi' < 0`, then kept inside the bracket (secant, then bisection).
@@ -291,7 +311,7 @@ def _line_search(C, prm, u, v, du, dv, ws, start, rule):
     v + td_v` and ``r``, ``c`` the marginals there; ``deg_r``, ``deg_c`` hold the degrees of the
     first trial's pattern (those of the result when ``passes == 1``).
     """
-    alpha, beta, tol, r, c, ut, vt = prm.alpha, prm.beta, prm.tol, ws.r, ws.c, ws.ut, ws.vt
+    alpha, beta, tol, r, c, ut, vt = prm.alpha, prm.beta, prm.tol, sc.r, sc.c, sc.ut, sc.vt
     theta, slope, res = start.theta, start.slope, start.residual
     q_full, q, armijo, t_min = rule.q_first, rule.q, rule.armijo, rule.t_min
     lo, dlo = 0.0, slope
@@ -303,7 +323,7 @@ def _line_search(C, prm, u, v, du, dv, ws, start, rule):
     met = False
     for _ in range(40):
         _along(u, du, v, dv, t, ut, vt)
-        theta_t, curv, _ = _line_eval(C, prm, ut, vt, du, dv, ws, passes == 0)
+        theta_t, curv, _ = _line_eval(C, prm, ut, vt, du, dv, sc, passes == 0)
         passes += 1
         dphi = _directional(r, c, alpha, beta, du, dv)
         # Close enough to the maximizer: on a quadratic piece |phi'(t)| <= q phi'(0) puts t within
@@ -340,7 +360,7 @@ def _line_search(C, prm, u, v, du, dv, ws, start, rule):
         t = lo
         if t > 0.0:
             _along(u, du, v, dv, t, ut, vt)
-            theta_t, _, _ = _line_eval(C, prm, ut, vt, du, dv, ws, False)
+            theta_t, _, _ = _line_eval(C, prm, ut, vt, du, dv, sc, False)
             passes += 1
         else:
             theta_t = theta
@@ -502,23 +522,23 @@ def transport_workspace(m, n) -> TransportWorkspace:
     m, n : int
         Rows and columns of ``C``.
     """
-    work = np.zeros((12, m + n))
-    halves = [a for k in range(9) for a in (work[k, :m], work[k, m:])]
-    return TransportWorkspace(*halves, work[9], work[10], work[11], work[5], np.empty(m * n + n, dtype=np.uint32))
+    return TransportWorkspace(np.zeros((12, m + n)), np.empty(m * n + n, dtype=np.uint32))
 
 
-def _check_workspace(ws, m, n):
-    """ValueError naming the field unless ``ws`` is a `TransportWorkspace` for an m×n ``C``."""
-    if not isinstance(ws, TransportWorkspace):
-        raise ValueError(f"workspace: expected transport_workspace({m}, {n}), got {type(ws).__name__}")
-    for i, (name, a) in enumerate(zip(ws._fields, ws)):
-        # the first 18 fields alternate rows (m) and columns (n), as `transport_workspace` builds them
-        length = (m if i % 2 == 0 else n) if i < 18 else (m * n + n if name == "idx" else m + n)
-        dtype = np.uint32 if name == "idx" else np.float64
-        if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.shape == (length,) and a.flags.c_contiguous
-                and a.flags.writeable):
-            raise ValueError(f"workspace: field {name} is not that of transport_workspace({m}, {n}) (expected a "
-                             f"writeable contiguous {np.dtype(dtype).name} array of length {length})")
+def _check_workspace(workspace, m, n) -> TransportWorkspace:
+    """``workspace`` (a `TransportWorkspace` or a pair) as a `TransportWorkspace` for an m×n ``C``;
+    ValueError naming the field otherwise."""
+    try:
+        work, idx = workspace
+    except (TypeError, ValueError):
+        raise ValueError(f"workspace: expected transport_workspace({m}, {n}), got {type(workspace).__name__}") from None
+    if not (isinstance(work, np.ndarray) and work.dtype == np.float64 and work.ndim == 2 and work.shape[0] >= 12
+            and work.shape[1] == m + n and work.flags.c_contiguous and work.flags.writeable):
+        raise ValueError(f"workspace: field work is not that of transport_workspace({m}, {n})")
+    if not (isinstance(idx, np.ndarray) and idx.dtype == np.uint32 and idx.shape == (m * n + n,)
+            and idx.flags.writeable):
+        raise ValueError(f"workspace: field idx is not that of transport_workspace({m}, {n})")
+    return workspace if isinstance(workspace, TransportWorkspace) else TransportWorkspace(work, idx)
 
 
 @njit(**JIT_SUM)
@@ -540,15 +560,15 @@ def _cg_budget(deg_r, m, n):
 
 
 @njit(**JIT_SUM)
-def _pcg(ws, eps, rtol, rtol_tight, budget, max_cg):
+def _pcg(sc, eps, rtol, rtol_tight, budget, max_cg):
     r"""Jacobi-preconditioned CG for :math:`(V + \epsilon I)d = g` from ``d = 0``; returns iterations.
 
-    :math:`V` is that of the pattern ``ws.idx`` with degrees ``ws.deg_r``, ``ws.deg_c``; :math:`g` is
-    ``ws.gu, ws.gv``, :math:`d` is written to ``ws.du, ws.dv``. Stops at relative residual
+    :math:`V` is that of the pattern ``sc.idx`` with degrees ``sc.deg_r``, ``sc.deg_c``; :math:`g` is
+    ``sc.gu, sc.gv``, :math:`d` is written to ``sc.du, sc.dv``. Stops at relative residual
     ``rtol_tight``, or at ``rtol`` once ``budget`` iterations are spent, or after ``max_cg``.
     """
-    idx, deg_r, deg_c, gu, gv, du, dv = ws.idx, ws.deg_r, ws.deg_c, ws.gu, ws.gv, ws.du, ws.dv
-    ru, rv, zu, zv, pu, pv, qu, qv = ws.ru, ws.rv, ws.zu, ws.zv, ws.pu, ws.pv, ws.qu, ws.qv
+    idx, deg_r, deg_c, gu, gv, du, dv = sc.idx, sc.deg_r, sc.deg_c, sc.gu, sc.gv, sc.du, sc.dv
+    ru, rv, zu, zv, pu, pv, qu, qv = sc.ru, sc.rv, sc.zu, sc.zv, sc.pu, sc.pv, sc.qu, sc.qv
     m = gu.shape[0]
     n = gv.shape[0]
     du[:] = 0.0
@@ -610,7 +630,7 @@ def transport_solve(C, prm, u, v, wu, wv, out, ws):
     out : float64 (m, n)
         Receives :math:`P`; may be ``C`` itself (C is read for the last time in that pass).
     ws : TransportWorkspace
-        From :func:`transport_workspace`.
+        From :func:`transport_workspace` (``work`` at least 12 × (m + n)).
 
     Returns
     -------
@@ -621,13 +641,14 @@ def transport_solve(C, prm, u, v, wu, wv, out, ws):
     """
     m, n = C.shape
     tol = prm.tol
-    n_newton, n_cg, n_sweeps, n_passes, res = _solve_dual(C, prm, u, v, wu, wv, ws, prm.cold, prm.ray)
+    sc = _scratch(ws, m, n)
+    n_newton, n_cg, n_sweeps, n_passes, res = _solve_dual(C, prm, u, v, wu, wv, sc, prm.cold, prm.ray)
     if np.isnan(res):
         return n_newton, n_cg, n_sweeps, n_passes, res, NONFINITE
     if res > tol and prm.retry and not prm.cold:
         u[:] = 0.0
         v[:] = 0.0
-        a, b, c, d, res = _solve_dual(C, prm, u, v, wu, wv, ws, True, False)
+        a, b, c, d, res = _solve_dual(C, prm, u, v, wu, wv, sc, True, False)
         n_newton += a
         n_cg += b
         n_sweeps += c
@@ -641,21 +662,21 @@ def transport_solve(C, prm, u, v, wu, wv, out, ws):
 
 
 @njit(**JIT)
-def _solve_dual(C, prm, u, v, wu, wv, ws, cold, ray):
+def _solve_dual(C, prm, u, v, wu, wv, sc, cold, ray):
     r"""The dual iterations of `transport_solve` (no write of :math:`P`), with the start rules ``cold``
     and ``ray`` (those of ``prm`` in the first attempt); returns counters and the residual."""
     m, n = C.shape
     alpha, beta, tol, max_newton, max_sweeps = prm.alpha, prm.beta, prm.tol, prm.max_newton, prm.max_sweeps
-    r, c, deg_r, deg_c, gu, gv, du, dv = ws.r, ws.c, ws.deg_r, ws.deg_c, ws.gu, ws.gv, ws.du, ws.dv
-    ut, vt, idx = ws.ut, ws.vt, ws.idx
-    t, s, cnt, prev = ws.t, ws.s, ws.cnt, ws.prev
+    r, c, deg_r, deg_c, gu, gv, du, dv = sc.r, sc.c, sc.deg_r, sc.deg_c, sc.gu, sc.gv, sc.du, sc.dv
+    ut, vt, idx = sc.ut, sc.vt, sc.idx
+    t, s, cnt, prev = sc.t, sc.s, sc.cnt, sc.prev
     n_newton = 0
     n_cg = 0
     n_sweeps = 0
     n_passes = 1
     if cold:
         # Input check first: the sweep's row and column equations divide by active counts.
-        if not _line_eval(C, prm, u, v, wu, wv, ws, False)[2]:
+        if not _line_eval(C, prm, u, v, wu, wv, sc, False)[2]:
             return n_newton, n_cg, n_sweeps, n_passes, np.nan
         n_passes += 1
         _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev)
@@ -663,7 +684,7 @@ def _solve_dual(C, prm, u, v, wu, wv, ws, cold, ray):
     # The start's value and marginals, the input check and the curvature along the ray at the
     # start, in one pass: the Newton estimate slope / curvature of the best multiple of the ray
     # decides whether it is worth a line search before any pass is spent on it.
-    theta, curv, finite = _line_eval(C, prm, u, v, wu, wv, ws, True)
+    theta, curv, finite = _line_eval(C, prm, u, v, wu, wv, sc, True)
     if not finite:
         return n_newton, n_cg, n_sweeps, n_passes, np.nan
     counted = True  # deg_r, deg_c hold the degrees of the pattern at (u, v)
@@ -674,7 +695,7 @@ def _solve_dual(C, prm, u, v, wu, wv, ws, cold, ray):
         if slope > 0.0 and slope >= RAY_MIN * curv:
             gu[:] = r  # the start's marginals, restored if the ray is given up
             gv[:] = c
-            step, theta_t, passes = _line_search(C, prm, u, v, wu, wv, ws, LineStart(theta, slope, res),
+            step, theta_t, passes = _line_search(C, prm, u, v, wu, wv, sc, LineStart(theta, slope, res),
                                                  LineRule(Q_RAY, Q_RAY, False, RAY_MIN))
             n_passes += passes
             counted = step > 0.0 and passes == 1
@@ -698,11 +719,11 @@ def _solve_dual(C, prm, u, v, wu, wv, ws, cold, ray):
         # definite (shift invariance, empty rows and columns); a large one would turn the
         # direction into a gradient step.
         eps = 1e-2 * min(1.0, rel)
-        n_cg += _pcg(ws, eps, min(0.1, np.sqrt(rel)), min(0.1, 0.01 * rel), _cg_budget(deg_r, m, n), 500)
+        n_cg += _pcg(sc, eps, min(0.1, np.sqrt(rel)), min(0.1, 0.01 * rel), _cg_budget(deg_r, m, n), 500)
         slope = _dot(gu, gv, du, dv)
         step = 0.0
         if slope > 0.0:
-            step, theta_t, passes = _line_search(C, prm, u, v, du, dv, ws, LineStart(theta, slope, res),
+            step, theta_t, passes = _line_search(C, prm, u, v, du, dv, sc, LineStart(theta, slope, res),
                                                  LineRule(Q_FULL, Q_NEWTON, True, 0.0))
             n_passes += passes
         if step > 0.0:
@@ -770,7 +791,8 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
     out : float64 (m, n) array, optional
         Receives P (may be ``C`` itself when C is float64 C-contiguous).
     workspace : TransportWorkspace, optional
-        From :func:`transport_workspace` (reused to avoid allocating ``4 m n`` bytes per call).
+        From :func:`transport_workspace` (reused to avoid allocating ``4 m n`` bytes per call); a pair
+        ``(work, idx)`` of such arrays is accepted too.
     method : {"newton", "block"}
         ``"block"`` skips Newton (block-coordinate ascent only).
     direction : pair of arrays (m,), (n,), optional
@@ -809,10 +831,7 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
     elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (m, n)
               and out.flags.writeable):
         raise ValueError(f"out: expected a writeable float64 array of shape ({m}, {n})")
-    if workspace is None:
-        workspace = transport_workspace(m, n)
-    else:
-        _check_workspace(workspace, m, n)
+    workspace = transport_workspace(m, n) if workspace is None else _check_workspace(workspace, m, n)
     prm = TransportParameters(alpha, beta, tol * max(alpha, beta), max_newton if method == "newton" else 0, max_sweeps,
                               cold, direction is not None, bool(retry))
     it, n_cg, sweeps, passes, res, status = transport_solve(C, prm, u, v, wu, wv, out, workspace)
