@@ -54,6 +54,8 @@ from ..problems import BlockTerm, ProximalTerm, ShiftedTerm
 from ..problems import ClassPairwiseRisk, MarginRisk
 from ._common import PassMeter, start_point
 from ._schedules import Schedule, inverse_sqrt
+from ._step_rules import NormalizedStep
+from ._switching_core import FusedOracle, switching_loop
 from ._validation import check_count, check_real, check_schedule
 
 __all__ = ["check_feasibility", "FeasibilityResult"]
@@ -231,9 +233,13 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
     history = History(record_every)
     meter = PassMeter(problem)
     t0 = time.perf_counter()
-    status, k, stationary = "undecided", 0, False
-    for k in range(K):
-        g_k, _ = problem.g_and_subgradient(x, s)
+    status, stationary = "undecided", False
+    steps = NormalizedStep(lengths, target=tol)
+
+    def before_step(state):
+        # The lower bounds of the module docstring, then the stop tests; the core takes the step.
+        nonlocal agg_s, agg_a, agg_w, best_g, best_k, lower, bound_source, status, stationary
+        k, g_k = state.t, state.constraint
         if g_k < best_g:
             best_x[:], best_g, best_k = x, g_k, k
         norm = float(np.linalg.norm(s))
@@ -253,8 +259,8 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
         elif norm == 0.0:
             stationary = True  # no direction to follow; certified only for a convex g
         else:
-            step = (g_k - tol) / norm if polyak else float(lengths[k])
-            a = step / norm  # x_{k+1} = proj(x_k - a s_k)
+            step = steps.step_length(k, g_k, norm)
+            a = step / norm  # x_{k+1} = proj(x_k - a s_k), the step the core takes
             if use_bounds and a > 0.0:
                 if k >= 1 and (k + 1) & k == 0:  # k + 1 a power of two: a new window of cuts
                     agg_s[:] = 0.0
@@ -271,10 +277,13 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
         if history.due(k) or last:
             history.record(k, force=True, time=time.perf_counter() - t0, constraint=g_k, min_violation=best_g,
                            lower_bound=lower, step_length=step)
-        if last:
-            break
-        x -= a * s
-        problem.project_inplace(x)
+        return "stop" if last else None
+
+    # Every step is on g (levels -inf), of length lambda_k along s_k / ||s_k||.
+    run = switching_loop(x, FusedOracle(problem.g_and_subgradient, None, s), np.full(K, -math.inf), K,
+                         objective_rule=None, constraint_rule=steps, project=problem.project_inplace,
+                         before_step=before_step, constraint_buffer=s)
+    k = run.n_iter - 1
 
     counters = meter.counters()
     n_iter = k + 1
