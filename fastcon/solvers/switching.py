@@ -34,20 +34,17 @@ import math
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import History, SolveResult
+from .._results import SolveResult
 from ._output import BestIterate, RandomIterate, WeightedAverage
 from ._common import (
-    average_weight_values, check_choice, constraint_rows, default_record_every, describe_seed,
-    make_objective_oracle, no_feasible_message, PassMeter, RowSampler, start_point, stationarity_certificate,
-    seeded_streams,
+    average_weight_values, check_choice, constraint_rows, describe_seed, make_objective_oracle, no_feasible_message,
+    RowSampler, start_point, stationarity_certificate, seeded_streams,
 )
+from ._run import SolverRun
 from ._schedules import as_schedule, inverse_sqrt
 from ._step_rules import ScheduleStep
 from ._switching_core import FusedOracle, switching_loop
-from ._validation import (
-    check_callback, check_count, check_optional_count, check_optional_real, check_schedule, check_seed,
-)
+from ._validation import check_count, check_optional_count, check_optional_real, check_schedule
 
 __all__ = ["switching_subgradient", "switching_theory_parameters", "check_certificate"]
 
@@ -157,7 +154,7 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         See `fastcon._progress.Progress`.
     record_stationarity_every : int, optional
         Also record ``stationarity`` :math:`\|\hat x_{\hat\rho}(x_t) - x_t\|` (Definition 3.2, via
-        `fastcon.metrics.near_stationarity`) every this many iterations; needs
+        `fastcon.solvers.near_stationarity`) every this many iterations; needs
         ``stationarity_rho_hat``.
     stationarity_rho_hat : float, optional
         :math:`\hat\rho > 0` of the recorded near-stationarity measure.
@@ -195,17 +192,16 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
     check_choice("objective_oracle", objective_oracle, _ORACLES)
     check_choice("constraint_oracle", constraint_oracle, _ORACLES)
     check_choice("output", output, _OUTPUTS)
-    T = check_count("max_iter", max_iter)
+    run = SolverRun("switching_subgradient", max_iter, record_every=record_every, callback=callback,
+                    verbose=verbose, seed=seed)
+    T = run.max_iter
     S = check_count("start_index", start_index, 0)
     if S >= T:
         raise ValueError(f"start_index: must be below max_iter = {T} (no t >= S = {S} would enter I), got {S}")
-    check_optional_count("record_every", record_every)
     check_optional_count("record_stationarity_every", record_stationarity_every)
     check_optional_real("stationarity_rho_hat", stationarity_rho_hat, positive=True)
     check_optional_count("objective_batch_size", objective_batch_size)
     check_optional_count("constraint_batch_size", constraint_batch_size)
-    check_seed("seed", seed)
-    check_callback("callback", callback)
     if record_stationarity_every is not None and stationarity_rho_hat is None:
         raise ValueError("stationarity_rho_hat: needed when record_stationarity_every is set")
     if strongly_convex_constraint:
@@ -229,66 +225,55 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
     reuse_f = objective_oracle == "deterministic" and rec is problem
     reuse_g = constraint_oracle == "deterministic" and rec is problem
     f_grad, g_grad = np.empty(problem.dim), np.empty(problem.dim)
-    if record_every is None:
-        # A record reads f on constraint steps (always, unless reused) and g unless reused; an
-        # iteration reads at least the constraint's rows (or the objective's without a constraint).
-        n_cons = len(problem.constraints)
-        it_rows = (constraint_rows(problem) if constraint_oracle == "deterministic"
-                   else n_cons * int(constraint_batch_size or 1))
-        if n_cons == 0:
-            it_rows = problem.n_samples_f if objective_oracle == "deterministic" else int(objective_batch_size or 1)
-        record_every = default_record_every(T, rec.n_samples_f + (0 if reuse_g else constraint_rows(rec)), it_rows)
+    # For record_every=None: a record reads f on constraint steps (always, unless reused) and g unless
+    # reused; an iteration reads at least the constraint's rows (or the objective's without a constraint).
+    n_cons = len(problem.constraints)
+    it_rows = (constraint_rows(problem) if constraint_oracle == "deterministic"
+               else n_cons * int(constraint_batch_size or 1))
+    if n_cons == 0:
+        it_rows = problem.n_samples_f if objective_oracle == "deterministic" else int(objective_batch_size or 1)
+    run.start(problem, record_rows=rec.n_samples_f + (0 if reuse_g else constraint_rows(rec)), iteration_rows=it_rows)
+    meter = run.meter
 
     sampler = RandomIterate(problem.dim, rng_out)
     rule = {"random": sampler, "best": BestIterate(problem.dim), "average": WeightedAverage(problem.dim),
             "last": None}[output]
-    history = History(record_every)
-    meter = PassMeter(problem)
-    in_I_count, last_in_I = [0], [False]
+    in_I_count = 0
     info_cb = {}
 
     def before_step(state):
+        nonlocal in_I_count
         t, kind, g_t, f_t = state.t, state.kind, state.constraint, state.objective
         in_I = kind == "f" and t >= S
         candidate = in_I or (strongly_convex_constraint and t >= S)
-        in_I_count[0] += in_I
+        in_I_count += in_I
         if candidate:
             sampler.offer(t, x, eta[t])
             if output == "average":
                 rule.offer(t, x, weights[t])
         stat_due = record_stationarity_every is not None and t % record_stationarity_every == 0
-        if history.due(t) or t == T - 1 or stat_due:
+        if run.due(t) or stat_due:
             with meter:
                 if not (reuse_f and kind == "f"):
                     f_t = rec.f(x)
                 g_rec = g_t if reuse_g else rec.g(x)[0]
                 extra = {"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat, seed)} if stat_due else {}
-            pf, pg = meter.passes()
-            history.record(t, force=True, time=meter.elapsed(), objective=f_t, constraint=g_rec,
-                           max_violation=max(0.0, g_rec), step_kind=kind, step_size=eta[t],
-                           tolerance=eps[t], data_passes_f=pf, data_passes_g=pg, **extra)
+            run.record(t, force=True, objective=f_t, constraint=g_rec, max_violation=max(0.0, g_rec), step_kind=kind,
+                       step_size=eta[t], tolerance=eps[t], extra=extra)
             if output == "best" and candidate:
                 rule.offer(t, x, f_t)
-        last_in_I[0] = in_I
-
-    progress = Progress(T, verbose, desc="switching")
+        if callback is not None:
+            info_cb.update(constraint=g_t, step_kind=kind, step_size=eta[t], tolerance=eps[t], in_I=in_I)
 
     def after_step(state):
-        if progress.active:
-            progress.update(state.t, g=state.constraint)
-        if callback is not None:
-            info_cb.update(constraint=state.constraint, step_kind=state.kind, step_size=eta[state.t],
-                           tolerance=eps[state.t], in_I=last_in_I[0])
-            if callback(state.t, x, info_cb):
-                return "callback_stop"
+        return "callback_stop" if run.tick(state.t, x, info_cb, g=state.constraint) else None
 
     steps = ScheduleStep(eta)
-    run = switching_loop(x, FusedOracle(eval_g, eval_f, g_grad), eps, T, objective_rule=steps,
-                         constraint_rule=steps, project=problem.project_inplace, before_step=before_step,
-                         after_step=after_step, objective_buffer=f_grad, constraint_buffer=g_grad)
-    progress.close()
-    status = "callback_stop" if run.stop == "callback_stop" else "max_iter"
-    stop_t, n_in_I, best_g = run.n_iter - 1, in_I_count[0], run.best_constraint
+    with run:
+        loop = switching_loop(x, FusedOracle(eval_g, eval_f, g_grad), eps, T, objective_rule=steps,
+                              constraint_rule=steps, project=problem.project_inplace, before_step=before_step,
+                              after_step=after_step, objective_buffer=f_grad, constraint_buffer=g_grad)
+    stop_t, n_in_I, best_g = loop.n_iter - 1, in_I_count, loop.best_constraint
 
     info = {"tau": -1, "start_index": S, "nearly_feasible": n_in_I, "output": output,
             "step_size": repr(as_schedule(step_size)), "tolerance": repr(as_schedule(tolerance)),
@@ -300,8 +285,8 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
     # The status counts I itself, never the output rule's state: a rule can hold no candidate while I
     # is non-empty ("best" when no t in I was recorded), and I can be empty while the strongly convex
     # rule has candidates.
-    if n_in_I == 0 and status == "max_iter":
-        status = "no_feasible_iterate"
+    if n_in_I == 0 and run.status == "max_iter":
+        run.status = "no_feasible_iterate"
         message = (f"ran {stop_t + 1} iterations; I is empty (g(x_t) > eps_t for every t >= S = {S}). "
                    + no_feasible_message(best_g, float(np.max(eps[S:]))))
     if output == "last":
@@ -316,13 +301,11 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
     x_out = np.array(x_out)
     with meter:
         objective, violation = problem.f(x_out), problem.max_violation(x_out)
-    counters = meter.counters()
-    counters.add("objective_steps", run.objective_steps)
-    counters.add("constraint_steps", run.constraint_steps)
-    counters.add("nearly_feasible", n_in_I)
-    return SolveResult(x_out, status, message, n_iter=stop_t + 1, objective=objective,
-                       max_violation=violation, history=history, counters=counters, info=info,
-                       solver="switching_subgradient")
+    run.counters.add("objective_steps", loop.objective_steps)
+    run.counters.add("constraint_steps", loop.constraint_steps)
+    run.counters.add("nearly_feasible", n_in_I)
+    return run.finish(x_out, objective=objective, max_violation=violation, message=message, n_iter=loop.n_iter,
+                      info=info)
 
 
 # ---------------------------------------------------------------------------- theory
