@@ -40,13 +40,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import Counters, History, SolveResult
+from .._results import Counters, SolveResult
 from ..problems._protocol import require_capabilities
 from ._common import check_choice
+from ._run import SolverRun
 from ._step_rules import LevelStep, PolyakStep
 from ._switching_core import switching_loop
-from ._validation import check_callback, check_count, check_optional_count, check_real, check_schedule
+from ._validation import check_count, check_real, check_schedule
 
 __all__ = ["idca", "idca_theory_parameters", "IDCATheory", "check_dc_problem"]
 
@@ -211,7 +211,9 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
     """
     check_dc_problem(problem)
     check_choice("output", output, _OUTPUTS)
-    K = check_count("outer_iter", outer_iter)
+    run = SolverRun("idca", outer_iter, record_every=record_every, callback=callback, verbose=verbose,
+                    count_name="outer_iter")
+    K = run.max_iter
     eps = check_schedule("tolerance", tolerance, K, positive=True, count="outer_iter")
     if callable(inner_iter):
         T = [check_count(f"inner_iter({k})", inner_iter(k)) for k in range(K)]
@@ -220,16 +222,14 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
     mu = check_real("prox", prox)
     feas_tol = float(eps.max()) if feasibility_tolerance is None else check_real("feasibility_tolerance",
                                                                                  feasibility_tolerance)
-    every = check_optional_count("record_every", record_every) or 1
-    check_callback("callback", callback)
     x = _start(problem, x0)
 
     grad = np.empty(problem.dim)
     sub = np.empty(problem.dim)
-    history = History(every)
-    counters = Counters(getattr(problem, "n_samples", 0), getattr(problem, "n_samples", 0))
+    run.start(default_every=1, counters=Counters(getattr(problem, "n_samples", 0), getattr(problem, "n_samples", 0)))
+    history = run.history
     inner_total = n_obj = n_con = 0
-    status, message = "max_iter", ""
+    message = ""
     best = (math.inf, None, -1)
 
     def evaluate(point):
@@ -241,7 +241,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
     if fmax <= feas_tol:
         best = (f0, x.copy(), 0)
     k_done = 0
-    with Progress(K, verbose, desc="idca") as progress:
+    with run:
         for k in range(K):
             lin_values, lin_jacobian = problem.minus_linearization(x)
             out = _switching_polyak_inner(problem, x, np.asarray(lin_values, dtype=np.float64),
@@ -251,7 +251,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
             n_obj += out.objective_steps
             n_con += out.constraint_steps
             if out.x is None:
-                status = "stalled_infeasible" if out.stalled else "no_feasible_iterate"
+                run.status = "stalled_infeasible" if out.stalled else "no_feasible_iterate"
                 message = (f"outer step {k}: no inner iterate met g(v) <= tolerance = {eps[k]:.3g} (smallest "
                            f"g seen {out.best_constraint:.3g}); the start of the step was not tolerance-feasible")
                 break
@@ -262,15 +262,13 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
                 best = (f0, x.copy(), k_done)
             history.record(k_done, force=(k_done == K), inner_iterations=inner_total, objective=f0,
                            max_violation=max(0.0, fmax), constraint=fmax, tolerance=float(eps[k]))
-            progress.update(k, objective=f0, violation=max(0.0, fmax))
             if out.stalled:
-                status = "stalled_infeasible"
+                run.status = "stalled_infeasible"
                 message = (f"outer step {k}: a violated constraint of the subproblem has a zero subgradient "
                            f"(an infeasible stationary point of the linearised constraints)")
                 break
-            if callback is not None and callback(k, x, {"objective": f0, "max_violation": max(0.0, fmax),
-                                                         "inner_iterations": inner_total}):
-                status = "callback_stop"
+            if run.tick(k, x, {"objective": f0, "max_violation": max(0.0, fmax), "inner_iterations": inner_total},
+                        objective=f0, violation=max(0.0, fmax)):
                 break
     history.record(k_done, force=True, inner_iterations=inner_total, objective=f0, max_violation=max(0.0, fmax),
                    constraint=fmax, tolerance=float(eps[min(k_done, K - 1)]))
@@ -279,19 +277,18 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
         x = best[1]
         index = best[2]
         f0, fmax = evaluate(x)
-    if status == "max_iter" and fmax > feas_tol:
-        status = "no_feasible_iterate"
+    if run.status == "max_iter" and fmax > feas_tol:
+        run.status = "no_feasible_iterate"
         message = (f"the output violates the constraints by {fmax:.3g} > feasibility_tolerance = {feas_tol:.3g}")
-    counters.add("inner_iterations", inner_total)
-    counters.add("objective_steps", n_obj)
-    counters.add("constraint_steps", n_con)
+    run.counters.add("inner_iterations", inner_total)
+    run.counters.add("objective_steps", n_obj)
+    run.counters.add("constraint_steps", n_con)
     for name in ("rows_f", "rows_g"):
         if hasattr(problem, name):
-            counters.values[name] = int(getattr(problem, name))
+            run.counters.values[name] = int(getattr(problem, name))
     info = {"outer_iter": K, "inner_iter": T[0] if len(set(T)) == 1 else list(T), "tolerance": eps.tolist(),
             "prox": mu, "output": output, "output_index": index, "feasibility_tolerance": feas_tol}
-    return SolveResult(x, status, message, n_iter=k_done, objective=f0, max_violation=max(0.0, fmax),
-                       history=history, counters=counters, info=info, solver="idca")
+    return run.finish(x, objective=f0, max_violation=max(0.0, fmax), message=message, n_iter=k_done, info=info)
 
 
 @dataclass(frozen=True)

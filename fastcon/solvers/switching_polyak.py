@@ -21,12 +21,12 @@ import math
 
 import numpy as np
 
-from .._progress import Progress
-from .._results import Counters, History, SolveResult
+from .._results import SolveResult
 from ._common import check_choice
 from ._step_rules import LevelStep, PolyakStep
 from ._switching_core import switching_loop
-from ._validation import check_callback, check_count, check_optional_count, check_schedule
+from ._run import SolverRun
+from ._validation import check_schedule
 from .idca import DCOracle, _start, check_dc_problem
 
 __all__ = ["switching_polyak"]
@@ -71,55 +71,49 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, tolerance=1e-3, output=
     check_dc_problem(problem, ("objective_value", "objective_value_and_gradient", "constraint_values",
                                "constraint_subgradient"), "switching_polyak")
     check_choice("output", output, _OUTPUTS)
-    T = check_count("max_iter", max_iter)
+    run = SolverRun("switching_polyak", max_iter, record_every=record_every, callback=callback, verbose=verbose)
+    T = run.max_iter
     eps = check_schedule("tolerance", tolerance, T, positive=True)
-    every = check_optional_count("record_every", record_every) or max(1, math.ceil(T / 100))
-    check_callback("callback", callback)
     x = _start(problem, x0)
-    history = History(every)
-    best = {"f0": math.inf, "x": None, "tau": -1}
+    run.start(default_every=max(1, math.ceil(T / 100)))
+    best_f0, best_x, tau = math.inf, None, -1
 
     def before_step(state):
+        nonlocal best_f0, best_x, tau
         t, fmax = state.t, state.constraint
         if state.kind == "f":
-            if state.objective < best["f0"]:
-                best.update(f0=state.objective, x=x.copy(), tau=t)
-            if history.due(t) or t == T - 1:
-                history.record(t, force=True, objective=state.objective, constraint=fmax,
-                               max_violation=max(0.0, fmax), step_kind="f", tolerance=float(eps[t]))
-        elif history.due(t) or t == T - 1:
-            history.record(t, force=True, objective=problem.objective_value(x), constraint=fmax,
-                           max_violation=fmax, step_kind="g", tolerance=float(eps[t]))
+            if state.objective < best_f0:
+                best_f0, best_x, tau = state.objective, x.copy(), t
+            if run.due(t):
+                run.record(t, force=True, objective=state.objective, constraint=fmax, max_violation=max(0.0, fmax),
+                           step_kind="f", tolerance=float(eps[t]))
+        elif run.due(t):
+            run.record(t, force=True, objective=problem.objective_value(x), constraint=fmax, max_violation=fmax,
+                       step_kind="g", tolerance=float(eps[t]))
 
-    with Progress(T, verbose, desc="switching_polyak") as progress:
-        def after_step(state):
-            progress.update(state.t, constraint=state.constraint)
-            if callback is not None and callback(state.t, x, {"constraint": state.constraint,
-                                                              "tolerance": float(eps[state.t])}):
-                return "callback_stop"
+    def after_step(state):
+        info = {"constraint": state.constraint, "tolerance": float(eps[state.t])}
+        return "callback_stop" if run.tick(state.t, x, info, constraint=state.constraint) else None
 
-        run = switching_loop(x, DCOracle(problem), eps, T, objective_rule=LevelStep(), constraint_rule=PolyakStep(),
-                             before_step=before_step, after_step=after_step)
-    status, message = "max_iter", ""
-    if run.stop == "callback_stop":
-        status = "callback_stop"
-    elif run.stop == "zero_constraint_direction":
-        status = "stalled_infeasible"
-        message = (f"iteration {run.last.t}: constraint {run.last.index} is violated by {run.last.constraint:.3g} "
+    with run:
+        loop = switching_loop(x, DCOracle(problem), eps, T, objective_rule=LevelStep(), constraint_rule=PolyakStep(),
+                              before_step=before_step, after_step=after_step)
+    message = ""
+    if loop.stop == "zero_constraint_direction":
+        run.status = "stalled_infeasible"
+        message = (f"iteration {loop.last.t}: constraint {loop.last.index} is violated by {loop.last.constraint:.3g} "
                    "and its subgradient is zero (an infeasible stationary point)")
-    best_x, tau, best_g = best["x"], best["tau"], run.best_constraint
+    best_g = loop.best_constraint
     if best_x is None:
-        if status == "max_iter":
-            status = "no_feasible_iterate"
+        if run.status == "max_iter":
+            run.status = "no_feasible_iterate"
             message = f"no iterate met f(x_t) <= tolerance; the smallest f(x_t) seen was {best_g:.3g}"
     elif output == "best":
         x = best_x
     f0 = problem.objective_value(x)
     values = problem.constraint_values(x)
     fmax = float(np.max(values, initial=-math.inf))
-    counters = Counters()
-    counters.add("objective_steps", run.objective_steps)
-    counters.add("constraint_steps", run.constraint_steps)
+    run.counters.add("objective_steps", loop.objective_steps)
+    run.counters.add("constraint_steps", loop.constraint_steps)
     info = {"max_iter": T, "output": output, "tau": tau, "best_constraint": best_g}
-    return SolveResult(x, status, message, n_iter=run.n_iter, objective=f0, max_violation=max(0.0, fmax),
-                       history=history, counters=counters, info=info, solver="switching_polyak")
+    return run.finish(x, objective=f0, max_violation=max(0.0, fmax), message=message, n_iter=loop.n_iter, info=info)
