@@ -179,3 +179,22 @@ def test_finish_closes_progress_and_uses_the_given_history():
     assert not run.progress.active
     assert (res.solver, res.n_iter, res.objective, res.info) == ("s[x]", 2, 1.5, {"a": 1})
     assert res.history["iteration"].tolist() == [0, 1]
+
+
+def test_callable_progress_values_are_evaluated_only_when_shown(capsys):
+    calls = []
+
+    def value():
+        calls.append(1)
+        return 2.0
+
+    silent = SolverRun("s", 3).start()
+    for t in range(3):
+        silent.tick(t, None, value=value)
+    assert calls == []
+    shown = SolverRun("s", 3, verbose="lines").start()
+    for t in range(3):
+        shown.tick(t, None, value=value)
+    shown.close()
+    assert len(calls) == 3
+    assert "value=2" in capsys.readouterr().err

@@ -194,12 +194,15 @@ class SolverRun:
     def tick(self, t, x, info=None, **progress_values) -> bool:
         """End iteration ``t``: update the progress display, then call ``callback(t, x, info)``.
 
-        Returns True when the callback asks to stop; the status becomes ``"callback_stop"`` unless
-        the solver already set another one (a convergence test met in the same iteration).
+        A progress value may be a callable of no argument, called only when the display is active
+        (a silent run's loop then does not compute it). Returns True when the callback asks to stop;
+        the status becomes ``"callback_stop"`` unless the solver already set another one (a
+        convergence test met in the same iteration).
         """
         self.n_iter = t + 1
         if self.progress.active:
-            self.progress.update(t, **progress_values)
+            self.progress.update(t, **{key: value() if callable(value) else value
+                                       for key, value in progress_values.items()})
         if self.callback is not None and self.callback(t, x, {} if info is None else info):
             if self.status == "max_iter":
                 self.status = "callback_stop"

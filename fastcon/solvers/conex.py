@@ -210,7 +210,7 @@ def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0,
                 avg_x.offer(t, x, gamma[t])
                 avg_y.offer(t, y, gamma[t])
             info_cb.update(constraint=g_t, y=y)
-            if run.tick(t, x, info_cb, g=float(g_cur.max()), y=float(y.max())):
+            if run.tick(t, x, info_cb, g=lambda: float(g_cur.max()), y=lambda: float(y.max())):
                 break
 
     if output == "average" and not avg_x.empty:

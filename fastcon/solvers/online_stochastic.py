@@ -189,7 +189,7 @@ def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=
             queues += theta
             queues += linear
             np.maximum(queues, 0.0, out=queues)
-            if run.tick(k, z, info_cb, queue=float(queues.max(initial=0.0))):
+            if run.tick(k, z, info_cb, queue=lambda: float(queues.max(initial=0.0))):
                 break
 
     x_out = average.x
