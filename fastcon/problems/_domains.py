@@ -228,48 +228,16 @@ class Whole(Domain):
         return x
 
     def support(self, y) -> float:
-        r""":math:`\sigma(y) = 0` at :math:`y = 0`, else :math:`+\infty` (see `Domain.support`).
-
-        Parameters
-        ----------
-        y : ndarray
-            The direction.
-
-        Returns
-        -------
-        float
-        """
+        r""":math:`\sigma(y) = 0` at :math:`y = 0`, else :math:`+\infty` (see `Domain.support`)."""
         y = np.asarray(y, dtype=np.float64)
         return 0.0 if not np.any(y) else math.inf
 
     def normal_cone_distance(self, x, v) -> float:
-        r""":math:`\|v\|`: the normal cone is :math:`\{0\}` (see `Domain.normal_cone_distance`).
-
-        Parameters
-        ----------
-        x : ndarray
-            The point.
-        v : ndarray
-            The vector measured.
-
-        Returns
-        -------
-        float
-        """
+        r""":math:`\|v\|`: the normal cone is :math:`\{0\}` (see `Domain.normal_cone_distance`)."""
         return float(np.linalg.norm(v))
 
     def bounds(self, dim):
-        """None: no coordinate is bounded (see `Domain.bounds`).
-
-        Parameters
-        ----------
-        dim : int
-            Dimension of the variable.
-
-        Returns
-        -------
-        None
-        """
+        """None: no coordinate is bounded (see `Domain.bounds`)."""
         return None
 
     def __repr__(self):
@@ -304,17 +272,7 @@ class Ball(Domain):
         return x
 
     def support(self, y) -> float:
-        r""":math:`\sigma(y) = \langle y, c\rangle + r\|y\|` (see `Domain.support`).
-
-        Parameters
-        ----------
-        y : ndarray
-            The direction.
-
-        Returns
-        -------
-        float
-        """
+        r""":math:`\sigma(y) = \langle y, c\rangle + r\|y\|` (see `Domain.support`)."""
         y = np.asarray(y, dtype=np.float64)
         value = self.radius * float(np.linalg.norm(y))
         return value + (float(y @ self.center) if self.center is not None else 0.0)
@@ -323,33 +281,11 @@ class Ball(Domain):
         r"""On the sphere :math:`-\mathcal N(x) = \{-t(x - c) : t \ge 0\}`, so the distance is
         :math:`\|v + t^*(x - c)\|`, :math:`t^* = \max(0, -v^\top(x - c)/\|x - c\|^2)`; inside,
         :math:`\|v\|` (see `Domain.normal_cone_distance`).
-
-        Parameters
-        ----------
-        x : ndarray
-            A point of the ball.
-        v : ndarray
-            The vector measured.
-
-        Returns
-        -------
-        float
         """
         return _ball_dist(x if self.center is None else x - self.center, self.radius, v)
 
     def box_and_balls(self, dim):
-        """No bound and the ball itself on every coordinate (see `Domain.box_and_balls`).
-
-        Parameters
-        ----------
-        dim : int
-            Dimension of the variable.
-
-        Returns
-        -------
-        lower, upper : ndarray
-        balls : list of (slice, ndarray or None, float)
-        """
+        """No bound and the ball itself on every coordinate (see `Domain.box_and_balls`)."""
         return np.full(dim, -np.inf), np.full(dim, np.inf), [(slice(0, dim), self.center, self.radius)]
 
     def __repr__(self):
@@ -383,15 +319,6 @@ class ProductOfBalls(Domain):
     def support(self, y) -> float:
         r""":math:`\sigma(y) = \sum_k r_k \|y_{[o_k, o_{k+1})}\|` (an infinite radius gives
         :math:`+\infty` unless its block of :math:`y` is 0; see `Domain.support`).
-
-        Parameters
-        ----------
-        y : ndarray
-            The direction.
-
-        Returns
-        -------
-        float
         """
         y = np.asarray(y, dtype=np.float64)
         return _balls_support([y[self.offsets[k]:self.offsets[k + 1]] for k in range(self.radii.size)], self.radii)
@@ -399,17 +326,6 @@ class ProductOfBalls(Domain):
     def normal_cone_distance(self, x, v) -> float:
         r""":math:`\big(\sum_k \operatorname{Dist}_k^2\big)^{1/2}` over the blocks, each that of `Ball`
         (see `Domain.normal_cone_distance`).
-
-        Parameters
-        ----------
-        x : ndarray
-            A point of the domain.
-        v : ndarray
-            The vector measured.
-
-        Returns
-        -------
-        float
         """
         sq = 0.0
         for k in range(self.radii.size):
@@ -418,18 +334,7 @@ class ProductOfBalls(Domain):
         return float(np.sqrt(sq))
 
     def box_and_balls(self, dim):
-        """No bound and one ball around 0 per block (see `Domain.box_and_balls`).
-
-        Parameters
-        ----------
-        dim : int
-            Dimension of the variable.
-
-        Returns
-        -------
-        lower, upper : ndarray
-        balls : list of (slice, ndarray or None, float)
-        """
+        """No bound and one ball around 0 per block (see `Domain.box_and_balls`)."""
         balls = [(slice(int(self.offsets[k]), int(self.offsets[k + 1])), None, float(r))
                  for k, r in enumerate(self.radii)]
         return np.full(dim, -np.inf), np.full(dim, np.inf), balls
@@ -475,34 +380,13 @@ class ColumnBalls(Domain):
         return x
 
     def support(self, y) -> float:
-        r""":math:`\sigma(y) = \sum_k r_k \|y_{k::m}\|` (see `ProductOfBalls.support`).
-
-        Parameters
-        ----------
-        y : ndarray
-            The direction.
-
-        Returns
-        -------
-        float
-        """
+        r""":math:`\sigma(y) = \sum_k r_k \|y_{k::m}\|` (see `ProductOfBalls.support`)."""
         y = np.asarray(y, dtype=np.float64)
         return _balls_support([y[s] for s in self.columns(y.size)], self.radii)
 
     def normal_cone_distance(self, x, v) -> float:
         r"""The distance of `ProductOfBalls` on the interleaved blocks ``x[k::m]``
         (see `Domain.normal_cone_distance`).
-
-        Parameters
-        ----------
-        x : ndarray
-            A point of the domain.
-        v : ndarray
-            The vector measured.
-
-        Returns
-        -------
-        float
         """
         sq = 0.0
         for k, s in enumerate(self.columns(x.shape[0])):
@@ -510,18 +394,7 @@ class ColumnBalls(Domain):
         return float(np.sqrt(sq))
 
     def box_and_balls(self, dim):
-        """No bound and one ball around 0 per column, every m-th coordinate (see `Domain.box_and_balls`).
-
-        Parameters
-        ----------
-        dim : int
-            Dimension of the variable.
-
-        Returns
-        -------
-        lower, upper : ndarray
-        balls : list of (slice, ndarray or None, float)
-        """
+        """No bound and one ball around 0 per column, every m-th coordinate (see `Domain.box_and_balls`)."""
         balls = [(slice(k, dim, self.n_columns), None, float(r)) for k, r in enumerate(self.radii)]
         return np.full(dim, -np.inf), np.full(dim, np.inf), balls
 
@@ -553,15 +426,6 @@ class Box(Domain):
     def support(self, y) -> float:
         r""":math:`\sigma(y) = \sum_i \max(y_i u_i, y_i l_i)`, a zero :math:`y_i` contributing 0 even
         for infinite bounds (see `Domain.support`).
-
-        Parameters
-        ----------
-        y : ndarray
-            The direction.
-
-        Returns
-        -------
-        float
         """
         y = np.asarray(y, dtype=np.float64)
         lo = np.broadcast_to(np.asarray(self.lo, dtype=np.float64), y.shape)
@@ -574,17 +438,6 @@ class Box(Domain):
         r"""Coordinate-wise: a coordinate at its lower bound may keep :math:`v_j > 0`, at its upper
         bound :math:`v_j < 0`, a free one none (bounds met within :math:`10^{-10}\max(1, |x_j|)`;
         see `Domain.normal_cone_distance`).
-
-        Parameters
-        ----------
-        x : ndarray
-            A point of the box.
-        v : ndarray
-            The vector measured.
-
-        Returns
-        -------
-        float
         """
         lo, hi = np.broadcast_to(self.lo, x.shape), np.broadcast_to(self.hi, x.shape)
         scale = 1e-10 * np.maximum(1.0, np.abs(x))
@@ -596,18 +449,7 @@ class Box(Domain):
         return float(np.linalg.norm(r))
 
     def bounds(self, dim):
-        """``lo`` and ``hi`` broadcast to ``(dim,)`` (see `Domain.bounds`).
-
-        Parameters
-        ----------
-        dim : int
-            Dimension of the variable.
-
-        Returns
-        -------
-        (lower, upper) : tuple of ndarray of shape (dim,)
-            Read-only broadcast views.
-        """
+        """``lo`` and ``hi`` broadcast to ``(dim,)`` (see `Domain.bounds`)."""
         return (np.broadcast_to(np.asarray(self.lo, dtype=np.float64), (dim,)),
                 np.broadcast_to(np.asarray(self.hi, dtype=np.float64), (dim,)))
 
@@ -637,17 +479,7 @@ class Product(Domain):
         return [slice(int(self.offsets[k]), int(self.offsets[k + 1])) for k in range(len(self.blocks))]
 
     def support(self, y) -> float:
-        r""":math:`\sigma(y) = \sum_k \sigma_{\mathcal X_k}(y_k)` over the blocks (see `Domain.support`).
-
-        Parameters
-        ----------
-        y : ndarray
-            The direction.
-
-        Returns
-        -------
-        float
-        """
+        r""":math:`\sigma(y) = \sum_k \sigma_{\mathcal X_k}(y_k)` over the blocks (see `Domain.support`)."""
         y = np.asarray(y, dtype=np.float64)
         return float(sum(block.support(y[self.offsets[k]:self.offsets[k + 1]])
                          for k, (_, block) in enumerate(self.blocks)))
@@ -655,17 +487,6 @@ class Product(Domain):
     def normal_cone_distance(self, x, v) -> float:
         r""":math:`\big(\sum_k \operatorname{Dist}_k^2\big)^{1/2}`, each block's own distance
         (see `Domain.normal_cone_distance`).
-
-        Parameters
-        ----------
-        x : ndarray
-            A point of the domain.
-        v : ndarray
-            The vector measured.
-
-        Returns
-        -------
-        float
         """
         sq = 0.0
         for k, (_, sub) in enumerate(self.blocks):
@@ -674,17 +495,7 @@ class Product(Domain):
         return float(np.sqrt(sq))
 
     def bounds(self, dim):
-        """The blocks' bounds side by side; None when no block bounds a coordinate (see `Domain.bounds`).
-
-        Parameters
-        ----------
-        dim : int
-            Dimension of the variable (the sum of the block sizes).
-
-        Returns
-        -------
-        (lower, upper) : tuple of ndarray of shape (dim,), or None
-        """
+        """The blocks' bounds side by side; None when no block bounds a coordinate (see `Domain.bounds`)."""
         pieces = [block.bounds(size) for size, block in self.blocks]
         if all(piece is None for piece in pieces):
             return None
@@ -697,16 +508,6 @@ class Product(Domain):
     def box_and_balls(self, dim):
         """The blocks' boxes side by side and their balls moved to the blocks' coordinates
         (see `Domain.box_and_balls`).
-
-        Parameters
-        ----------
-        dim : int
-            Dimension of the variable (the sum of the block sizes).
-
-        Returns
-        -------
-        lower, upper : ndarray
-        balls : list of (slice, ndarray or None, float)
         """
         lower, upper, balls = np.full(dim, -np.inf), np.full(dim, np.inf), []
         for s, (size, block) in zip(self._slices(), self.blocks):
