@@ -8,56 +8,11 @@ model for an approximate minimiser of
     \psi(F) = \sum_i W_i\,\ell_i(F_i) + \frac{c}{2}\lVert F - F^t\rVert^2
               + \frac{1}{2\tau}\lVert F - F^k\rVert^2
 
-over the training scores :math:`F` ((n,) logits for two classes, (n, J) for J classes), with
-Lagrangian weights :math:`W_i` of either sign (the multipliers fold into them: Section 3 of
-[LD23]), the CBPR anchor :math:`F^t` with weight :math:`c` and the proximal anchor :math:`F^k` with
-weight :math:`1/\tau` (``inv_tau``). A gradient-boosting machine takes :math:`\psi` as a custom
-objective through its per-entry gradient :math:`g` and diagonal Hessian :math:`h`, every boosting
-round: the kernels here compute them, the per-sample losses :math:`\ell_i` (for constraint values)
-and the class or group sums of those losses.
-
-* Binary, labels :math:`y_i \in \{0, 1\}`: :math:`\ell_i = \log(1 + e^{F_i}) - y_i F_i`,
-  :math:`p_i = \sigma(F_i)`, :math:`g_i = W_i(p_i - y_i) + c(F_i - F^t_i) + \tau^{-1}(F_i - F^k_i)`,
-  :math:`h_i = \max(W_i p_i(1 - p_i) + c + \tau^{-1}, 10^{-16})`.
-* J classes, labels :math:`b_i \in \{0, \dots, J-1\}`: :math:`\ell_i = \log\sum_j e^{F_{ij}} - F_{ib_i}`,
-  :math:`p_i = \mathrm{softmax}(F_i)`, :math:`g_{ij} = W_i(p_{ij} - [j = b_i]) + c(F_{ij} - F^t_{ij})
-  + \tau^{-1}(F_{ij} - F^k_{ij})` and :math:`h_{ij} = \max(W_i p_{ij}(1 - p_{ij}) + c + \tau^{-1},
-  10^{-16})`, the diagonal of the true Hessian (no :math:`J/(J-1)` or factor-2 rescaling).
-
-The floor :math:`10^{-16}` is XGBoost's: with a negative :math:`W_i` the sum can be zero or
-negative where :math:`c + \tau^{-1}` does not dominate the curvature (the caller's step-size
-choice), and a tree learner divides by sums of :math:`h`.
-
-Numerics
-    No exponential can overflow and no difference of nearly equal numbers is formed, for any finite
-    score (tested up to :math:`|F| = 10^4`). Binary: :math:`q = \sigma(-s F)` with :math:`s = 2y - 1`
-    is the label's complement probability, so :math:`p - y = -s q` and :math:`p(1-p) = q(1-q)`
-    come from the branch-free ``sigmoid`` of `fastcon._kernels._losses` (one :math:`e^{-|F|}`
-    each, both factors from their own formula). J classes: with the row maximum :math:`m` at
-    column :math:`a`, :math:`e_j = e^{F_{ij} - m} \le 1` (:math:`e_a = 1`) and
-    :math:`T = \sum_{j \ne a} e_j`, :math:`p_j = e_j/(1 + T)`; then :math:`1 - p_a = T/(1 + T)`
-    (exact even when :math:`p_a` rounds to 1) and :math:`1 - p_j` for :math:`j \ne a` needs no
-    care since :math:`p_j \le 1/2`; the loss is :math:`(m - F_{ib}) + \log(1 + T)` with
-    ``log1p``, so a confidently right row keeps a loss of :math:`10^{-30}` instead of 0. The
-    exponentials are the vectorisable `fastcon._kernels._vecmath.exp_minus` (1.2 ulp).
-
-Cost
-    One pass over the arrays, one exponential per entry, one division per row (J classes: the
-    :math:`e_j` are parked in ``grad`` and rescaled in place), no allocation. J classes also take one
-    ``log1p`` per row in `softmax_losses`.
-
-Preconditions (not checked here: the score models and problems validate their inputs once)
-    Float64 arrays of matching lengths, ``F``, anchors, ``grad`` and ``hess`` of one shape, (n, J)
-    ones C-contiguous; labels integers in :math:`\{0, 1\}` (binary) or :math:`[0, J)`; segment codes
-    in :math:`[0, n_{codes})`. Kernels are compiled with bounds checks off, so an out-of-range label
-    or code reads or writes outside the arrays. Outputs may not alias the inputs.
-
-Parallelism
-    Rows are independent, so the row-chunked passes (`fastcon._kernels._linalg.n_chunks_for`:
-    serial below 2^18 entries) give the same bits at any thread count, and at one thread the
-    chunked pass costs what a plain serial loop costs (docs/measurements.md); the passes are
-    mostly bound by memory traffic (about 300 MB for 1M x 7 with both
-    anchors). The experiments pin one numba thread anyway (docs/design.md).
+over the training scores :math:`F` (logistic loss for two classes, softmax cross-entropy for J),
+with Lagrangian weights :math:`W_i` of either sign. The kernels compute the per-entry gradient and
+diagonal Hessian (floored at :math:`10^{-16}`, as XGBoost) a boosting library takes as a custom
+objective, the per-sample losses and their class or group sums, overflow-free for any finite score.
+Design notes: docs/design.md, 'Module notes'.
 """
 from typing import NamedTuple, Optional
 

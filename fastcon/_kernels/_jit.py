@@ -1,63 +1,13 @@
 """``njit`` for fastcon's kernels: numba's decorator with the on-disk cache kept out of the package.
 
-Why
-    With ``cache=True`` numba chooses where a function's compiled code is stored when the function
-    is *decorated* (`numba.core.caching.CacheImpl` asks its locators in order): the folder
-    ``numba.config.CACHE_DIR`` (``$NUMBA_CACHE_DIR``) when it is set, else ``__pycache__`` beside
-    the source file when that is writable, else a user-wide folder. For an installed fastcon the
-    second choice is ``site-packages/fastcon/_kernels/__pycache__``: files pip never recorded,
-    which survive ``pip uninstall`` and leave a ``site-packages/fastcon`` folder that Python then
-    imports as an empty namespace package, shadowing a later (editable) install of fastcon.
-
-What
-    `njit` decorates each ``cache=True`` kernel with ``numba.config.CACHE_DIR`` set to
-    `cache_root` and restores the previous value right after, so fastcon's kernels are cached
-
-    * in ``$NUMBA_CACHE_DIR`` when the user set it (numba's own rule, unchanged);
-    * else in ``$XDG_CACHE_HOME/fastcon/numba`` (``~/.cache/fastcon/numba`` by default);
-
-    while functions the user jits keep numba's usual location. numba puts each source folder in
-    its own sub-folder of the root and names files by Python version, so an installed and an
-    editable copy of fastcon, or two Pythons, never share entries. When the folder cannot be
-    written, kernels are compiled without a cache (a warning says so once per process): numba
-    would otherwise fall back to the package folder.
-
-    Filling an empty cache takes minutes (every kernel specialisation is compiled once); the first
-    compilation of a fastcon kernel into an empty cache prints one line to stderr saying so.
-
-Compile options
-    numba's ``ParallelOptions`` *pops* the keys of a ``parallel=dict(...)`` it is given, so with a
-    shared options dict (``JIT_PARALLEL`` in `fastcon._kernels._linalg`) only the first
-    specialisation compiled in a process got ``setitem=False, numpy=False, ...``; every later one
-    (other kernels, other argument types) had all of them on, and array statements such as
-    ``out[:] = 0.0`` became parallel regions: even the serial branch of a kernel paid a thread-pool
-    round trip (181 rows of a9a: 13 µs with OpenMP, 50 µs with workqueue, against 4 µs). `njit`
-    hands numba a ``ParallelOptions`` built from a copy instead (numba copies those). numba's
-    cache index does not record compile options, so `njit` also adds them to each kernel's index
-    key: entries compiled with other options (by an older fastcon, or before a change of ``JIT``
-    in `_linalg` that other files import) are compiled afresh instead of loaded. numba checks an
-    entry against the timestamp of its own source file only, while kernels inline helpers of
-    other files (``_linalg``'s chunk rule and reductions in ``_datafit``, ``_losses``, ...): after
-    an edit of ``_linalg.py`` a stale ``_datafit`` entry was loaded and crashed a process. So the
-    key also holds a hash of every source file of this package (`_sources_tag`): any change of any
-    kernel file compiles every kernel afresh.
-
-Processes
-    numba's cache is not safe for processes that compile the same kernels at once (numba issues
-    #4807, #10128: a caller's entry and its callees' entries written by different processes, or an
-    index rewritten by one while another adds to it, load into a process that then crashes). Test
-    runs with pytest-xdist, Dask workers and multiprocessing pools on a cold cache do exactly that:
-    a ``_datafit`` entry written that way segfaulted every later process. Every lookup of a fastcon
-    kernel therefore takes an exclusive ``fcntl`` lock on ``.compile.lock`` in the cache folder; a
-    hit gives it back at once, a miss keeps it through the compilation (of the kernel and of the
-    kernels it calls) and the save, so one process compiles and writes at a time and the others
-    load what it wrote. A failed compilation gives it back too (the end of its ``numba:compile`` event).
-
-Threads
-    Importing this module asks numba for a fork-safe threading layer unless the user chose one,
-    and `njit` wraps every ``parallel=True`` kernel, and every kernel whose code calls one, in
-    `fastcon._kernels._threading.SerializedKernel`, which serializes parallel launches from
-    several Python threads where the layer needs it (workqueue). See `fastcon._kernels._threading`.
+With ``cache=True`` numba would store an installed fastcon's compiled code in
+``site-packages/fastcon/_kernels/__pycache__``, which pip never records and which shadows a later
+install. `njit` caches fastcon's kernels in ``$NUMBA_CACHE_DIR`` when set, else in
+``$XDG_CACHE_HOME/fastcon/numba``; it hands numba a copy of the parallel options, keys each cache
+entry by the compile options and a hash of every kernel source file, serialises compilation across
+processes with an ``fcntl`` lock, and wraps parallel kernels in
+`fastcon._kernels._threading.SerializedKernel`.
+Design notes: docs/design.md, 'Module notes'.
 """
 import glob
 import hashlib

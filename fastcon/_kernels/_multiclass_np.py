@@ -1,121 +1,18 @@
 r"""Fused pass of the multi-class Neyman-Pearson loss of one class (Ma, Lin & Yang [MLY20] eq. 11).
 
-For the rows :math:`a_i` of one class :math:`k`, a weight matrix :math:`W \in \mathbb R^{C\times d}`
-(rows :math:`w_l`), a margin loss :math:`\phi` and optional sample weights :math:`s_i`, the kernels
-compute
+For the rows :math:`a_i` of class :math:`k`, weights :math:`W \in \mathbb R^{C\times d}`, sample
+weights :math:`s_i` and a margin loss :math:`\phi` (the paper's sigmoid, code ``SIGMOID``, or any
+code of `fastcon._kernels._losses`) the kernels compute
 
 .. math::
 
     L_k(W) = \frac{1}{N} \sum_{i \in R} s_i \sum_{l \ne k} \phi(m_{il}), \qquad
     m_{il} = (w_k - w_l)^\top a_i,
 
-    \nabla_W L_k = \frac{1}{N} \sum_{i \in R} b_i\, a_i^\top, \qquad
-    b_{il} = -s_i \phi'(m_{il})\ (l \ne k), \quad b_{ik} = s_i \sum_{l \ne k} \phi'(m_{il}),
-
-over all rows or a row subset :math:`R` (repeats count repeatedly), with a divisor :math:`N`
-chosen by the caller (:math:`n_k` for the class mean). :math:`b_i` is the weight row of
-:math:`a_i` in :math:`\nabla_W L_k`; it sums to 0, which is the translation invariance of
-:math:`L_k`. The paper's loss is the sigmoid loss :math:`\phi(z) = 1/(1+e^z)` (code ``SIGMOID``);
-any loss code of `fastcon._kernels._losses` works.
-
-The value is divided by :math:`N`, not multiplied by :math:`1/N`: at :math:`W = 0` every row adds
-exactly :math:`(C-1)\phi(0)`, and :math:`n_k (C-1)\phi(0) / n_k` is exact where
-:math:`n_k (C-1)\phi(0) \cdot \mathrm{fl}(1/n_k)` is not (e.g. :math:`n_k = 49`), so the paper's
-levels :math:`r_k = (C-1)/2` give :math:`g(0) = 0` exactly. Every kernel sums a row's
-:math:`C - 1` losses in class order and then adds :math:`s_i` times that row sum to one running
-total in row order (parallel chunks: one total per chunk, added in chunk order), so the value-only
-and the value+gradient kernel of one path return the same bits.
-
-Three steps
------------
-Every pass computes, for blocks of rows,
-
-1. the scores :math:`S = A_B W^\top` of the block's rows (``S``, rows x C);
-2. :func:`_block_losses`: margins :math:`m_{il} = S_{ik} - S_{il}`, the losses into ``P`` and
-   :math:`-\phi'` into ``S``, then per row the loss sum and the coefficients :math:`b_i / N`
-   (overwriting ``S``);
-3. the gradient :math:`\nabla \mathrel{+}= B_B^\top A_B / N` (full CSR passes: once all rows
-   are done, column by column).
-
-Step 2 runs over a whole block at once, which lets the sigmoid loss vectorise: LLVM cannot
-vectorise a call to libm's ``exp`` (no SVML here), so ``_exp_minus``
-(`fastcon._kernels._vecmath.exp_minus`, shared with the logistic and sigmoid passes of
-`fastcon._kernels._losses`) evaluates :math:`e^{-x}` with a branch-free polynomial that it does
-vectorise (within 1.2 ulp of the exact value, subnormal results included), and
-:math:`\phi, \phi'` take one division, written
-``np.true_divide`` so that it vectorises too (see :func:`_block_losses`):
-:math:`r = 1/(1+e^{-|z|})`, :math:`\phi = r` or :math:`e^{-|z|} r` by the sign of :math:`z`, and
-:math:`-\phi' = \phi(1-\phi) = e^{-|z|} r^2` (each factor from its own formula, never
-``1 - phi``). Other losses call
-:func:`~fastcon._kernels._losses.margin_loss` per entry.
-
-Kernels by layout
------------------
-* **Dense, every row** (:func:`dense_blas_pairwise_value_grad`): steps 1 and 3 are BLAS products
-  (``np.dot`` inside numba: GEMM) on blocks of at most ``BLAS_BLOCK_WORK`` = :math:`2^{17}`
-  multiply-adds (rows x C x d). OpenBLAS runs a product that small on one thread whatever its
-  thread setting (its GEMM threads only above :math:`4 \cdot 65536`), which matters on a loaded
-  machine, and the block of X stays in cache between the two products.
-* **Dense, row subsets** (minibatches; :func:`dense_pairwise_value_grad`): the per-row loop, C dot
-  products with four interleaved partial sums (without fastmath a single running sum cannot use
-  SIMD; four let LLVM vectorise) and a contiguous axpy per class for the gradient.
-* **CSR, every row** (:func:`csr_full_pairwise_value_grad`): the scores row by row through a
-  transposed copy ``w_t`` (d x C) of :math:`W`, each stored entry :math:`a_{ij}` reading one
-  contiguous C-vector (``S[i] += a_ij * w_t[j]``), entries eight at a time so that one
-  read-modify-write of ``S[i]`` serves eight of them (numba leaves LLVM's SLP vectoriser off, so
-  accumulators over classes in registers would stay scalar; the loop over the C classes is what
-  vectorises). That loop runs four classes at a time in explicit vector code
-  (`fastcon._kernels._simd`): LLVM's own vectorisation of a run-time width does 16 lanes and
-  leaves C mod 16 to scalar code, which for C = 20 cost as many instructions as the vector part.
-  The gradient goes column by column through a CSC copy of the block: column
-  :math:`j` gathers the coefficient rows :math:`b_i` of its entries and is written once, where
-  a scatter ``grad_t[j] += a_ij * b_i`` read and wrote a C-vector per entry.
-  The scores and the CSC gradient are each bound by the latency of the random row reads, not by
-  arithmetic; what pays is ``w_t``, ``grad_t`` and ``S`` on huge pages (TLB reach;
-  `fastcon._kernels._memory`), a compiled finiteness check of x, and uint16 indices where they
-  fit (`fastcon.problems._multiclass_np`). Measured: docs/measurements.md.
-* **CSR, row subsets** (:func:`csr_pairwise_value_grad`): the same scores, and the scatter into
-  ``grad_t`` (d x C), which needs no CSC copy of the subset.
-
-Weights given transposed (``feature_major``)
---------------------------------------------
-The CSR kernels read :math:`W` as ``w_t`` (d x C) and produce the gradient a column of
-:math:`\nabla_W` at a time, so :math:`W^\top` is their native layout. With ``feature_major``
-the caller passes :math:`W^\top` itself (the ``"features"`` layout of
-`fastcon.problems.ClassPairwiseRisk`, :math:`x = \operatorname{vec}(W^\top)`) and receives the
-gradient transposed: no transpose of :math:`W` (a 1.6 MB strided copy and a parallel region of
-its own per call, for C = 20 and d = 10,000), and each gradient row :math:`(\nabla_W)_{:j}` is
-summed in place in the output instead of through ``acc`` and C strided stores. Same bits as the
-default path. The full passes also check the point for NaN/inf themselves, each chunk the rows of
-``w_t`` that match its index (:func:`_csr_rows_losses`), instead of a serial scan before the call,
-and a sparse row's last ``nnz mod 8`` entries go four classes at a time (`fastcon._kernels._simd.add_scaled_4`; same bits).
-Measurements, and what was tried and dropped (software prefetch, 8-lane blocks, one scatter pass
-without a CSC copy, a shared transposed copy of :math:`W`, dynamic scheduling, spinning OpenMP
-workers): docs/measurements.md.
-
-Intercepts (``intercept``)
---------------------------
-Every kernel reads an ``intercept`` flag from its `PairwiseTerm`: the rows then carry an implicit last
-feature equal to 1, at index :math:`d` (the data's column count), so :math:`W` has :math:`d + 1`
-columns (``w_t`` and ``grad_t`` :math:`d + 1` rows) and the intercepts are its last column, without
-a copy of the data with a stored column of ones (issue 33). The score of class :math:`l` gets
-:math:`W_{l,d}` added after the row's product, and the gradient's column :math:`d` is
-:math:`\sum_i b_i / N`: added row by row where the coefficients are made (row subsets, dense
-per-row loop, dense BLAS blocks), and in full CSR passes summed from ``S`` once the coefficients
-are done (``_intercept_gradient``; the CSC copy holds the data's d columns only), in row order and
-by the same tree of eight as a stored column, so that sum has the bits a stored column would
-give. The scores differ from a stored column's only in where the 1 enters a row's sum (a row
-whose entries number 7 mod 8 summed it in a tree of eight): round-off. The dense BLAS kernels
-take a (C, d) scratch ``Wx`` for the first d columns of :math:`W` (BLAS needs a contiguous operand)
-and send every block's gradient product through ``T``.
-
-Full CSR passes over a large block (nnz C / 4 at least twice ``MIN_CHUNK_WORK`` of
-`fastcon._kernels._linalg`, e.g. the synthetic 5,000-row classes) run in parallel chunks of rows
-(steps 1-2) and then of columns (step 3), a number fixed by the data: every row and column is
-computed whole by one thread and the chunks' loss sums are added in chunk order, so the results
-do not depend on the number of threads. Everything else is serial: a class of the
-paper's datasets takes about a millisecond, below the size where a parallel region pays off on
-this machine. Nothing is allocated per call.
+and :math:`\nabla_W L_k`, over all rows or a subset :math:`R`, for dense and CSR data, with
+``feature_major`` (:math:`W^\top` given) and ``intercept`` variants. The value and value+gradient
+kernels of one path return the same bits, whatever the number of threads.
+Design notes: docs/design.md, 'Module notes'; measurements: docs/measurements.md.
 """
 from typing import NamedTuple, Optional
 

@@ -5,68 +5,12 @@ r"""Euclidean projection onto the transportation polytope (Huang & Lin [HL23] §
     \mathcal P = \{P \in \mathbb R^{m\times n} : P \ge 0,\ P\mathbf 1 = \alpha\mathbf 1,\
     P^\top\mathbf 1 = \beta\mathbf 1\},\qquad \alpha m = \beta n,
 
-which is :math:`\frac1m\mathcal B_m` (the scaled Birkhoff polytope) for :math:`m = n`,
-:math:`\alpha = \beta = 1/m`. The projection :math:`\min_{P\in\mathcal P}\frac12\|P - C\|_F^2` is
-solved through its dual (Li, Sun & Toh, *Math. Prog.* 179, 2020):
-
-.. math::
-
-    P(u, v) = (C + u\mathbf 1^\top + \mathbf 1 v^\top)_+,\qquad
-    \max_{u, v}\ \theta(u, v) = -\tfrac12\|P(u, v)\|_F^2 + \alpha\mathbf 1^\top u + \beta\mathbf 1^\top v,
-
-a concave, piecewise-quadratic, :math:`C^1` function with gradient
-:math:`\nabla\theta = (\alpha\mathbf 1 - P\mathbf 1,\ \beta\mathbf 1 - P^\top\mathbf 1)` and generalized
-Hessian :math:`-V`, :math:`V = \begin{bmatrix}\mathrm{diag}(\Omega\mathbf 1) & \Omega\\ \Omega^\top &
-\mathrm{diag}(\Omega^\top\mathbf 1)\end{bmatrix}`, :math:`\Omega = \mathbb 1[C + u\mathbf 1^\top +
-\mathbf 1v^\top > 0]`. Stationarity and complementarity hold by construction of :math:`P(u, v)`, so
-the only KKT residual left is primal feasibility of the marginals, which is the stopping test.
-
-Methods
-
-* **Semismooth Newton–CG** (default): :math:`(V + \epsilon_k I)d = \nabla\theta`, solved by
-  Jacobi-preconditioned CG with matrix-free products over the sparsity pattern of :math:`\Omega`
-  (stored as row-wise column indices, so a product costs :math:`O(\mathrm{nnz}(\Omega))`), to a
-  relative residual :math:`\min(0.1, 10^{-2}\|\nabla\theta\|/\alpha)` while the iterations cost
-  less than the Newton step's passes over :math:`C` (`_cg_budget`), then
-  :math:`\min(0.1, \sqrt{\|\nabla\theta\|/\alpha})`: once the active set is right, a tight
-  solve lands on the solution in one step (COMPAS block steps: 3.1 Newton steps instead of 5,
-  since products over its 94 % full pattern read only the 6 % complement). The
-  regularization :math:`\epsilon_k = 10^{-2}\min(1, \|\nabla\theta\|/\alpha)` removes the shift
-  invariance :math:`(u + t, v - t)` and any disconnected component of :math:`\Omega`, and vanishes
-  at the solution (superlinear local rate). Globalization: an **exact line search** on
-  :math:`\varphi(t) = \theta(u + t d_u, v + t d_v)`, a concave piecewise quadratic whose derivative
-  :math:`\varphi'(t) = \langle\nabla\theta(u + td_u, v + td_v), d\rangle` and curvature
-  :math:`\varphi''(t) = -\sum_{\Omega(t)}(d_{u,i} + d_{v,j})^2` cost one pass over :math:`C`
-  together; safeguarded Newton steps on :math:`\varphi'` (secant, then bisection, inside the
-  bracket) from :math:`t = 1`, extrapolating beyond 1 while :math:`\varphi' > 0`. Far from the
-  solution the Newton direction is computed on an active set that is about to change, and the
-  maximizing step is often :math:`10^{-4}`–:math:`10^{-1}`: an Armijo search halves its way down
-  there (one pass per halving) and an LM-type rule then inflates :math:`\epsilon_k` and turns the
-  next steps into gradient steps; the exact search lands on the maximizer in two or three passes.
-* **Ray start** (optional, ``direction``): before Newton, the same exact line search from the start
-  along a given direction, typically the duals of the previous projection when the start is zero,
-  unless the Newton estimate of the best multiple at the start (slope over curvature, both from
-  the first pass) is below :data:`RAY_MIN`; then the ray costs nothing.
-  Successive projections of a solver's dense steps :math:`P_k - \gamma_k G_k` have duals that are
-  nearly proportional to each other (on a fixed active set the duals are linear in the step), so the
-  best multiple of the previous duals lands near the new active set; the dual value can only rise
-  from the start's (the multiple 0 is always available), so the start is never worse in
-  :math:`\theta` than the one given. A given start that does not converge within the limits is
-  retried from a cold start (``retry``), so a warm start can cost time, never the result.
-* **Exact block-coordinate ascent** (fallback, and one cold-start sweep): maximize :math:`\theta`
-  over all of :math:`u` (rows are independent), then over all of :math:`v`. Each coordinate solves
-  the monotone piecewise-linear equation :math:`\sum_j (a_j + t)_+ = \alpha` by Newton's method
-  started right of the root, which is monotone and exact after finitely many steps (the active set
-  stops changing); all rows (or columns) advance together, one pass over :math:`C` per step.
-
-Sinkhorn scaling and "alternate then clip" schemes do not compute this projection and are not used.
-
-The kernels take their scalars as `TransportParameters` and their scratch as `TransportScratch`,
-module-level ``NamedTuple`` records with named fields (numba passes them as flat values, and its
-on-disk cache stores their type by reference to this module). The caller's `TransportWorkspace`
-holds the two arrays the scratch is cut from, inside the kernel: numba's dispatcher types a record
-argument field by field in Python at every call (about 0.7 µs per array), so handing it 23 views
-instead of 2 arrays made a 3×3 projection cost 25 µs instead of 10.
+solved through its dual (Li, Sun & Toh, *Math. Prog.* 179, 2020): maximise the concave
+piecewise-quadratic :math:`\theta(u, v) = -\tfrac12\|(C + u\mathbf 1^\top + \mathbf 1 v^\top)_+\|_F^2
++ \alpha\mathbf 1^\top u + \beta\mathbf 1^\top v` by semismooth Newton–CG with an exact line search
+(optionally from a ray start), with exact block-coordinate ascent as fallback. Scalars and scratch
+pass as the ``NamedTuple`` records `TransportParameters` and `TransportScratch`.
+Design notes: docs/design.md, 'Module notes'.
 """
 from typing import NamedTuple
 
@@ -101,8 +45,8 @@ CG_PASSES = 3.0
 class TransportParameters(NamedTuple):
     r"""The scalars of one :func:`transport_solve`."""
 
-    alpha: float       #: row sums :math:`\alpha`
-    beta: float        #: column sums :math:`\beta` (:math:`\alpha m = \beta n`, the caller checks)
+    row_marginal: float      #: row sums :math:`\alpha`
+    column_marginal: float   #: column sums :math:`\beta` (:math:`\alpha m = \beta n`, the caller checks)
     tol: float         #: absolute stopping level on :math:`\|P1 - \alpha1\| + \|P^T1 - \beta1\|`
     max_newton: int    #: Newton iterations
     max_sweeps: int    #: then block-ascent sweeps of the fallback
@@ -184,7 +128,7 @@ JIT_SUM = dict(JIT, fastmath={"reassoc"})
 
 
 @njit(**JIT_SUM)
-def _dual_eval(C, u, v, alpha, beta, r, c):
+def _dual_eval(C, u, v, row_marginal, column_marginal, r, c):
     r""":math:`\theta(u, v)`; writes the marginals ``r = P1``, ``c = P^T 1`` of :math:`P(u, v)`."""
     m, n = C.shape
     c[:] = 0.0
@@ -200,18 +144,18 @@ def _dual_eval(C, u, v, alpha, beta, r, c):
             c[j] += z
         r[i] = s
         quad += q
-    return -0.5 * quad + alpha * u.sum() + beta * v.sum()
+    return -0.5 * quad + row_marginal * u.sum() + column_marginal * v.sum()
 
 
 @njit(**JIT)
-def _residual(r, c, alpha, beta):
+def _residual(r, c, row_marginal, column_marginal):
     r""":math:`\|P\mathbf 1 - \alpha\mathbf 1\| + \|P^\top\mathbf 1 - \beta\mathbf 1\|`."""
     a = 0.0
     for i in range(r.shape[0]):
-        a += (r[i] - alpha) ** 2
+        a += (r[i] - row_marginal) ** 2
     b = 0.0
     for j in range(c.shape[0]):
-        b += (c[j] - beta) ** 2
+        b += (c[j] - column_marginal) ** 2
     return np.sqrt(a) + np.sqrt(b)
 
 
@@ -226,7 +170,8 @@ def _line_eval(C, prm, u, v, du, dv, sc, count):
     on the pass for free (a memory-bound loop): :math:`\sum_{ij} 0\cdot C_{ij}` is 0 exactly
     when no entry is NaN or infinite.
     """
-    alpha, beta, r, c, deg_r, deg_c = prm.alpha, prm.beta, sc.r, sc.c, sc.deg_r, sc.deg_c
+    row_marginal, column_marginal = prm.row_marginal, prm.column_marginal
+    r, c, deg_r, deg_c = sc.r, sc.c, sc.deg_r, sc.deg_c
     m, n = C.shape
     c[:] = 0.0
     if count:
@@ -259,17 +204,17 @@ def _line_eval(C, prm, u, v, du, dv, sc, count):
             deg_r[i] = cnt
         quad += q
         curv += h
-    return -0.5 * quad + alpha * u.sum() + beta * v.sum(), curv, nonfinite == 0.0
+    return -0.5 * quad + row_marginal * u.sum() + column_marginal * v.sum(), curv, nonfinite == 0.0
 
 
 @njit(**JIT_SUM)
-def _directional(r, c, alpha, beta, du, dv):
+def _directional(r, c, row_marginal, column_marginal, du, dv):
     r""":math:`\langle\nabla\theta, d\rangle = \sum_i (\alpha - r_i)d_{u,i} + \sum_j (\beta - c_j)d_{v,j}`."""
     a = 0.0
     for i in range(r.shape[0]):
-        a += (alpha - r[i]) * du[i]
+        a += (row_marginal - r[i]) * du[i]
     for j in range(c.shape[0]):
-        a += (beta - c[j]) * dv[j]
+        a += (column_marginal - c[j]) * dv[j]
     return a
 
 
@@ -311,7 +256,8 @@ def _line_search(C, prm, u, v, du, dv, sc, start, rule):
     v + td_v` and ``r``, ``c`` the marginals there; ``deg_r``, ``deg_c`` hold the degrees of the
     first trial's pattern (those of the result when ``passes == 1``).
     """
-    alpha, beta, tol, r, c, ut, vt = prm.alpha, prm.beta, prm.tol, sc.r, sc.c, sc.ut, sc.vt
+    row_marginal, column_marginal, tol = prm.row_marginal, prm.column_marginal, prm.tol
+    r, c, ut, vt = sc.r, sc.c, sc.ut, sc.vt
     theta, slope, res = start.theta, start.slope, start.residual
     q_full, q, armijo, t_min = rule.q_first, rule.q, rule.armijo, rule.t_min
     lo, dlo = 0.0, slope
@@ -325,10 +271,10 @@ def _line_search(C, prm, u, v, du, dv, sc, start, rule):
         _along(u, du, v, dv, t, ut, vt)
         theta_t, curv, _ = _line_eval(C, prm, ut, vt, du, dv, sc, passes == 0)
         passes += 1
-        dphi = _directional(r, c, alpha, beta, du, dv)
+        dphi = _directional(r, c, row_marginal, column_marginal, du, dv)
         # Close enough to the maximizer: on a quadratic piece |phi'(t)| <= q phi'(0) puts t within
         # a factor 1 +- q of it and phi(t) within q^2 of the best gain.
-        res_t = _residual(r, c, alpha, beta)
+        res_t = _residual(r, c, row_marginal, column_marginal)
         met = abs(dphi) <= (q_full if passes == 1 else q) * slope or res_t <= tol or (
             passes == 1 and armijo and (theta_t >= theta + 1e-4 * slope or (
                 res_t <= 0.5 * res and theta_t >= theta - 1e-14 * abs(theta))))
@@ -445,7 +391,7 @@ def _hess_vec(idx, deg_r, deg_c, eps, xu, xv, yu, yv):
 
 
 @njit(**JIT_SUM)
-def _row_ascent(C, u, v, alpha, t, s, cnt, prev):
+def _row_ascent(C, u, v, row_marginal, t, s, cnt, prev):
     r"""Exact maximization of :math:`\theta` over ``u``: :math:`\sum_j (C_{ij} + v_j + u_i)_+ = \alpha`.
 
     Newton's method on each row's convex, increasing, piecewise-linear function, started right of
@@ -457,7 +403,7 @@ def _row_ascent(C, u, v, alpha, t, s, cnt, prev):
         acc = 0.0
         for j in range(np.uint64(n)):
             acc += C[i, j] + v[j]
-        t[i] = (alpha - acc) / n
+        t[i] = (row_marginal - acc) / n
         prev[i] = -1.0
         for _ in range(200):
             ti = t[i]
@@ -467,15 +413,15 @@ def _row_ascent(C, u, v, alpha, t, s, cnt, prev):
                 z = max(C[i, j] + v[j] + ti, 0.0)
                 acc += z
                 k += 1.0 if z > 0.0 else 0.0
-            if k == prev[i] or acc <= alpha:
+            if k == prev[i] or acc <= row_marginal:
                 break
             prev[i] = k
-            t[i] = ti - (acc - alpha) / k
+            t[i] = ti - (acc - row_marginal) / k
         u[i] = t[i]
 
 
 @njit(**JIT_SUM)
-def _col_ascent(C, u, v, beta, t, s, cnt, prev):
+def _col_ascent(C, u, v, column_marginal, t, s, cnt, prev):
     r"""Exact maximization of :math:`\theta` over ``v``; all columns advance together, row-major passes."""
     m, n = C.shape
     s[:n] = 0.0
@@ -484,7 +430,7 @@ def _col_ascent(C, u, v, beta, t, s, cnt, prev):
         for j in range(np.uint64(n)):
             s[j] += C[i, j] + ui
     for j in range(n):
-        t[j] = (beta - s[j]) / m
+        t[j] = (column_marginal - s[j]) / m
         prev[j] = -1.0
     for _ in range(200):
         s[:n] = 0.0
@@ -497,8 +443,8 @@ def _col_ascent(C, u, v, beta, t, s, cnt, prev):
                 cnt[j] += 1.0 if z > 0.0 else 0.0
         moved = False
         for j in range(n):
-            if cnt[j] != prev[j] and s[j] > beta:
-                t[j] -= (s[j] - beta) / cnt[j]
+            if cnt[j] != prev[j] and s[j] > column_marginal:
+                t[j] -= (s[j] - column_marginal) / cnt[j]
                 moved = True
             prev[j] = cnt[j]
         if not moved:
@@ -507,10 +453,10 @@ def _col_ascent(C, u, v, beta, t, s, cnt, prev):
 
 
 @njit(**JIT)
-def _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev):
+def _block_ascent(C, u, v, row_marginal, column_marginal, t, s, cnt, prev):
     r"""One exact block-coordinate ascent sweep: all of ``u``, then all of ``v``."""
-    _row_ascent(C, u, v, alpha, t, s, cnt, prev)
-    _col_ascent(C, u, v, beta, t, s, cnt, prev)
+    _row_ascent(C, u, v, row_marginal, t, s, cnt, prev)
+    _col_ascent(C, u, v, column_marginal, t, s, cnt, prev)
 
 
 # --------------------------------------------------------------------------- solver
@@ -666,7 +612,8 @@ def _solve_dual(C, prm, u, v, wu, wv, sc, cold, ray):
     r"""The dual iterations of `transport_solve` (no write of :math:`P`), with the start rules ``cold``
     and ``ray`` (those of ``prm`` in the first attempt); returns counters and the residual."""
     m, n = C.shape
-    alpha, beta, tol, max_newton, max_sweeps = prm.alpha, prm.beta, prm.tol, prm.max_newton, prm.max_sweeps
+    row_marginal, column_marginal = prm.row_marginal, prm.column_marginal
+    tol, max_newton, max_sweeps = prm.tol, prm.max_newton, prm.max_sweeps
     r, c, deg_r, deg_c, gu, gv, du, dv = sc.r, sc.c, sc.deg_r, sc.deg_c, sc.gu, sc.gv, sc.du, sc.dv
     ut, vt, idx = sc.ut, sc.vt, sc.idx
     t, s, cnt, prev = sc.t, sc.s, sc.cnt, sc.prev
@@ -679,7 +626,7 @@ def _solve_dual(C, prm, u, v, wu, wv, sc, cold, ray):
         if not _line_eval(C, prm, u, v, wu, wv, sc, False)[2]:
             return n_newton, n_cg, n_sweeps, n_passes, np.nan
         n_passes += 1
-        _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev)
+        _block_ascent(C, u, v, row_marginal, column_marginal, t, s, cnt, prev)
         n_sweeps += 1
     # The start's value and marginals, the input check and the curvature along the ray at the
     # start, in one pass: the Newton estimate slope / curvature of the best multiple of the ray
@@ -688,10 +635,10 @@ def _solve_dual(C, prm, u, v, wu, wv, sc, cold, ray):
     if not finite:
         return n_newton, n_cg, n_sweeps, n_passes, np.nan
     counted = True  # deg_r, deg_c hold the degrees of the pattern at (u, v)
-    res = _residual(r, c, alpha, beta)
-    scale = max(alpha, beta)
+    res = _residual(r, c, row_marginal, column_marginal)
+    scale = max(row_marginal, column_marginal)
     if ray and res > tol:
-        slope = _directional(r, c, alpha, beta, wu, wv)
+        slope = _directional(r, c, row_marginal, column_marginal, wu, wv)
         if slope > 0.0 and slope >= RAY_MIN * curv:
             gu[:] = r  # the start's marginals, restored if the ray is given up
             gv[:] = c
@@ -706,13 +653,13 @@ def _solve_dual(C, prm, u, v, wu, wv, sc, cold, ray):
             else:
                 r[:] = gu
                 c[:] = gv
-            res = _residual(r, c, alpha, beta)
+            res = _residual(r, c, row_marginal, column_marginal)
     while res > tol and n_newton < max_newton:
         n_newton += 1
         for i in range(m):
-            gu[i] = alpha - r[i]
+            gu[i] = row_marginal - r[i]
         for j in range(n):
-            gv[j] = beta - c[j]
+            gv[j] = column_marginal - c[j]
         n_passes += _pattern(C, u, v, idx, deg_r, deg_c, counted)
         rel = res / scale
         # Small: the exact line search below globalizes, so the shift only has to make the system
@@ -730,24 +677,24 @@ def _solve_dual(C, prm, u, v, wu, wv, sc, cold, ray):
             u[:] = ut
             v[:] = vt
             theta = theta_t
-            res = _residual(r, c, alpha, beta)
+            res = _residual(r, c, row_marginal, column_marginal)
             counted = passes == 1  # the degrees are the first trial's (see `_line_search`)
         else:
             counted = False
             # No ascent along the Newton direction (CG stopped on round-off): one exact
             # block-ascent sweep repairs whole rows and columns.
-            _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev)
+            _block_ascent(C, u, v, row_marginal, column_marginal, t, s, cnt, prev)
             n_sweeps += 1
-            theta = _dual_eval(C, u, v, alpha, beta, r, c)
+            theta = _dual_eval(C, u, v, row_marginal, column_marginal, r, c)
             n_passes += 1
-            res = _residual(r, c, alpha, beta)
+            res = _residual(r, c, row_marginal, column_marginal)
     # Fallback: exact block-coordinate ascent, a monotone method that converges on its own.
     while res > tol and n_sweeps < max_sweeps:
         n_sweeps += 1
-        _block_ascent(C, u, v, alpha, beta, t, s, cnt, prev)
-        _dual_eval(C, u, v, alpha, beta, r, c)
+        _block_ascent(C, u, v, row_marginal, column_marginal, t, s, cnt, prev)
+        _dual_eval(C, u, v, row_marginal, column_marginal, r, c)
         n_passes += 1
-        res = _residual(r, c, alpha, beta)
+        res = _residual(r, c, row_marginal, column_marginal)
     return n_newton, n_cg, n_sweeps, n_passes, res
 
 
@@ -761,31 +708,31 @@ class TransportProjection(NamedTuple):
     n_iter: int          #: Newton iterations
     n_cg: int            #: CG iterations (Hessian-vector products) over all Newton steps
     n_sweeps: int        #: exact block-ascent sweeps (cold start and fallback)
-    residual: float      #: ||P1 - alpha 1|| + ||P^T 1 - beta 1||
+    residual: float      #: ||P1 - row_marginal 1|| + ||P^T 1 - column_marginal 1||
     converged: bool
     n_passes: int = 0    #: passes over C outside the block-ascent sweeps (see `transport_solve`)
 
 
-def marginal_residual(P, alpha, beta) -> float:
+def marginal_residual(P, row_marginal, column_marginal) -> float:
     r""":math:`\|P\mathbf 1 - \alpha\mathbf 1\| + \|P^\top\mathbf 1 - \beta\mathbf 1\|`."""
-    return float(np.linalg.norm(P.sum(axis=1) - alpha) + np.linalg.norm(P.sum(axis=0) - beta))
+    return float(np.linalg.norm(P.sum(axis=1) - row_marginal) + np.linalg.norm(P.sum(axis=0) - column_marginal))
 
 
-def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, max_newton=100,
+def project_transport(C, row_marginal=None, column_marginal=None, u=None, v=None, *, tol=1e-10, max_newton=100,
                       max_sweeps=20000, out=None, workspace=None, method="newton", direction=None, retry=True):
     r"""Euclidean projection of ``C`` onto :math:`\{P \ge 0: P1 = \alpha 1, P^T1 = \beta 1\}`.
 
     Parameters
     ----------
     C : array-like (m, n)
-    alpha, beta : float, optional
+    row_marginal, column_marginal : float, optional
         Row and column sums; default :math:`1/m` and :math:`1/n` (a coupling of two uniform
         distributions, [HL23] eq. 13). Must satisfy :math:`\alpha m = \beta n`.
     u, v : arrays (m,), (n,), optional
         Warm-start duals (e.g. those of the previous projection); copied. Without them the solver
         starts from one exact block-ascent sweep from zero.
     tol : float
-        Stop when the marginal residual is at most ``tol * max(alpha, beta)``.
+        Stop when the marginal residual is at most ``tol * max(row_marginal, column_marginal)``.
     max_newton, max_sweeps : int
         Newton iterations, then fallback block-ascent sweeps.
     out : float64 (m, n) array, optional
@@ -807,10 +754,12 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
     if C.ndim != 2 or C.size == 0:
         raise ValueError(f"C: expected a non-empty 2-D array, got shape {C.shape}")
     m, n = C.shape
-    alpha = 1.0 / m if alpha is None else float(alpha)
-    beta = alpha * m / n if beta is None else float(beta)
-    if not (alpha > 0 and beta > 0) or abs(alpha * m - beta * n) > 1e-12 * alpha * m:
-        raise ValueError(f"alpha, beta: need positive values with alpha*m == beta*n, got {alpha}, {beta}")
+    row_marginal = 1.0 / m if row_marginal is None else float(row_marginal)
+    column_marginal = row_marginal * m / n if column_marginal is None else float(column_marginal)
+    if (not (row_marginal > 0 and column_marginal > 0)
+            or abs(row_marginal * m - column_marginal * n) > 1e-12 * row_marginal * m):
+        raise ValueError(f"row_marginal, column_marginal: need positive values with row_marginal*m == "
+                         f"column_marginal*n, got {row_marginal}, {column_marginal}")
     if method not in ("newton", "block"):
         raise ValueError(f"method: expected 'newton' or 'block', got {method!r}")
     cold = u is None or v is None
@@ -832,7 +781,8 @@ def project_transport(C, alpha=None, beta=None, u=None, v=None, *, tol=1e-10, ma
               and out.flags.writeable):
         raise ValueError(f"out: expected a writeable float64 array of shape ({m}, {n})")
     workspace = transport_workspace(m, n) if workspace is None else _check_workspace(workspace, m, n)
-    prm = TransportParameters(alpha, beta, tol * max(alpha, beta), max_newton if method == "newton" else 0, max_sweeps,
+    prm = TransportParameters(row_marginal, column_marginal, tol * max(row_marginal, column_marginal),
+                              max_newton if method == "newton" else 0, max_sweeps,
                               cold, direction is not None, bool(retry))
     it, n_cg, sweeps, passes, res, status = transport_solve(C, prm, u, v, wu, wv, out, workspace)
     if status == NONFINITE:

@@ -1,97 +1,12 @@
 r"""The boosted estimators on a Dask cluster: ABPP / CBPR over ``xgboost.dask`` / ``lightgbm.dask`` training segments.
 
-`NeymanPearsonGBMClassifier` and `FairGBMClassifier` fit on a `dask.array` X (row blocks of numpy
-or scipy CSR, one column chunk) held by the workers of a `distributed.Client`; ``y`` and
-``sensitive_features`` stay in memory, as for the linear estimators (`fastcon.estimators._input`).
-The solvers are the in-memory ones, unchanged: `fastcon.solvers.abpp` and `fastcon.solvers.cbpr`
-drive a *score model* and a *score problem* (`fastcon.problems._score_problems`); this module
-gives them a score model whose training scores live on the workers and problems whose class and
-group sums are reduced there.
-
-The algorithm, as in memory
----------------------------
-ABPP's prox step (Lin & Deng [LD23], Algorithm 1, line 6; CBPR's subproblem (4.2)) runs ``rounds``
-Newton-boosting rounds on
-
-.. math::
-
-    \psi(F) = \sum_i W_i\,\ell_i(F_i) + \frac c2\|F - F^t\|^2 + \frac{1}{2\tau}\|F - F^k\|^2
-
-from the anchor's scores :math:`F^k`, with :math:`W_i = w_{b_i} + \lambda_{b_i}` (Neyman–Pearson:
-class weights plus class multipliers) or :math:`W_i = \omega_{s_i}` (fairness: one weight per
-group, `GroupLossGap.group_weights`). The library's training scores :math:`L` are the sum of every
-tree of the one booster; the objective evaluates the gradient at :math:`F = F^k + (L - L_0)`,
-:math:`L_0` the library's scores when the step began, exactly as `fastcon.boosting._models` does.
-Between steps ABPP needs :math:`g(F)`: the class loss sums :math:`\sum_{b_i = j}\ell_i` or the group
-means :math:`\xi_a = \frac1{n_a}\sum_{s_i = a}\ell_i`, and CBPR the divergence
-:math:`\frac12\|F - F^t\|^2`.
-
-What runs where
----------------
-* **Per row, on the workers.** Each row block is placed on the worker that holds it, with its
-  class ids and group codes; the training scores of every solver state are kept there, block by
-  block, in a per-fit store (`_STORES`). The label handed to the library is the block's index (a
-  float32 integer), so that the custom objective, called by the library on the worker's
-  concatenated blocks in the library's own order, finds each block's rows, labels, codes and anchor
-  scores: nothing per row travels with a step. Should the library train a block on another worker
-  (dask may run its small packing task elsewhere), the block's codes and scores move there once
-  (`_fetch_blocks`); reductions visit every worker, so each block counts once.
-* **One prox step = one training call.** ``xgboost.dask.train(..., obj, xgb_model=booster)`` or
-  ``lightgbm.dask.DaskLGBMRegressor(objective, n_estimators=rounds).fit(..., init_model=booster)``
-  continues the same booster by ``rounds`` rounds with fastcon's objective
-  (`fastcon.boosting.ProxObjective`, the kernels of `fastcon._kernels._boosting`) evaluated by
-  each worker on its own rows. The step's constants (one weight per class or group,
-  :math:`1/\tau`, :math:`c`, the anchors' state ids) travel inside the objective object; an
-  end-of-training callback reads the library's final training scores :math:`L` on each worker
-  (XGBoost's cached margin, LightGBM's ``eval_train``, as in memory) and stores the new state
-  :math:`F^k + (L - L_0)` there. Why not a whole ABPP run in one call: the multipliers change
-  between steps from sums over every worker's rows. XGBoost's collective is initialised during
-  its training call, so those sums could be allreduced inside its objective, at the price of a
-  second implementation of the ABPP and CBPR loops (and of the calibration around them) on the
-  workers; LightGBM has no collective for Python code. One call per step keeps the solvers'
-  code, and the two libraries, on one path.
-* **Between steps, reductions.** One task per worker returns its per-class (or per-group) loss
-  sums and the divergences to the step's anchors; the client adds them
-  (:math:`8(G + 2)` bytes per worker, G classes or groups) and caches them on the state, so ABPP's
-  constraint values, objective and history cost one round trip per step. The Neyman–Pearson
-  calibration's error rates and the final checks (finite, not constant) are reductions too.
-
-Bytes per step: the objective object (a few hundred bytes plus :math:`8G`), the booster sent to
-every worker and returned once (its size grows with the trees, a few KB per tree:
-docs/measurements.md), and the reduction.
-No X, no score vector: X stays on the workers and is never gathered; only the held-out rows'
-scores of the Neyman–Pearson threshold (8 bytes per held-out row, once: the umbrella rule needs
-their order statistic) and the predictions of `predict` (8 bytes per row) come to the client.
-
-What it costs that an in-memory fit does not pay: every training call rebuilds the library's
-data on each worker (the worker's blocks concatenated, XGBoost's quantile sketch, LightGBM's bins,
-the networks of both) and predicts the continued booster's trees on it to get :math:`L_0`, so a
-step costs O(rows x trees so far) besides its ``rounds`` rounds, plus the libraries' per-call
-overhead (docs/measurements.md).
-
-Equality with the in-memory fit
--------------------------------
-The objective is the in-memory one on the same scores, and the reductions differ from the
-in-memory sums only in the order of the additions (round-off). XGBoost's distributed ``hist``
-merges the workers' quantile sketches: with at most ``max_bin`` distinct values per feature the
-cuts are the values themselves, and the trees are the in-memory trees (tests: the same
-predictions, two and three classes). LightGBM's data-parallel learner takes a leaf's row count
-from the split's histogram estimate (``global_data_count_in_leaf_`` in its
-``src/treelearner/data_parallel_tree_learner.cpp``: counts inferred from Hessian sums) and reduces
-its sums across machines in another order, and a feature's bins come from one worker's rows
-(values seen fewer than ``min_data_in_bin`` times there are merged): the trees agree when no leaf
-comes near ``min_data_in_leaf`` and each feature has few values, each frequent in every block
-(tests, two classes). The estimated counts are off where the Lagrangian weights differ much
-between rows, where ``min_data_in_leaf=1, min_sum_hessian_in_leaf=0`` made the trees equal again
-(docs/measurements.md). Otherwise some trees differ, and the fit meets its bounds on the training
-rows like the in-memory one, with other trees (tests, three classes).
-
-Limits (clear errors): y, the groups and the objective weights in memory (per-class only); no
-sensitive columns read from a dask X; the score problems' outlier and bound-reset heuristics
-(they need per-row losses on the client); ``backend="xgboost"`` needs ``xgboost.dask``, which
-imports ``dask.dataframe`` (pyarrow). With row or column subsampling the library's draws differ
-from the in-memory fit: each training call starts a new booster from the model, its random state
-reset, so the sampling seeds vary by step (else every step would draw the rows of the first).
+`NeymanPearsonGBMClassifier` and `FairGBMClassifier` fit on a `dask.array` X held by the workers of
+a `distributed.Client`; ``y`` and ``sensitive_features`` stay in memory. The solvers are the
+in-memory `fastcon.solvers.abpp` and `fastcon.solvers.cbpr` (Lin & Deng [LD23], Algorithm 1, line 6;
+CBPR's subproblem (4.2)); this module gives them a score model whose training scores live on the
+workers (one prox step = one library training call continuing the same booster with fastcon's
+objective) and score problems whose class and group sums are reduced there. X is never gathered.
+Design notes: docs/design.md, 'Module notes'; measurements: docs/measurements.md.
 """
 from __future__ import annotations
 

@@ -1,62 +1,14 @@
 r"""Boosting under group-rate constraints: a proxy Lagrangian on stock XGBoost / LightGBM, one training run.
 
-The problem, on the training scores :math:`F` of a boosted ensemble (two classes, prediction
-:math:`F_i > 0`), is
-
-.. math::
-
-    \min_F\ \sum_i \ell(F_i; y_i)\quad\text{s.t.}\quad
-    r_a(F) - r_b(F) \le \varepsilon\quad\text{for every ordered pair of groups } a \ne b
-
-(and every family of rates: selection rate for demographic parity, true-positive rate for equal
-opportunity, false-positive rate for FPR parity, both for equalized odds), :math:`r_k` the
-*hard* rate :math:`\frac{1}{n_k}\sum_{i \in k}[F_i > 0]` over the rows the rate counts and
-:math:`\ell` the logistic loss.
-
-**Method.** The *proxy Lagrangian* of Cotter, Jiang, Gupta, Wang, Narayan, You & Sridharan,
-"Optimization with Non-Differentiable Constraints with Applications to Fairness, Recall, Churn,
-and Other Goals" (JMLR 20, 2019), the scheme FairGBM (Cruz, Belém, Bravo, Saleiro & Bizarro,
-"FairGBM: Gradient Boosting with Fairness Constraints", ICLR 2023) runs inside LightGBM:
-the trees descend a Lagrangian whose constraints are *smoothed* rates,
-
-.. math::
-
-    \mathcal L(F, \lambda) = \sum_i \ell(F_i; y_i) + n\sum_k \lambda_k\,\tilde g_k(F),\qquad
-    \tilde r_k(F) = \frac{1}{n_k}\sum_{i \in k}\sigma\!\left(\frac{F_i}{\tau}\right)
-
-(`fastcon.problems.RateGapConstraints`, the block the linear `FairClassifier` uses; the factor
-:math:`n` puts a constraint on the scale of the summed loss), while the multipliers ascend on
-the *hard* gaps, which have no useful gradient:
-
-.. math::
-
-    \lambda_k \leftarrow \max\{0,\ \lambda_k + \eta\,(r_a(F) - r_b(F) - a\varepsilon)\}
-
-between rounds, :math:`a` = `AIM` (the multipliers steer the hard gap into
-:math:`[0.8, 1]\,\varepsilon` rather than onto its edge, where half the rounds would miss it).
-Each round hands the library the Lagrangian's gradient and a diagonal Hessian bound,
-
-.. math::
-
-    g_i = p_i - y_i + v_i,\qquad h_i = p_i(1 - p_i) + |v_i| / \tau,
-
-:math:`v = n\nabla_F \sum_k\lambda_k\tilde g_k`: a sigmoid term :math:`c\,\sigma(F_i/\tau)`
-has second derivative :math:`c\,\sigma''/\tau^2` and :math:`|\sigma''| \le \sigma'`, so
-:math:`|v_i|/\tau` bounds the constraint part's curvature and the Newton step of a leaf never
-overshoots it.
-
-**Multi-class.** With :math:`J \ge 3` classes (prediction :math:`\arg\max_j F_{ij}`) every
-class has its one-vs-rest rates, read on its margin :math:`F_{ij} - \max_{k \ne j} F_{ik}`
-(`fastcon.problems._class_rate_constraints`: equalized odds is then every class's TPR and FPR
-gap, fairlearn#1201's definition); the loss is the softmax cross-entropy and the gradient of a
-margin's rate reaches the class and its runner-up.
-
-**Output.** The rounds are nested models (round :math:`t`: the first :math:`t` trees). The fit
-keeps the round of least loss among those whose hard gap is within :math:`\varepsilon` (the
-"best feasible iterate"; loss and gap on the check rows: the training rows, or held-out ones with
-``validation_fraction``), round 0 excepted (no tree: every rate 0, one class predicted); when no
-round is, the round of least gap, with the status ``"no_feasible_iterate"``. Cost: one training run of ``n_estimators`` rounds,
-plus per round one pass over the rows for the rates (:math:`O(n)`).
+The problem is :math:`\min_F \sum_i \ell(F_i; y_i)` s.t. :math:`r_a(F) - r_b(F) \le \varepsilon` for
+every ordered pair of groups, :math:`r_k` a *hard* rate (selection, true- or false-positive rate).
+Method: the proxy Lagrangian of Cotter et al. (JMLR 20, 2019), as FairGBM (Cruz et al., ICLR 2023):
+the trees descend a Lagrangian whose constraints are sigmoid-smoothed rates
+(`fastcon.problems.RateGapConstraints`), while the multipliers ascend on the hard gaps between
+rounds, :math:`\lambda_k \leftarrow \max\{0, \lambda_k + \eta(r_a - r_b - a\varepsilon)\}`.
+Multi-class uses one-vs-rest rates on class margins. The output is the round of least loss whose
+hard gap is within :math:`\varepsilon`, else the round of least gap (``"no_feasible_iterate"``).
+Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

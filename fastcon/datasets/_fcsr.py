@@ -2,64 +2,11 @@ r"""The ``.fcsr`` file: a design matrix with its labels and groups, stored to be
 
 A `Dataset` written by :func:`write_fcsr` (or by ``fastcon convert``, `convert_libsvm`) is read back
 by :func:`read_fcsr` as a `Dataset` whose ``X`` is a SciPy CSR matrix over read-only `numpy.memmap`
-views of the file: nothing is parsed or copied, pages are read when a pass touches them, and a
-file larger than memory can be fitted (the page cache holds what fits). The arrays are stored in
-exactly the dtypes `Dataset` and SciPy keep, so neither converts (copies) them.
-
-Format, version 1 (every integer little-endian)
-------------------------------------------------
-
-A 512-byte header, then the sections, each starting at a multiple of 64 bytes (a cache line, and
-the alignment of AVX-512 loads; the mapping itself starts on a page) so every view is aligned.
-
-======  =====  ==================================================================================
-offset  bytes  field
-======  =====  ==================================================================================
-0       8      magic ``\x89FCSR\r\n\x1a`` (a non-ASCII byte and a CR LF pair, as in PNG: a file
-               mangled by a text-mode transfer is refused at once)
-8       4      format version (uint32), 1
-12      4      header size in bytes (uint32), 512; the header checksum is its last 4 bytes
-16      8      n_rows (uint64)
-24      8      n_cols (uint64)
-32      8      nnz (uint64): stored entries; ``n_rows * n_cols`` for a dense layout
-40      1      layout (uint8): 0 CSR, 1 dense (row-major, C order)
-41      1      task (uint8): 1 binary (y float64 in {-1, +1}), 2 multi-class (y int64 class ids)
-42      2      flags (uint16): bit 0 set when every stored value of X is exactly 1.0 (binary
-               features); other bits must be 0
-44      4      alignment of the sections (uint32), 64
-48      392    seven section entries of 56 bytes, in this order: ``indptr``, ``indices``, ``data``,
-               ``y``, ``groups``, ``sample_weight``, ``meta``. Each: dtype (4 bytes ASCII, NUL
-               padded: ``<i4``, ``<i8``, ``<f8``, ``|u1``; all NUL for an absent section), 4 bytes
-               zero, offset in bytes from the start of the file (uint64), number of items (uint64),
-               sha256 of the section's bytes (32 bytes)
-440     68     reserved, zero
-508     4      CRC-32 (zlib) of bytes 0-507 (uint32)
-======  =====  ==================================================================================
-
-Sections: ``indptr`` (``n_rows + 1`` items) and ``indices`` (``nnz``), one dtype, int32 when
-``n_rows``, ``n_cols`` and ``nnz`` are all below :math:`2^{31}`, else int64 — SciPy's own rule, so
-``scipy.sparse.csr_matrix`` keeps them as they are (any other choice, e.g. int64 ``indptr`` beside
-int32 ``indices``, is converted to a common dtype, a copy, when the matrix is built); absent for the
-dense layout. ``data`` (float64, ``nnz`` items): the values, always stored — the flag tells the
-kernels that they may skip them. ``y`` (float64 ±1 or int64 class ids, ``n_rows``), ``groups``
-(int64 ids 0..G-1, optional), ``sample_weight`` (float64, optional). ``meta``: UTF-8 JSON with
-``name``, ``group_names``, ``feature_names``, ``label_values`` (``{"dtype": ..., "values": [...]}``,
-the original label of each class) and ``written_by``. A CSR is stored canonical: indices sorted
-and distinct within each row.
-
-Checksums
----------
-The header carries a CRC-32 of itself, checked on every read (512 bytes: free), so a damaged shape,
-offset or dtype is reported and never followed. Each section carries the sha256 of its bytes,
-computed while it is written and checked by ``read_fcsr(..., verify=True)`` (and by
-`fastcon.datasets.load`, whose ``verify`` defaults to True). sha256 rather than a faster 32- or
-64-bit checksum: it runs at 1.8 GB/s here (SHA-NI; CRC-32 3.9 GB/s, BLAKE2b 0.9 GB/s, xxhash is not
-a dependency), faster than the parser produces the bytes and about as fast as a disk delivers them,
-so it costs a conversion little; it is the hash the dataset registry already uses; and a per-section
-digest names the damaged array. Without ``verify`` a read still checks everything that could make
-a pass read out of bounds (the header's sizes against the file, and, through `Dataset`, ``indptr``
-and every column index): a damaged file raises ValueError, never crashes; a damaged *value* is
-found only by ``verify``.
+views of the file: nothing is parsed or copied, and a file larger than memory can be fitted. Format
+version 1: a 512-byte header with a CRC-32, then seven 64-byte-aligned sections (``indptr``,
+``indices``, ``data``, ``y``, ``groups``, ``sample_weight``, ``meta``) in the dtypes `Dataset` and
+SciPy keep, each with its sha256 (checked with ``verify=True``). A damaged file raises ValueError.
+Format table and design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

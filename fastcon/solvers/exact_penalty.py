@@ -1,93 +1,14 @@
 r"""The :math:`\ell_1` exact-penalty trust-region method with LP steps (Cartis, Gould & Toint 2011), the
 baseline of the experiments of Ma, Lin & Yang [MLY20] §5 (see docs/references.md).
 
-**Reconstruction.** [MLY20] §5 gives the step subproblem (its eq. (12)), the merit function, the
-radius rule and the parameter values, but no pseudo-code of the penalty update. The rest (the
-:math:`\ell_\infty` trust region that makes the step an LP, the ratio's formula, the criticality measures,
-the two penalty updates, squared ball constraints) is fastcon's reconstruction, *not* a
-transcription of the original method.
-
-For :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g_i(x) \le 0` (:math:`i = 1..m`) let
-:math:`c(x) \in \mathbb R^{m + b}` collect the :math:`g_i` and the :math:`b` penalised ball
-constraints of :math:`\mathcal X` (see *Domain* below), :math:`J(x)` their subgradients (one per term,
-as rows) and :math:`[\cdot]_+ = \max(0, \cdot)`. The merit function and its linear model are
-
-.. math::
-
-    \phi_\sigma(x) = f(x) + \sigma \textstyle\sum_j [c_j(x)]_+, \qquad
-    l_\sigma(x; s) = f(x) + \nabla f(x)^\top s + \sigma \textstyle\sum_j [c_j(x) + \nabla c_j(x)^\top s]_+ .
-
-Iteration :math:`k` solves [MLY20] eq. (12) with the :math:`\ell_\infty` trust region as the LP
-
-.. math::
-
-    \min_{s \in \mathbb R^n,\ t \in \mathbb R^{m+b}} \ \nabla f(x_k)^\top s + \sigma\,\mathbf 1^\top t
-    \quad\text{s.t.}\quad c(x_k) + J(x_k)\,s \le t,\quad t \ge 0,\quad
-    \max(-\Delta_k, l - x_k) \le s \le \min(\Delta_k, u - x_k)
-
-(``scipy.optimize.linprog(method="highs")``; :math:`l \le x \le u` are the domain's box bounds) and
-tests the trial point :math:`x_k + s_k` with
-
-.. math::
-
-    \mathrm{pred}_k = l_\sigma(x_k; 0) - l_\sigma(x_k; s_k), \qquad
-    \rho_k = \frac{\phi_\sigma(x_k) - \phi_\sigma(x_k + s_k)}{\mathrm{pred}_k},
-
-accepting it when :math:`\rho_k \ge \eta_1`; :math:`\Delta_{k+1} = \gamma_3\Delta_k` if
-:math:`\rho_k \ge \eta_2`, :math:`\gamma_2\Delta_k` if :math:`\eta_1 \le \rho_k < \eta_2`,
-:math:`\gamma_1\Delta_k` otherwise (paper: :math:`\gamma_1 = 0.5`, :math:`\gamma_2 = \gamma_3 = 1`,
-so the radius never grows). ``pred`` is evaluated from the model at the LP's :math:`s`, not read
-from the LP objective.
-
-**Criticality** (first-order, in the style of Cartis et al.). For the penalty problem and for the violation alone,
-
-.. math::
-
-    \psi_\sigma(x) = l_\sigma(x; 0) - \min_{\|s\|_\infty \le 1} l_\sigma(x; s), \qquad
-    \chi(x) = v(x) - \min_{\|s\|_\infty \le 1} v_{\mathrm{lin}}(x; s),
-
-with :math:`v(x) = \sum_j [c_j(x)]_+` and :math:`v_{\mathrm{lin}}(x; s) = \sum_j [c_j(x) + \nabla
-c_j(x)^\top s]_+`. Because the model is convex in :math:`s`, :math:`\mathrm{pred}_k / \max(1,
-\Delta_k) \le \psi_\sigma(x_k) \le \mathrm{pred}_k / \min(1, \Delta_k)`, so the unit-radius LP of
-:math:`\psi` is solved only when :math:`\epsilon` falls between these bounds.
-
-**Penalty update** (two plausible readings, which [MLY20]'s figure cannot tell apart; both start
-at :math:`\sigma_{-1} = 1/\xi`, change :math:`\sigma` only by the factor :math:`\tau`, and never
-decrease it):
-
-- ``"classic"`` (Cartis et al.'s outer loop): :math:`\sigma` is fixed while the trust-region loop
-  minimises :math:`\phi_\sigma`. When :math:`\psi_\sigma(x_k) \le \epsilon`: if the maximum violation
-  is :math:`\le \epsilon_{\mathrm{feas}}` stop (``"converged"``, approximate KKT point); else if
-  :math:`\chi(x_k) \le \epsilon` stop (``"stalled_infeasible"``, an infeasible critical point of the
-  violation); else :math:`\sigma \leftarrow \tau\sigma` (``"stalled_infeasible"`` if that exceeds
-  ``max_penalty``) and the step is recomputed at the same :math:`x_k`.
-- ``"steering"`` (Byrd–Nocedal–Waltz style): the same outer tests, plus, before every trial step at
-  an infeasible :math:`x_k`, with :math:`v^*_k = \min_{\|s\|_\infty \le \Delta_k} v_{\mathrm{lin}}(x_k; s)`,
-
-  .. math::
-
-      \text{while}\quad v(x_k) - v_{\mathrm{lin}}(x_k; s_k(\sigma)) < \xi\,\bigl(v(x_k) - v^*_k\bigr):
-      \quad \sigma \leftarrow \tau\sigma,\ \ s_k(\sigma) \text{ recomputed},
-
-  at most ``max_steering_repeats`` times per iteration and never beyond ``max_penalty``: the step
-  must achieve a fraction :math:`\xi` of the best linearised violation decrease in the region. The
-  inequality has a slack of :math:`10^{-7}(m + b)\max(1, v(x_k))` (HiGHS's feasibility tolerance),
-  so round-off violations near a solution do not inflate :math:`\sigma`.
-
-**Domain.** Box bounds (``Box``, box blocks of a ``Product``) are LP bounds on :math:`s`, so every
-iterate stays in the box (the trial point is clipped to remove LP round-off). Balls (``Ball``,
-``ProductOfBalls``, ``ColumnBalls``, ball blocks) are **penalised, not projected**, as in [MLY20]: iterates may leave
-them. They enter :math:`c` as :math:`\|x_B - x_c\|^2 - r^2` (``ball_constraint="squared"``, the
-default: smooth, also at the paper's start :math:`x = 0`) or :math:`\|x_B - x_c\| - r` with the
-subgradient 0 at the centre (``"norm"``). The reported violation uses the norm form,
-:math:`\max(0, \max_i g_i(x), \max_B \|x_B - x_c\| - r)`, the infeasibility of [MLY20] Figure 1.
-The domain is read through its `Domain.box_and_balls`; one that cannot answer (e.g. the
-transportation polytope) is rejected before the first iteration.
-
-**Cost per iteration:** one fused value+subgradient call of :math:`f` and of every :math:`g_i` at the
-trial point (reused as :math:`x_{k+1}`'s model when accepted, wasted when rejected), one step LP,
-plus one LP of :math:`v^*_k` (steering at infeasible points), of :math:`\psi` (near criticality) or of
-:math:`\chi` (when the inner loop ends) when needed.
+With :math:`c(x)` the constraints :math:`g_i` and the penalised ball constraints of the domain,
+iteration :math:`k` minimises the linear model of the merit function
+:math:`\phi_\sigma(x) = f(x) + \sigma \sum_j [c_j(x)]_+` over the :math:`\ell_\infty` trust region
+(an LP, [MLY20] eq. (12), solved by HiGHS), accepts the step when the actual-to-predicted decrease
+ratio :math:`\rho_k \ge \eta_1` and updates the radius by the paper's rule. The penalty update
+(``"classic"`` or ``"steering"``), the criticality measures and the ball penalties are fastcon's
+reconstruction, *not* a transcription of the original method.
+Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 
