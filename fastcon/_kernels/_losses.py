@@ -7,53 +7,11 @@ For a margin loss :math:`\phi` and margins :math:`z_i = y_i\, a_i^\top w`, the k
     L(w) = \sigma \sum_{i \in R} s_i\, \phi(z_i), \qquad
     \partial L(w) \ni \sigma \sum_{i \in R} s_i\, \phi'(z_i)\, y_i\, a_i,
 
-over all rows or a row subset :math:`R` (repeats count repeatedly), with optional sample weights
-:math:`s_i` (``weights=None`` means 1) and a scale :math:`\sigma` chosen by the caller (``1/n`` for
-the mean). In one pass each row's score is computed, mapped through :math:`(\phi, \phi')`, and the
-row — still in cache — is added to the subgradient: row by row for the hinge losses, block by
-block for the logistic and sigmoid losses (below).
-
-How the loss is made generic
-----------------------------
-Each loss is a tiny ``inline="always"`` function ``z -> (phi(z), phi'(z))``; the kernels take an
-integer loss code and :func:`margin_loss` branches on it once per row. The branch costs nothing
-visible (docs/measurements.md), while the alternatives were worse:
-
-* passing the jitted loss function as an argument (or closing over it in a kernel factory) gives
-  fast code, but numba cannot cache such kernels across processes — every process recompiles;
-* compile-time dispatch on a literal code (``numba.literally``) caches, but every call from Python
-  then pays milliseconds of dispatch.
-
-The integer code also suits jitted solver loops, which can hold it as a plain int.
-
-Logistic and sigmoid: blocks of rows
-------------------------------------
-A transcendental per row made these passes slow: the row loop called libm's ``exp`` and
-``log1p``, which LLVM cannot vectorise (no SVML here), while the honest SciPy reference
-(``scipy.special.log_expit``/``expit``) uses NumPy's
-SIMD-vectorised ``exp``/``log``. So their passes go through the rows in blocks of
-``LOSS_BLOCK_ROWS`` = 128: (1) the block's margins :math:`z` into a small buffer (the sparse dot
-products as before), (2) :math:`(\phi, \phi')` over the buffer in one loop with no branch and no
-call (:func:`logistic` and :func:`sigmoid` are built from `fastcon._kernels._vecmath`), which
-LLVM vectorises, (3) the loss sum and the subgradient rows of the block, in row order. The
-buffers (3 kB) stay in L1 and so do the block's rows between
-(1) and (3). The value-only kernels do (1), (2) and the loss sum. Row subsets (minibatches) take
-the same blocks, so a pass over ``rows=np.arange(n)`` returns the bits of the full pass, and the
-value-only and value+subgradient kernels return the same value. The hinge losses keep the
-row-by-row loop (no transcendental, and most rows skip the subgradient update).
-
-Accuracy: :func:`logistic` within 2.5 ulp of the exact :math:`\phi` and :math:`\phi'`, :func:`sigmoid`
-within 3 ulp (:math:`\phi`) and 5 ulp (:math:`\phi'`, the product of two rounded factors), from
-:math:`z = 0` to :math:`\pm\infty` (tests/test_vecmath.py); NaN gives NaN as before. The scalar
-:func:`margin_loss` is the same function, so every kernel that calls it (compiled datafits, the
-multi-class passes) computes the same per-row bits as the passes here; the sigmoid's formula is
-also that of the multi-class block sigmoid (`fastcon._kernels._multiclass_np`).
-
-Measured: docs/measurements.md.
-
-Chunking: see :mod:`fastcon._kernels._linalg`. ``workspace`` has shape ``(n_chunks, d + 1)``: row
-``k`` holds chunk ``k``'s subgradient accumulator and, in its last slot, its loss sum. Chunk results
-are reduced in chunk order, so results do not depend on the number of threads.
+over all rows or a row subset :math:`R`, with optional sample weights :math:`s_i` and a scale
+:math:`\sigma` chosen by the caller. The loss is an integer code (:func:`margin_loss` branches on it
+once per row, and numba caches the kernels); logistic and sigmoid passes go through blocks of
+``LOSS_BLOCK_ROWS`` rows so their transcendentals vectorise. Results do not depend on the number
+of threads. Design notes: docs/design.md, 'Module notes'; measurements: docs/measurements.md.
 """
 import numpy as np
 from numba import prange

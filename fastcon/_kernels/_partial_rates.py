@@ -8,40 +8,10 @@ only through per-group means at a few *cuts* :math:`t_q`,
     H_{kq} = \frac{1}{n_k}\sum_{i \in k}\max\{z_i - t_q, 0\},\qquad
     C_{kq} = \#\{i \in k : z_i > t_q\},
 
-(the ramp :math:`\sigma(u) = \max\{u + \tfrac12, 0\} - \max\{u - \tfrac12, 0\}` of level
-:math:`\theta_p` is :math:`H` at :math:`t = \theta_p - \tfrac12` minus :math:`H` at
-:math:`t = \theta_p + \tfrac12`), and their subgradients in :math:`w`, the masked row sums
-
-.. math::
-
-    R_{kq} = \sum_{i \in k,\ z_i > t_q}\tilde x_i
-
-(kink convention :math:`\partial\max\{u, 0\} \ni \mathbf 1\{u > 0\}` everywhere). The logistic
-surrogate needs :math:`\frac{1}{n_k}\sum_{i \in k}\sigma(z_i - \theta_p)`, :math:`\sigma'` and
-:math:`\sum_{i \in k}\sigma'(z_i - \theta_p)\tilde x_i`.
-
-Two ways to get every :math:`(H, C)`:
-
-* `hinge_cut_sums_naive`: one pass over the rows with an inner loop over the :math:`Q` cuts,
-  :math:`O(nQ)`, branch-free; the oracle of the other;
-* `hinge_cut_sums`: sort the :math:`Q` cuts once, put each row in its *bin* (the number of cuts
-  strictly below its score), keep per (group, bin) the count and the sum of
-  :math:`z_i - t_{\text{bin below}}`, then one suffix sweep over the bins:
-  :math:`H_{j} = H_{j+1} + C_{j+1}(t_{j+1} - t_j) + D_{j+1}` over the sorted cuts. Every term is
-  non-negative, so there is no cancellation (the prefix-sum form :math:`\mathrm{pre}[c] - c\,t`
-  over sorted scores loses :math:`|t|/H` digits). A row's bin is a branch-free count of the cuts
-  below it up to `LINEAR_SEARCH_MAX_CUTS` cuts (:math:`O(Q)` compares that vectorise, no
-  mispredicted branches), a binary search above (:math:`O(\log Q)`). Two accumulator updates per
-  row instead of :math:`2Q`: faster than the naive pass at every :math:`Q` (docs/benchmarks.md).
-
-The masks :math:`\{z_i > t_q\}` are nested in the cut order, so the same bins give every
-:math:`R_{kq}`: each row is added to its bin's row sum once, and a suffix sum over the bins turns
-bin sums into mask sums: :math:`O(\mathrm{nnz} + GQn_w)` for all :math:`2GP` constraint
-subgradients, against :math:`O(GQ\,\mathrm{nnz})` for one masked :math:`\tilde X^\top v` per cut.
-`hinge_cut_sums` writes every row's bin, so the row-sum kernels read the bins of the same scores
-and cuts instead of searching again. Sorting the rows by score (the other way to see the
-nesting) costs :math:`O(n\log n)` and is not needed: only the order of a row relative to the cuts
-matters.
+their subgradients :math:`R_{kq} = \sum_{i \in k,\ z_i > t_q}\tilde x_i`, and the logistic
+surrogate's sigmoid means. `hinge_cut_sums` puts each row in its bin among the sorted cuts and
+sweeps the bins (:math:`O(n + Q)` updates, no cancellation); `hinge_cut_sums_naive` is the
+:math:`O(nQ)` oracle. Design notes: docs/design.md, 'Module notes'.
 """
 import numpy as np
 

@@ -1,48 +1,12 @@
 """numba's threading layer for fastcon: fork-safe by default, and parallel launches serialized where the layer needs it.
 
-Why
-    numba picks its threading layer once per process, at the first parallel launch (or the first
-    ``numba.get_num_threads``), by default in the order tbb, omp, workqueue. Without tbb, on Linux
-    that is GNU OpenMP (libgomp), which is not fork-safe: after any fit, a ``multiprocessing``
-    child started with ``fork`` (Linux's default start method up to Python 3.13; PyTorch's
-    DataLoader forks) that runs a fastcon kernel prints "Terminating: fork() called from a process
-    already using GNU OpenMP, this is unsafe." and the pool waits forever. A library that others
-    embed must not do that.
-
-What
-    `choose_threading_layer` (run when `fastcon._kernels` is imported, i.e. by ``import fastcon``)
-    sets ``numba.config.THREADING_LAYER = "forksafe"`` unless the user chose a layer
-    (``$NUMBA_THREADING_LAYER``, ``.numba_config.yaml``, or ``numba.config.THREADING_LAYER`` set
-    to anything but ``"default"`` before importing fastcon) or a parallel function has already
-    run. numba then loads tbb where it is installed, else OpenMP where it is fork-safe (not GNU
-    OpenMP on Linux; macOS and Windows keep it), else its own ``workqueue`` layer. fastcon
-    depends on pip's ``tbb`` wheel on x86-64 Linux and loads its library (`_preload_tbb`: the
-    wheel puts it where the dynamic loader does not look), because tbb is fork- and thread-safe
-    and fast: on a9a's kernels 10-30 % faster than GNU OpenMP, while workqueue took up to twice
-    OpenMP's time (docs/benchmarks.md, Embedding).
-
-    It sets ``numba.config`` and not ``os.environ``: an environment variable would reach child
-    processes and every library that reads it, while this is one attribute of numba in this
-    process, the documented way for any numba user to pick a layer. The layer is per process, so
-    the user's own ``parallel=True`` functions get it too; set ``NUMBA_THREADING_LAYER`` (e.g.
-    ``omp``) to choose otherwise, fastcon keeps the choice. If a ``NUMBA_*`` variable changes
-    after ``import fastcon``, numba re-reads its environment at the next compilation and forgets
-    the setting, so it is applied again just before fastcon's first parallel launch.
-
-    workqueue is not thread-safe: two Python threads in parallel regions at once abort the process
-    ("Concurrent access has been detected"). fastcon's kernels release the GIL, so two fits in
-    threads (e.g. ``GridSearchCV`` with a threading backend) would do exactly that. Every parallel
-    kernel is therefore wrapped (`SerializedKernel`): while the layer in use is workqueue (or not
-    yet known), a call from Python holds one process-wide lock; once another layer is known to be
-    in use, calls go straight to the kernel. Jitted callers of a parallel kernel are wrapped too
-    (`fastcon._kernels._jit.njit` does both). The lock costs about a microsecond per call
-    (docs/benchmarks.md); the kernels it guards read whole data sets or batches of rows.
-
-    OpenMP's wait policy: fastcon used to set ``OMP_WAIT_POLICY=PASSIVE`` in ``os.environ`` at
-    import, because spinning OpenMP workers slowed the interpreter between short kernels. workqueue
-    and tbb workers block instead of spinning, so nothing replaces it; a user who picks the omp
-    layer should set ``OMP_WAIT_POLICY=PASSIVE`` in the environment before starting Python for the
-    same effect (README).
+numba's default layer on Linux without tbb is GNU OpenMP, which hangs a ``fork``-started child that
+runs a fastcon kernel. `choose_threading_layer` (run by ``import fastcon``) sets
+``numba.config.THREADING_LAYER = "forksafe"`` unless the user chose a layer (tbb, which fastcon
+loads on x86-64 Linux, else a fork-safe OpenMP, else workqueue). workqueue is not thread-safe, so
+`SerializedKernel` holds a process-wide lock around parallel kernels while that layer is (or may
+be) in use.
+Design notes: docs/design.md, 'Module notes'.
 """
 import ctypes
 import functools

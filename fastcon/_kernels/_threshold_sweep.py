@@ -1,60 +1,13 @@
 r"""Threshold sweeps: group means of :math:`\sigma(s_i - \theta_j)` over a grid, and hard ROC gaps.
 
-The smoothed ROC-fairness objective of Huang & Lin [HL23] (eq. 11) needs, for every threshold
-:math:`\theta_j` of a grid and every score :math:`s_i`, the logistic sigmoid
-:math:`\sigma(s_i - \theta_j) = 1 / (1 + e^{\theta_j - s_i})`: 400 thresholds times ~32k scores on
-a9a is 13M sigmoids per evaluation, and the exponentials dominate.
-
-One exponential per sample
---------------------------
-Split the exponent at an anchor :math:`c` (a threshold of the grid):
-
-.. math::
-
-    \sigma(s - \theta_j) = \frac{1}{1 + a\,f_j}, \qquad a = e^{c - s}, \quad f_j = e^{\theta_j - c}.
-
-The factors :math:`f_j` depend on the grid only and are computed once (:func:`grid_blocks`; for an
-equally spaced grid :math:`f_j = r^{j}`, :math:`r = e^{\Delta}`, each one a direct ``exp`` so no
-error accumulates along a recurrence). Per sample there is one ``exp``, and per pair a multiply and
-a division in a loop with no loop-carried dependency, which vectorises without fastmath. This
-works for **any** grid, not only equally spaced ones, so there is no slow fallback.
-
-Overflow and underflow. The grid is cut into runs of consecutive thresholds whose span
-:math:`\max\theta - \min\theta` is at most :data:`MAX_BLOCK_SPAN` = 350, each anchored at its
-smallest threshold (so :math:`1 \le f_j \le e^{350}`), and each block takes a fresh
-:math:`a_b = e^{c_b - s}`:
-
-* ``a_b = inf``: every :math:`\theta_j - s > 709.78` in the block, where the direct formula
-  ``1 / (1 + exp(theta - s))`` is exactly 0 too — the block is skipped;
-* ``a_b * f_j`` overflows: IEEE gives ``1 / (1 + inf) = 0``; the true value is below 1e-307;
-* ``a_b`` underflows (:math:`c_b - s < -708`): every :math:`\theta_j - s < -358` in the block,
-  where :math:`\sigma = 1` exactly in float64 (it already is below -37), so the lost digits of
-  ``a_b`` cannot show.
-
-Results agree with the exp-per-pair formula to a few ulps (the relative error of :math:`a f_j` is
-2–3 ulp and :math:`|d\sigma/\sigma| \le |da/a|`); only values below ~1e-307 may become 0.
-
-One division per four sigmoids
-------------------------------
-Divisions then dominate (~2 cycles per pair even vectorised). Four samples share one:
-:math:`\sum_{k=1}^4 1/d_k = (d_1 d_2 (d_3+d_4) + d_3 d_4 (d_1+d_2)) / (d_1 d_2 d_3 d_4)` with
-:math:`d_k = 1 + a_k f_j \ge 1` — all terms positive, so ~6 ulp of rounding, no cancellation and no
-underflow. It is used when every :math:`a_k f_j` of the block is at most :data:`QUAD_SAFE`, so the
-product cannot overflow; other blocks take one division per pair (measured:
-docs/measurements.md).
-
-Determinism
------------
-Parallel loops run over a fixed number of sample chunks (:func:`sweep_workspace`, a function of the
-data size only); each chunk sums into its own row of ``scratch`` and the rows are reduced in chunk
-order, so results are bit-identical for any ``numba.set_num_threads``.
-
-Hard gaps
----------
-The reported metric uses the indicator :math:`\mathbb I(s \ge \theta)` instead of
-:math:`\sigma`: no transcendentals at all. Sorting each group once gives every rate by binary
-search, :math:`O(n \log n + m \log n)` (:func:`hard_roc_gap_grid`), and the exact supremum over all
-real thresholds is attained at a score (:func:`hard_roc_gap_exact`).
+The smoothed ROC-fairness objective of Huang & Lin [HL23] (eq. 11) needs the logistic sigmoid
+:math:`\sigma(s_i - \theta_j)` for every threshold of a grid and every score. Splitting the exponent
+at an anchor :math:`c` of the grid, :math:`\sigma(s - \theta_j) = 1/(1 + a f_j)` with
+:math:`a = e^{c - s}` and :math:`f_j = e^{\theta_j - c}`, costs one ``exp`` per sample (grid blocks of
+span at most :data:`MAX_BLOCK_SPAN` avoid overflow), and four samples share one division. Results
+agree with the exp-per-pair formula to a few ulps and do not depend on the number of threads. The
+hard gaps use the indicator :math:`\mathbb I(s \ge \theta)` and sorted groups.
+Design notes: docs/design.md, 'Module notes'; measurements: docs/measurements.md.
 """
 import numpy as np
 from numba import prange

@@ -1,48 +1,12 @@
 r"""`DaskDesign`: the `DesignMatrix` interface over a row-partitioned `dask.array` held by `dask.distributed` workers.
 
-A full pass is a map over row blocks and a reduction (ARCHITECTURE.md §10). Here the blocks are
-the chunks of a dask array (numpy arrays or scipy CSR matrices, one column chunk), each validated
-and made a `DesignMatrix` *on its worker* once, and kept there for the life of the object. Every
-product then runs fastcon's own kernels (`fastcon._kernels._linalg`) on the worker's blocks:
-
-* ``matvec(w, out, rows)``: ``w`` is scattered to every worker once per call (sent inside the
-  tasks when at most `DaskDesign.inline_bytes`), each worker computes the scores of its blocks
-  (one task per worker), the client gathers them into ``out``.
-* ``rmatvec(c, out, rows)``: each worker's part of ``c`` is scattered to it (all workers at once;
-  inside the tasks when small), each worker accumulates :math:`\sum_b X_b^\top c_b` over its
-  blocks into one d-vector, the d-vectors are summed pairwise worker to worker (a tree of depth :math:`\lceil\log_2 P\rceil`) and the client
-  adds the total into ``out``.
-
-What lives where, and what it costs. X stays on the workers. The scores :math:`z = Xw + b` and the
-row coefficients :math:`c` live on the client, as for an in-memory fit: the loss, the group rates
-and every constraint block read :math:`z` there, unchanged. So each pass moves, besides the
-kernels' work,
-
-* :math:`8n` bytes of scores from the workers to the client (``matvec``) and :math:`8n` bytes of
-  coefficients back (``rmatvec``): the client's link carries :math:`16n` bytes per pass, whatever
-  the number of workers (45M rows: 720 MB, about 0.6 s at 10 Gb/s);
-* :math:`8d` bytes of ``w`` to every worker (the scatter is flat: the client sends :math:`8dP`
-  bytes) and :math:`8d` bytes per worker in the reduction of the gradients, plus :math:`8d` to
-  the client (d = 20M: 160 MB per worker per pass);
-* a handful of scheduler round trips (a few milliseconds each on one machine).
-
-The client also holds :math:`O(n)` floats (z, c, labels, groups), as an in-memory fit does, so
-the client's memory and link bound the rows a fit can take. This is the first, simple design:
-every term above the products (losses, group rates, calibration, held-out scores) runs unchanged.
-
-Not this design: scores kept block-local. Then a pass would move only :math:`O(d)` and
-:math:`O(\text{groups} \times \text{constraints})` numbers: labels, groups and weights would be
-partitioned with X; the loss value and its score-gradient, and each constraint block's
-``values_from_scores`` / ``vjp_from_scores`` (group sums of sigmoids, their derivatives) would be
-computed per block and their sums reduced like the gradients; the augmented Lagrangian's
-multipliers would be broadcast with ``w``. The rate blocks whose values are not sums over rows
-(quantiles: the Wasserstein and ROC constraints, the Neyman-Pearson umbrella threshold, the
-held-out hard gaps of the calibration) would need a distributed sort/selection or an
-approximation, and `LinearScores`' cache of z would become one per block.
-
-The sums of ``rmatvec`` are taken in another order than the in-memory kernel's (per worker, then
-pairwise), so results agree with `DesignMatrix` to round-off, not bit for bit; ``matvec`` reads
-each row as the in-memory kernel does and agrees exactly.
+A full pass is a map over row blocks and a reduction (ARCHITECTURE.md §10): each chunk of the dask
+array is validated and made a `DesignMatrix` on its worker once, and every product runs fastcon's
+kernels there. ``matvec`` scatters ``w`` and gathers the scores; ``rmatvec`` scatters the row
+coefficients and sums the workers' d-vectors pairwise. X stays on the workers; the scores and
+coefficients (:math:`O(n)`) live on the client, so every term above the products runs unchanged.
+``rmatvec`` agrees with `DesignMatrix` to round-off, ``matvec`` exactly.
+Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -7,41 +7,11 @@ training scores, for the Bregman distance of its geometry and for (approximate) 
 
     \psi(x) = \sum_i W_i\,\ell_i(F(x)) + c\,D_W(x, x^t) + \tau^{-1} D_W(x, x^k) + r(x),
 
-with Lagrangian weights :math:`W_i` of either sign (the multipliers fold into them), the CBPR anchor
-:math:`x^t` with weight :math:`c \ge 0`, the proximal anchor :math:`x^k` with weight ``inv_tau``
-:math:`=\tau^{-1}` and the model's own regulariser :math:`r`. The losses are the cross-entropies of
-`fastcon._kernels._boosting`: :math:`\ell_i = \log(1 + e^{F_i}) - y_i F_i` for two classes,
-:math:`\ell_i = \log\sum_j e^{F_{ij}} - F_{ib_i}` for :math:`J \ge 3`.
-
-Score-model protocol
---------------------
-A score model owns the data (features and labels) and hands out opaque *states* (its parameters):
-
-``n_samples``, ``n_outputs``, ``labels``, ``n_classes``
-    Training rows, 1 (two classes) or :math:`J`, the labels in :math:`[0, J)`, :math:`J`.
-``initial_state()``
-    A state whose training scores are all zero (linear: :math:`x = 0`; boosting: the empty
-    ensemble). It is strictly feasible for every group-loss-gap constraint (all groups then share
-    the loss :math:`\log J`).
-``scores(state)``
-    Training scores :math:`F`, shape (n,) or (n, J), C-contiguous, read-only, cached per state.
-``divergence(state, anchor)``
-    :math:`D_W \ge 0` (linear: :math:`\tfrac12\|x - x'\|^2`; boosting:
-    :math:`\tfrac12\|F - F'\|^2` over the training rows).
-``prox_step(anchor_k, inv_tau, weights, *, anchor_t=None, c=0.0, accuracy=None)``
-    A new state :math:`\approx \arg\min\psi`; ``accuracy`` is :math:`\nu` of Definition 4 of
-    [LD23] (:math:`\psi(x) - \min\psi \le \nu`); models that cannot certify it may ignore it.
-``parameters(state)``
-    An ndarray describing the state (what `fastcon.SolveResult.x` holds).
-``average(states, weights)``
-    The state whose scores are :math:`\sum_k w_k F(\text{state}_k) / \sum_k w_k` (ergodic average).
-``regularization(state)`` (optional)
-    :math:`r(x)`, added to the objective by the score problems (0 when absent).
-``curvature_bound(problem)`` (optional, CBPR)
-    :math:`\rho`: a bound of the relative smoothness constant (Definition 3 of [LD23]) of the concave
-    parts of ``problem``'s DC constraints in this model's geometry (see `LinearScoreModel.curvature_bound`).
-``as_state(x)`` (optional)
-    The state of a `parameters` array, so that solvers accept ``x0`` as an array.
+with Lagrangian weights :math:`W_i` of either sign, the CBPR anchor :math:`x^t`, the proximal anchor
+:math:`x^k` and the model's regulariser :math:`r`; the losses are the cross-entropies of
+`fastcon._kernels._boosting`. A score model owns the data and hands out opaque states
+(``initial_state``, ``scores``, ``divergence``, ``prox_step``, ``parameters``, ``average``, ...).
+The protocol in full: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 
