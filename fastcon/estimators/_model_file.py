@@ -1,38 +1,12 @@
 r"""The one file format of fitted fastcon models, linear and boosted: a zip archive without pickle.
 
-A pickle runs code when it is loaded, so a model file from an untrusted source is a security hole,
-and it ties the file to the exact classes of the version that wrote it. `write` stores instead
-
-- ``header.json``: the format (`FORMAT`) and its version, the fastcon version, the estimator's class
-  name, ``get_params()``, the fitted attributes that are not arrays, and what a kind of model adds
-  (the boosted ensemble's terms and booster files);
-- ``arrays/aN.npy``: every NumPy array the header refers to (``{"__array__": "aN"}``), read back
-  with ``allow_pickle=False``, bit for bit;
-- ``boosters/NNNN.*``: the boosted estimators' booster files, in their libraries' own formats.
-
-JSON has no tuples, non-string keys or non-finite numbers, so those are written as one-key objects
-that name their type (``{"__tuple__": [...]}``, ``{"__dict__": [[key, value], ...]}``,
-``{"__float__": "nan"}``, ...); a dict whose keys are all strings not starting with ``__`` stays a
-plain JSON object, so a marker is never confused with data. The solve's `fastcon.SolveResult`
-(without its history), the group encoder `fastcon.datasets.GroupEncoding` (labels and column count)
-and `fastcon.metrics.IntervalChoice` have markers of their own; any other object makes `write` raise
-TypeError naming the attribute.
-
-`read` constructs only the classes its caller lists, by name, sets only attributes named like fitted
-attributes (``name_``) and reads ``header.json`` first, then only the entries the header refers to.
-Before any entry's data is decompressed its declared sizes are checked (`_Entries`): at most
-`MAX_RATIO` times its compressed size, all read entries together at most `MAX_RATIO` times the size
-of the whole file and their compressed bytes within the file, an array's size that of its ``.npy``
-header (no object dtypes). `write` stores an entry uncompressed when deflate would shrink it more than
-``MAX_RATIO // 2`` times, so every file it writes passes. A file of 30 MB may still make `read`
-decompress up to about 3 GB: check the size of an untrusted file first (docs/guide/boosting.md).
-The header is checked before it is decoded: at most `MAX_HEADER_DEPTH` levels of nested lists and
-objects (measured iteratively), every count or number converted in range, named when it is not;
-whatever else a malformed header raises is the ValueError ``"path: '<file>' is inconsistent: ..."``.
-
-Files of the earlier formats still load (`LEGACY_FORMATS`): the linear estimators' ``.npz`` archives
-(the header an uint8 array ``__header__.npy``, the arrays ``aN.npy`` at the top) and the boosted
-estimators' zip archives of format versions 1 and 2 (this layout under another format name).
+A pickle runs code when loaded, so `write` stores ``header.json`` (format, versions, class name,
+``get_params()``, the non-array fitted attributes, with typed markers for what JSON lacks),
+``arrays/aN.npy`` (read with ``allow_pickle=False``) and ``boosters/NNNN.*`` in the libraries'
+formats. `read` constructs only the classes its caller lists, sets only ``name_``-style attributes,
+and checks declared sizes (`MAX_RATIO`) and header depth (`MAX_HEADER_DEPTH`) before decoding;
+earlier formats still load (`LEGACY_FORMATS`).
+Format and security details: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

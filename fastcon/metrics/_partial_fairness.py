@@ -1,33 +1,12 @@
 r"""Partial demographic parity: parity of the scores inside a band of within-group ranks.
 
-He, Huang, Yao & Lin [HHYL25] ("Enforcing Fairness Where It Matters: An Approach Based on
-Difference-of-Convex Constraints") ask for demographic parity only among the samples whose *rank*
-inside their own group lies in an interval :math:`\mathcal I = [\alpha, \beta) \subset [0, 1]`.
-The rank of a score :math:`\theta` in group :math:`k` is the fraction of the group scoring
-strictly higher, the group's complementary CDF (Definition 4.1)
-
-.. math::
-
-    \bar F_k(\theta) = \Pr(s > \theta \mid \gamma = k),
-
-so a small rank is a high score and :math:`\mathcal I = [0.05, 0.3)` is the band between each
-group's top 5% and top 30%. The rate of :math:`s > \theta` among the group's samples of rank in
-:math:`\mathcal I` has the closed form (eq. (29))
-
-.. math::
-
-    \Pr\bigl(s > \theta \mid \gamma = k, \bar F_k(s) \in \mathcal I\bigr)
-    = \frac{\operatorname{clip}(\bar F_k(\theta), \alpha, \beta) - \alpha}{\beta - \alpha},
-
-which turns both partial metrics into functions of the group CCDFs alone. On samples
-:math:`\bar F_k` is the empirical CCDF :math:`\#\{i \in k : s_i > \theta\} / n_k`, and the
-closed form is the *definition* used here (see :func:`partial_dp` for how it relates to the
-truncated empirical distributions, which differ by less than :math:`1/(n_k(\beta - \alpha))`).
-
-Every function takes ``(y_score, *, sensitive_features, ...)``: the scores, and the groups given per
-sample by any labels (integers, bools, strings, integer-valued floats; the distinct values present
-are the groups, numbered in sorted order), as in the other fairness metrics. Every gap is the worst
-pair, :math:`\max_k - \min_k` of a per-group value.
+He, Huang, Yao & Lin [HHYL25] ask for demographic parity only among the samples whose rank inside
+their group, :math:`\bar F_k(\theta) = \Pr(s > \theta \mid \gamma = k)` (Definition 4.1), lies in
+:math:`\mathcal I = [\alpha, \beta)`. The rate of :math:`s > \theta` in that band has the closed form
+(eq. (29)) :math:`(\operatorname{clip}(\bar F_k(\theta), \alpha, \beta) - \alpha)/(\beta - \alpha)`,
+used here as the definition with the empirical CCDF. Every function takes
+``(y_score, *, sensitive_features, ...)``; every gap is the worst pair, :math:`\max_k - \min_k`.
+Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -1,36 +1,17 @@
 r"""Neyman-Pearson classification: the multi-class problem of Ma, Lin & Yang [MLY20] and its
 binary case (see docs/references.md).
 
-Multi-class ([MLY20] eq. 11). One linear model :math:`w_c \in \mathbb R^d`
-per class, stacked as the rows of :math:`W \in \mathbb R^{C\times d}`; the variable is
-:math:`x = \operatorname{vec}(W)` (row-major, length :math:`C d`). The loss of class :math:`k`,
-with :math:`D_k` its :math:`n_k` rows, is
-
-.. math::
-
-    L_k(W) = \frac{1}{n_k} \sum_{a \in D_k} \sum_{l \ne k} \phi\big((w_k - w_l)^\top a\big),
-    \qquad \phi(z) = \frac{1}{1 + e^{z}} \ \text{(sigmoid loss, the paper's choice)},
-
-and the problem prioritises one class :math:`p` (the paper's class 1):
+Multi-class ([MLY20] eq. 11): one linear model per class, the rows of :math:`W \in \mathbb R^{C\times d}`,
+:math:`x = \operatorname{vec}(W)`, the sigmoid pairwise loss :math:`L_k(W)` of class :math:`k`, and
 
 .. math::
 
     \min_{\|w_c\|_2 \le \lambda,\ c = 0..C-1} L_p(W)
-    \quad \text{s.t.} \quad L_k(W) \le r_k, \quad k \ne p.
+    \quad \text{s.t.} \quad L_k(W) \le r_k, \quad k \ne p;
 
-:math:`L_k(0) = (C - 1)\phi(0) = (C - 1)/2`, so the paper's levels :math:`r_k = (C - 1)/2`
-([MLY20] §5: 4.5 for :math:`C = 10`, 3 for :math:`C = 7`) put :math:`W = 0` exactly on the boundary of
-every constraint (:math:`g(0) = 0`).
-
-Binary (the case :math:`C = 2` with :math:`w = w_1 - w_0`): with labels :math:`b \in \{-1, +1\}`,
-
-.. math::
-
-    \min_{w} \frac{1}{n_+} \sum_{b_i = +1} \phi(a_i^\top w)
-    \quad \text{s.t.} \quad \frac{1}{n_-} \sum_{b_i = -1} \phi(-a_i^\top w) \le \alpha,
-
-the surrogate type-II error (missed positives) minimised under a bound on the surrogate type-I
-error (false alarms on the negatives), as in [LX25] Example 1.1.
+the paper's levels :math:`r_k = (C-1)/2` put :math:`W = 0` on every constraint's boundary. Binary
+(:math:`C = 2`): the surrogate type-II error minimised under a bound on the surrogate type-I error,
+as in [LX25] Example 1.1. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

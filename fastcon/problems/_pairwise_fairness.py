@@ -1,45 +1,17 @@
 r"""Pairwise quadratic fairness constraints and the Euclidean projection onto them.
 
-The in-processing baselines of He, Huang, Yao & Lin [HHYL25] Appendix D.3.1 bound pairwise ranking
-rates between groups: group AUC fairness (Vogel, Bellet & Clémençon, *Learning fair scoring
-functions: Bipartite ranking under ROC-based fairness constraints*; Yao, Lin & Yang, *Stochastic
-methods for AUC optimization subject to AUC-based fairness constraints*), inter-group pairwise
-fairness (Kallus & Zhou, *The fairness of risk scores beyond classification: Bipartite ranking and
-the xAUC metric*; Beutel et al., *Fairness in recommendation ranking through pairwise comparisons*)
-and intra-group pairwise fairness (Beutel et al.). Each indicator :math:`\mathbf 1\{h(\xi) \ge
-h(\xi')\}` is replaced by the quadratic surrogate :math:`\sigma(x) = \frac12(1+x)^2` ([HHYL25] eq. 67).
-
-For a linear score :math:`h(\xi) = w^\top \tilde x` and two sample sets :math:`X, Y` with means
-:math:`m_X, m_Y`, population covariances :math:`C_X, C_Y` and :math:`\Delta = m_X - m_Y`, the mean of
-the surrogate over all :math:`|X||Y|` pairs has the closed form
+The in-processing baselines of He, Huang, Yao & Lin [HHYL25] Appendix D.3.1 (group AUC, inter-group
+and intra-group pairwise fairness, eqs. 66, 69, 71) replace each pair indicator by the quadratic
+surrogate :math:`\sigma(x) = \frac12(1+x)^2` (eq. 67). For a linear score the mean over all pairs of
+two sample sets has the closed form
 
 .. math::
 
-    T_{X,Y}(w) = \frac{1}{|X||Y|}\sum_{x\in X}\sum_{y\in Y}\tfrac12\bigl(1 + w^\top(x - y)\bigr)^2
-    = \tfrac12\bigl[1 + 2w^\top\Delta + w^\top(C_X + C_Y + \Delta\Delta^\top)w\bigr],
+    T_{X,Y}(w) = \tfrac12\bigl[1 + 2w^\top\Delta + w^\top(C_X + C_Y + \Delta\Delta^\top)w\bigr],
 
-because the pairs form a product sample: :math:`w^\top(x-y)` has mean :math:`w^\top\Delta` and
-variance :math:`w^\top(C_X + C_Y)w`. Every constraint is therefore a convex quadratic
-:math:`\frac12 w^\top A_j w + b_j^\top w + c_j \le 0`, computed once in :math:`O(n d^2)` instead of
-:math:`O(n_k n_{k'})` pairs. With :math:`\mathcal D_k` the rows of group :math:`k` and
-:math:`\mathcal D_{k,\pm}` its positives/negatives, one constraint per ordered pair
-:math:`(k, k')`, :math:`k \ne k'`:
-
-- ``"group_auc"`` (eq. 66): :math:`T_{\mathcal D_k, \mathcal D_{k'}}(w) - \frac12 \le \kappa`;
-- ``"inter_group"`` (eq. 69): :math:`T_{\mathcal D_{k,+}, \mathcal D_{k',-}}(w)
-  + T_{\mathcal D_{k,-}, \mathcal D_{k',+}}(w) - 1 \le \kappa` (the second sum pairs the negatives of
-  :math:`k` with the positives of :math:`k'`; the printed eq. (69) swaps its indices, an erratum);
-- ``"intra_group"`` (eq. 71): :math:`T_{\mathcal D_{k,+}, \mathcal D_{k,-}}(w)
-  + T_{\mathcal D_{k',-}, \mathcal D_{k',+}}(w) - 1 \le \kappa`.
-
-In all three the constraints of :math:`(k, k')` and :math:`(k', k)` share :math:`A_j` and have opposite
-:math:`b_j` (the pair terms are symmetric in their covariances), so with two groups both constraints
-have one Hessian, and `qcqp_projection` works in its eigenbasis at :math:`O(d)` per evaluation.
-The constant column of :math:`\tilde X` cancels in every difference: an intercept never enters a
-pairwise constraint.
-
-`qcqp_projection` solves the projection subproblems (72)–(74) of the baselines' projected gradient
-method exactly, by maximising the concave Lagrangian dual over the multipliers.
+so every constraint is a convex quadratic, computed once in :math:`O(n d^2)`. `qcqp_projection`
+solves the projection subproblems (72)–(74) exactly through the concave Lagrangian dual.
+Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -1,34 +1,14 @@
 r"""Partial demographic parity as difference-of-convex (DC) constraints on a linear model's scores.
 
 He, Huang, Yao & Lin [HHYL25] ask for demographic parity only among the samples whose within-group
-rank lies in an interval :math:`\mathcal I = [\alpha, \beta)`. For a linear model
-:math:`h(\xi) = \langle w, \tilde x\rangle` on cross-term features (`cross_term_features`) they train
-
-* model (13), *partial DP* (`partial_dp_constraints`): with auxiliary thresholds :math:`\theta_p`,
-  one per rank level :math:`p` of a grid :math:`\widehat{\mathcal I}`, and the group means
-  :math:`S_{kp} = \frac{1}{n_k}\sum_{i \in k}\sigma(z_i - \theta_p)` of a surrogate :math:`\sigma`
-  of the step :math:`\mathbf 1\{u > 0\}`,
-
-  .. math::
-
-      p \le S_{kp} \le p + \kappa(\beta - \alpha)\qquad\forall p \in \widehat{\mathcal I},\ k;
-
-* model (17), *weak partial DP* (`weak_partial_dp_constraints`): with
-  :math:`a_k = \frac{1}{n_k}\sum_{i \in k}\sigma(z_i - \hat\theta)`, for every ordered pair
-  :math:`(k, k')`,
-
-  .. math::
-
-      \min\{a_k, \beta\} - \min\{a_k, \alpha\} - \min\{a_{k'}, \beta\} + \min\{a_{k'}, \alpha\}
-      \le \kappa(\beta - \alpha).
-
-Every constraint is written :math:`f_i = f_i^+ - f_i^-` with both parts convex in the variable
-:math:`x = (w, \theta)` (Appendix B.2/B.3 of [HHYL25]), and `PartialFairnessProblem` serves the DC
-problem protocol its IDCA (Algorithm 1) and direct switching subgradient (Algorithm 3) call, plus
-the penalty models (78)/(83).
-
-The constraint blocks are in `_partial_dp` (model (13)) and `_weak_partial_dp` (model (17)), on
-the base functions of `_dc_blocks`; the features in `_cross_terms`.
+rank lies in an interval :math:`\mathcal I = [\alpha, \beta)`. On cross-term features
+(`cross_term_features`) they train model (13), *partial DP* (`partial_dp_constraints`:
+:math:`p \le S_{kp} \le p + \kappa(\beta - \alpha)` for the group means :math:`S_{kp}` of a surrogate
+step at thresholds :math:`\theta_p`), or model (17), *weak partial DP*
+(`weak_partial_dp_constraints`). Every constraint is :math:`f_i = f_i^+ - f_i^-` with both parts
+convex in :math:`x = (w, \theta)` (Appendix B.2/B.3), and `PartialFairnessProblem` serves the DC
+problem protocol of IDCA (Algorithm 1), the direct switching subgradient (Algorithm 3) and the
+penalty models (78)/(83). Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -1,35 +1,17 @@
 r"""ABPP: the accelerated Bregman primal–dual proximal point method of Lin & Deng [LD23], Algorithm 1.
 
-For :math:`\min f(x)` s.t. :math:`g(x) \le 0` (:math:`g: \mathbb R^d \to \mathbb R^m`), with
-:math:`f` :math:`\mu`-strongly convex relative to the Bregman distance :math:`D_W` of a score model
-(Definition 1) and :math:`g` :math:`L_g`-Lipschitz relative to it (Definition 2). From
-:math:`x_{-1} = x_0`, :math:`y_0 \ge 0`, :math:`\sigma_{-1} = \sigma_0`, :math:`\gamma_0 = \sigma_0/\tau_0`,
-for :math:`k = 0..K-1`:
+For :math:`\min f(x)` s.t. :math:`g(x) \le 0`, with :math:`f` :math:`\mu`-strongly convex relative to
+the Bregman distance :math:`D_W` of a score model, each step extrapolates the constraint, updates
+the multipliers and takes a Bregman prox step:
 
 .. math::
 
-    \sigma_k &= \gamma_k\tau_k,\qquad \theta_k = \sigma_{k-1}/\sigma_k,\\
-    z_k &= (1 + \theta_k)\,g(x_k) - \theta_k\,g(x_{k-1}),\\
-    y_{k+1} &= [y_k + \sigma_k z_k]_+,\\
-    x_{k+1} &\approx \arg\min_x\ \psi_k(x) = f(x) + \langle y_{k+1}, g(x)\rangle + \tau_k^{-1}D_W(x, x_k),\\
-    \gamma_{k+1} &= \gamma_k(1 + \mu\tau_k),\qquad \tau_{k+1} = \tau_k\sqrt{\gamma_k/\gamma_{k+1}}.
+    y_{k+1} = [y_k + \sigma_k ((1 + \theta_k) g(x_k) - \theta_k g(x_{k-1}))]_+,\quad
+    x_{k+1} \approx \arg\min_x f(x) + \langle y_{k+1}, g(x)\rangle + \tau_k^{-1}D_W(x, x_k),
 
-Hence :math:`\tau_k\sigma_k = \tau_0\sigma_0` for every :math:`k`, :math:`\theta_{k+1} =
-1/\sqrt{1 + \mu\tau_k} \in (0, 1]`, and for :math:`\mu = 0` the steps are constant with
-:math:`\theta \equiv 1`. The prox step is the score model's ``prox_step`` on the problem's
-Lagrangian weights (`fastcon.problems._score_problems`), solved to the accuracy :math:`\nu_{k+1}`
-of Definition 4: Corollary 1's schedule :math:`\delta_{k+1} = \nu_{k+1} = \tau_0/(k+2)^4`
-(:math:`\mu = 0`) or :math:`\tau_0/(k+2)^7` (:math:`\mu > 0`).
-
-The theory bounds the ergodic average :math:`\bar x_K = \sum_k t_k x_{k+1}/T_K`,
-:math:`t_k = \sigma_k/\sigma_0`, :math:`T_K = \sum_{k<K} t_k`: objective gap and violation are
-:math:`O(1/K)` for :math:`\mu = 0` and :math:`O(1/K^2)` for :math:`\mu > 0` (Corollary 1, Lemma 3),
-under :math:`\tau_0\sigma_0 L_g^2 \le 1`. (Corollary 1 prints :math:`\tau_0\sigma_0 \le \delta/L_g`,
-but Definition 2 bounds :math:`\|g(x) - g(x')\|^2 \le 2L_g^2 D_W` and step (D.5) of the proof needs
-:math:`L_g^2\sigma_k \le \delta/\tau_k`: the squared form is the safe one.) The defaults
-:math:`\tau_0 = \sigma_0 = 0.1` are the authors' code's; `abpp_lipschitz_constant` gives
-:math:`L_g` for the linear Neyman–Pearson problem, from which :math:`\tau_0 = \sigma_0 = 1/L_g`
-is safe.
+solved by the score model's ``prox_step`` to Corollary 1's accuracy schedule. The ergodic average
+has objective gap and violation :math:`O(1/K)` (:math:`O(1/K^2)` for :math:`\mu > 0`) under
+:math:`\tau_0\sigma_0 L_g^2 \le 1`. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

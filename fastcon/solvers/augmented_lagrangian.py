@@ -1,38 +1,16 @@
 r"""Augmented Lagrangian method with a quasi-Newton inner solver, for smooth constrained problems.
 
-For :math:`\min f(x)` s.t. :math:`g_j(x) \le 0` with :math:`f, g_j` differentiable, the method of
-multipliers of Hestenes, Powell and Rockafellar (Rockafellar, "The multiplier method of Hestenes
-and Powell applied to convex programming", 1973; Nocedal & Wright, *Numerical Optimization*,
-§17.4) minimises, for fixed multipliers :math:`\lambda \ge 0` and penalty :math:`\rho > 0`,
+For :math:`\min f(x)` s.t. :math:`g_j(x) \le 0`, the method of multipliers (Rockafellar 1973;
+Nocedal & Wright §17.4) minimises
 
 .. math::
 
-    \Phi_\rho(x; \lambda) = f(x) + \frac1{2\rho}\sum_j \Big(\max(0, \lambda_j + \rho g_j(x))^2 - \lambda_j^2\Big),
-    \qquad \nabla\Phi_\rho = \nabla f + \sum_j \max(0, \lambda_j + \rho g_j)\,\nabla g_j,
+    \Phi_\rho(x; \lambda) = f(x) + \frac1{2\rho}\sum_j \Big(\max(0, \lambda_j + \rho g_j(x))^2 - \lambda_j^2\Big)
 
-a once-differentiable function, with L-BFGS (SciPy's L-BFGS-B; box domains become its bounds),
-then sets :math:`\lambda \leftarrow \max(0, \lambda + \rho g(x))` and multiplies :math:`\rho` by
-``penalty_growth`` when the violation did not fall by a factor of 4.
-
-**Certificate and stopping.** With the updated :math:`\lambda`, :math:`\nabla\Phi_\rho(x)` *is* the
-gradient of the Lagrangian :math:`\nabla f + \sum_j\lambda_j\nabla g_j`, so the KKT residuals come
-for free: stationarity :math:`\|\nabla_x L\|_\infty`, feasibility :math:`\max(0, \max_j g_j)` and
-complementarity :math:`\max_j \lambda_j |g_j|`. The run stops (status ``"converged"``) when all
-three are within their tolerances. For convex :math:`f, g_j` a point with small residuals is
-nearly optimal (the Lagrangian's gap is bounded by them); for the sigmoid rate constraints of the
-fairness estimators, which are not convex, it is a KKT point.
-
-**Scaling.** When the problem supplies an estimate :math:`h` of its objective's Hessian diagonal
-(``problem.curvature_diagonal()``, e.g. `fastcon.problems.LinearLoss`), L-BFGS works in the
-variables :math:`u = x / s` with :math:`s_i = h_i^{-1/2}` (a Jacobi, or diagonal, preconditioner;
-Nocedal & Wright §7.2 on scaling). On a wide sparse logistic model with a small ridge the
-curvature of a frequent feature's weight and a rare one's differ by five orders of magnitude, and
-unscaled L-BFGS spends most of its iterations on that spread: on 200,000 rows x 1,000,000 binary
-features (docs/benchmarks.md, "Large data") the first subproblem took 443 evaluations unscaled.
-The stopping test stays in the original variables (:math:`\|\nabla_x\|_\infty`).
-
-One evaluation is one call of ``problem.lagrangian`` (for `fastcon.problems.LinearModelProblem`:
-one :math:`Xw`, one :math:`X^\top v`, whatever the number of constraints).
+with L-BFGS-B (diagonally scaled when the problem estimates its Hessian diagonal), then sets
+:math:`\lambda \leftarrow \max(0, \lambda + \rho g(x))` and grows :math:`\rho` when the violation did
+not fall by a factor of 4. It stops (``"converged"``) when the KKT residuals, free from
+:math:`\nabla\Phi_\rho`, are within their tolerances. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

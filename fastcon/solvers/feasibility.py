@@ -1,45 +1,14 @@
 r"""Feasibility check: minimise :math:`g(x) = \max_i g_i(x)` over the domain and, for convex
 constraints, certify infeasibility with a lower bound on :math:`g^* = \min_{x \in \mathcal X} g(x)`.
 
-A solver that ends with status ``"no_feasible_iterate"`` cannot tell a hard problem from an
-impossible one; `check_feasibility` answers that question on its own. It runs a projected
-subgradient method on :math:`g` (non-smooth in general: a maximum of risks with kinks) and keeps two
-kinds of lower bounds, both consequences of the subgradient inequality
-:math:`g(z) \ge \ell_k(z) = g(x_k) + \langle s_k, z - x_k\rangle` for every :math:`z` when :math:`g`
-is **convex** and :math:`s_k \in \partial g(x_k)`:
-
-- per iterate, with :math:`\sigma_{\mathcal X}(y) = \sup_{z \in \mathcal X}
-  \langle y, z\rangle` the support function of the domain,
-
-  .. math::
-
-      g^* \ge \min_{z \in \mathcal X} \ell_k(z) = g(x_k) - \langle s_k, x_k\rangle
-      - \sigma_{\mathcal X}(-s_k),
-
-  which for a ball :math:`\mathcal X = B(c, R)` is :math:`g(x_k) - \langle s_k, x_k - c\rangle - R\|s_k\|`;
-- aggregated: for weights :math:`a_k \ge 0` (the method's steps) over a window of iterates,
-
-  .. math::
-
-      g^* \ge \min_{z \in \mathcal X} \frac{\sum_k a_k \ell_k(z)}{\sum_k a_k}
-      = \frac{\sum_k a_k (g(x_k) - \langle s_k, x_k\rangle) - \sigma_{\mathcal X}(-\sum_k a_k s_k)}
-      {\sum_k a_k}.
-
-  The single-cut bound stays loose at a kink of :math:`g` (the oracle's subgradient there need not be
-  small); averaging the cuts cancels the subgradients, and the usual subgradient-method argument
-  (:math:`\sum_k a_k\langle s_k, x_k - z\rangle \le \frac12\|x_0 - z\|^2 + \frac12\sum_k a_k^2\|s_k\|^2`)
-  shows that this bound approaches the best value found, at the :math:`O(1/\sqrt k)` rate of the
-  method. Windows restart at iterations :math:`2^j - 1` so the bound forgets the first, far-off
-  iterates; the reported bound is the best over all windows and iterates.
-
-The result's ``lower_bound`` is the best bound found; it is ``-inf`` when the domain is unbounded in
-the needed direction (`Whole`), when the domain has no support function (`Domain.support`), or when the constraint
-is not known to be convex: a subgradient of a non-convex function gives no global bound, and
-`check_feasibility` never claims a certificate for one.
-
-Status: ``"feasible"`` as soon as an iterate has :math:`g \le` ``tolerance``;
-``"certified_infeasible"`` as soon as ``lower_bound > tolerance`` (then no point of the domain meets
-the constraint at that tolerance); ``"undecided"`` when the budget runs out first.
+A solver that ends with ``"no_feasible_iterate"`` cannot tell a hard problem from an impossible one;
+`check_feasibility` runs a projected subgradient method on :math:`g` and, when :math:`g` is convex,
+keeps lower bounds from the subgradient inequality through the domain's support function
+:math:`\sigma_{\mathcal X}`: per iterate, :math:`g^* \ge g(x_k) - \langle s_k, x_k\rangle -
+\sigma_{\mathcal X}(-s_k)`, and aggregated over windows of iterates with the steps as weights.
+Status: ``"feasible"``, ``"certified_infeasible"`` (``lower_bound > feasibility_tolerance``) or
+``"undecided"``; ``lower_bound`` is ``-inf`` when no bound is valid.
+Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -1,37 +1,17 @@
 r"""Inexact difference-of-convex algorithm (IDCA) of He, Huang, Yao & Lin [HHYL25], Algorithms 1 and 2.
 
-Problem ([HHYL25] eq. (21)): :math:`\min_x f_0(x)` s.t. :math:`f_i(x) = f_i^+(x) - f_i^-(x) \le 0`,
-:math:`i = 1..m`, with :math:`f_0` and every :math:`f_i^\pm` convex (here :math:`f_0^- = 0`: the
-logistic loss of a linear model is convex). The problem object follows the *DC problem protocol*
-(`fastcon.problems.PartialFairnessProblem` is one): ``objective_value_and_gradient``,
-``plus_values``, ``plus_subgradient``, ``minus_linearization``, ``constraint_values``.
-
-**Outer step (Algorithm 1).** At :math:`x_k` every concave part is linearised once, eq. (26):
-:math:`\hat f_i^-(v) = f_i^-(x_k) + \langle J_i, v - x_k\rangle`, :math:`J_i \in \partial f_i^-(x_k)`,
-and the convex subproblem (25)
+Problem ([HHYL25] eq. (21)): :math:`\min_x f_0(x)` s.t. :math:`f_i = f_i^+ - f_i^- \le 0`, every part
+convex; the problem object follows the DC problem protocol (`fastcon.problems.PartialFairnessProblem`).
+The outer step (Algorithm 1) linearises every concave part at :math:`x_k` (eq. (26)) and solves the
+convex majorant (25)
 
 .. math::
 
-    \min_v\ g_0(v) = f_0(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \quad\text{s.t.}\quad
-    g_i(v) = f_i^+(v) - \hat f_i^-(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \le 0
+    \min_v\ f_0(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \quad\text{s.t.}\quad
+    f_i^+(v) - \hat f_i^-(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \le 0
 
-majorises the original one (:math:`g_i \ge f_i`, equality at :math:`x_k`) and is solved inexactly.
-:math:`\mu` (``prox``) is the strong-convexity term of Assumption 6.3A, added to both DC parts
-(equivalently, a proximal term); the paper's experiments use :math:`\mu = 0`.
-
-**Inner solver (Algorithm 2, Nesterov's switching subgradient).** From :math:`v_0 = x_k`, for
-:math:`t < T_k`: if :math:`g(v_t) = \max_i g_i(v_t) \le \epsilon_k` step on the objective with
-:math:`v_{t+1} = v_t - (\epsilon_k/\|\zeta_0\|^2)\zeta_0`, :math:`\zeta_0 \in \partial g_0(v_t)`, else
-take the Polyak step on the most violated constraint, :math:`v_{t+1} = v_t -
-(g(v_t)/\|\zeta\|^2)\zeta`. The output :math:`x_{k+1}` is the nearly feasible iterate
-(:math:`g(v_t) \le \epsilon_k`) of lowest :math:`g_0`. Because :math:`g(x_k) = \max_i f_i(x_k)`, a
-start with :math:`f(x_k) \le \epsilon_k` makes that set non-empty; the outer loop keeps the iterates
-:math:`\epsilon`-feasible (Lemma C.3).
-
-One inner iteration reads the data twice: :math:`Xw` (shared by every :math:`f_i^+` value and the
-objective) and one :math:`X^\top v` (objective gradient or the active constraint's subgradient); the
-linearisation :math:`J` is an :math:`m \times d` matrix built once per outer step, so
-:math:`\hat f^-(v)` costs :math:`O(md)` per inner iteration without reading data.
+inexactly by Nesterov's switching subgradient (Algorithm 2), keeping the iterates
+:math:`\epsilon`-feasible (Lemma C.3). Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 r"""3S-Econ: single-loop SPIDER-type stochastic subgradient method (Liu & Xu [LX25], Algorithm 1).
 
-The solver is named `spider` after its estimator; the method is 3S-Econ of Wei Liu and Yangyang Xu,
-*A Single-Loop SPIDER-Type Stochastic Subgradient Method for Expectation-Constrained Nonconvex
-Nonsmooth Optimization* (its 3S-Econ-D and 3S-Econ-S are ``variant="deterministic"`` and
-``"stochastic"``); `spider_theory_parameters` gives its theorems' parameters.
-
 Minimizes the smoothed exact penalty :math:`F^\nu(x) = f(x) + \beta h^\nu(g(x))`
 (`fastcon.solvers._smoothed_penalty`) by
 
@@ -13,25 +8,10 @@ Minimizes the smoothed exact penalty :math:`F^\nu(x) = f(x) + \beta h^\nu(g(x))`
     x_{k+1} = x_k - \alpha_k\big(\zeta_f^{(k)} + \beta\,\mathrm{clip}(u_k/\nu, 0, 1)\,\zeta_g^{(k)}\big)
     \quad\text{(eq. 1)},
 
-with :math:`u_k` the SPIDER estimate of :math:`g(x_k)` (eq. 25): the exact value on all
-:math:`N_g` constraint rows every :math:`q` iterations (:math:`S_1 = N_g`, the finite-sum case of
-Theorem 3.8), otherwise :math:`u_k = u_{k-1} + g(x_k, B_k) - g(x_{k-1}, B_k)` on :math:`S_2` fresh
-rows, both points on the same rows in one read. :math:`\zeta_f` is a minibatch subgradient of the
-objective, :math:`\zeta_g` one of the constraint on :math:`B_k` (fastcon's reading: [LX25] does not
-say which rows give :math:`\zeta_g`; those of :math:`B_k` cost nothing extra, their margins are
-already computed).
-
-Variants ([LX25] §4.2; see docs/references.md): ``"deterministic"`` (3S-Econ-D: :math:`q = 1`, full
-batches, constant :math:`\alpha = 0.01`) and ``"stochastic"`` (3S-Econ-S: :math:`q = \lceil\sqrt n\rceil`,
-:math:`S_2 = \lceil N_g/q\rceil`, objective batches :math:`\lceil N_f/q\rceil`, :math:`\alpha_k =
-0.01/\sqrt{\max(1, k/q)}`, the paper's :math:`1/(100\sqrt{k/q})` made finite at :math:`k < q`).
-:math:`\beta = 10`, :math:`\nu = 10^{-5}`.
-
-The iteration loop is compiled (`fastcon._kernels._spider`): problems are built from terms that
-expose a compiled datafit (`hinge_risk` and the other margin risks, `roc_fairness`,
-`smoothed_demographic_parity`), optionally with a data-free `scad_penalty` (`penalized`) on the
-objective and a level (`less_equal`) on the constraint, over `Whole` or a `Ball`. Python runs only
-between history records.
+with :math:`u_k` the SPIDER estimate of :math:`g(x_k)` (eq. 25). ``variant="deterministic"`` and
+``"stochastic"`` are the paper's 3S-Econ-D and 3S-Econ-S (§4.2); `spider_theory_parameters` gives
+its theorems' parameters. The loop is compiled (`fastcon._kernels._spider`) for problems built from
+terms with a compiled datafit. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 r"""Switching subgradient (SSG) methods of Huang & Lin [HL23], Algorithms 1 and 2.
 
-Problem ([HL23] eq. (1); see docs/references.md): :math:`\min_{x \in \mathcal X} f(x)` s.t.
-:math:`g(x) = \max_i g_i(x) \le 0`, :math:`f` :math:`\rho`-weakly convex, :math:`g` convex, both
-possibly non-smooth. One iteration:
+Problem ([HL23] eq. (1)): :math:`\min_{x \in \mathcal X} f(x)` s.t. :math:`g(x) = \max_i g_i(x) \le 0`,
+:math:`f` :math:`\rho`-weakly convex, :math:`g` convex. One iteration:
 
 .. math::
 
@@ -10,23 +9,9 @@ possibly non-smooth. One iteration:
     \zeta_t \in \begin{cases} \partial f(x_t) & \text{if } g(x_t) \le \epsilon_t
     \quad (t \ge S \Rightarrow t \in I), \\ \partial g(x_t) & \text{otherwise,} \end{cases}
 
-and the output is :math:`x_\tau`, :math:`P(\tau = t) = \eta_t / \sum_{s \in I} \eta_s` (eq. 8 and
-Algorithm 1). Theory helpers (`switching_theory_parameters`, `check_certificate`) implement Theorems 4.2, 4.3,
-5.2, B.1 and the sufficient conditions (29)–(30) that their proofs use.
-
-Implementation choices (the loop is Python over fused whole-pass oracles; at full-batch sizes the
-oracle pass dominates, see docs/design.md):
-
-- The constraint is evaluated with its subgradient in one fused pass every iteration
-  (``g_and_subgradient``), so each iteration reads the constraint data exactly once, as the paper
-  counts it; on objective steps the subgradient is simply not used.
-- History values that the algorithm does not need (:math:`f(x_t)` on constraint steps, the exact
-  :math:`g(x_t)` under a stochastic constraint, near stationarity, the output's final values) are
-  computed inside a `PassMeter` exclusion: the rows they read are subtracted from the data passes,
-  and their time from the ``time`` column.
-- Minibatches are drawn with replacement as ``floor(u * n)``, ``u ~ U[0, 1)`` filled into a
-  preallocated buffer (no allocation per iteration); the objective batches, the constraint
-  batches and the output draw use three independent streams spawned from ``seed``.
+and the output is :math:`x_\tau`, :math:`P(\tau = t) = \eta_t / \sum_{s \in I} \eta_s` (eq. 8).
+`switching_theory_parameters` and `check_certificate` implement Theorems 4.2, 4.3, 5.2, B.1 and
+conditions (29)–(30). Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 
