@@ -41,7 +41,7 @@ one-thread GEMM rate; CSR, the CSR bytes read once plus, per stored entry, a row
 **Group 4, to an objective level** on pendigits (raw coordinates, :math:`\lambda = 0.1`,
 :math:`r_k = 4.5`, :math:`x_0 = 0`): time until the first iterate with objective
 :math:`\le` ``LEVEL`` = 1e-2 (start 4.5) and infeasibility :math:`\le 10^{-3}`. ``fastcon``: IQRC
-(:math:`\hat\rho = 1`, tolerance 1e-3 read as :math:`\hat\epsilon`, :math:`K` = 20000, at most 5
+(:math:`\hat\rho = 1`, switching level 1e-3 read as :math:`\hat\epsilon`, :math:`K` = 20000, at most 5
 outer iterations), stopped by its callback at the first outer iterate at the level.
 ``reference``: the exact-penalty baseline with the paper's pendigits settings (as in
 ``fastcon reproduce iqrc-mnpc``); it is deterministic, so an untimed run first finds the
@@ -284,7 +284,7 @@ def _iqrc_to_level(problem):
     def stop(t, x, info):
         return info["objective"] <= LEVEL and info["max_violation"] <= INFEASIBILITY
 
-    return iqrc(problem, problem.x0, rho_hat=1.0, tolerance=1e-3, tolerance_reading="eps_hat", outer_iter=IQRC_T,
+    return iqrc(problem, problem.x0, rho_hat=1.0, switching_level=1e-3, level_reading="eps_hat", outer_iter=IQRC_T,
                 inner_iter=IQRC_K, record_every=IQRC_K, callback=stop)
 
 

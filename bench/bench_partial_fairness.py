@@ -28,7 +28,7 @@ ramp surrogate, interval :math:`[0.05, 0.30)`, :math:`\kappa = 0.05`, the paper'
    ``naive`` (no reference: both are fastcon); ``extra_info`` has the naive/binned ratio and each
    pass's read bound (scores + group ids).
 3. **One IDCA outer iteration** (group "IDCA one outer iteration ..."): ``idca(problem,
-   outer_iter=1, inner_iter=200, tolerance=1e-3)`` from ``problem.x0`` (P = 10), wall time; then
+   outer_iter=1, inner_iter=200, switching_level=1e-3)`` from ``problem.x0`` (P = 10), wall time; then
    the same inner loop in plain Python with ``time.perf_counter`` around the problem's methods
    (checked to reach the same iterate, bit for bit): per inner iteration :math:`\tilde Xw`, the
    level sums and values (``plus_values`` on cached scores), :math:`\tilde X^\top v` (objective
@@ -270,7 +270,7 @@ def test_idca_outer_iteration(benchmark, a9a):
     x0 = problem.x0.copy()
 
     def run():
-        return idca(problem, outer_iter=1, inner_iter=INNER, tolerance=EPSILON)
+        return idca(problem, outer_iter=1, inner_iter=INNER, switching_level=EPSILON)
 
     result = run()
     best_x, _ = inner_split(problem, x0, INNER, EPSILON)
@@ -300,7 +300,7 @@ def fit_idca(data):
 
     problem = pdp_problem(data, 10)
     t0 = time.perf_counter()
-    result = idca(problem, outer_iter=FIT_OUTER, inner_iter=200, tolerance=EPSILON, record_every=FIT_OUTER)
+    result = idca(problem, outer_iter=FIT_OUTER, inner_iter=200, switching_level=EPSILON, record_every=FIT_OUTER)
     return result, time.perf_counter() - t0
 
 

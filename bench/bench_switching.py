@@ -104,7 +104,7 @@ def run_reference(data, n_iter):
 
 
 def run_fastcon(data, n_iter, **kwargs):
-    return switching_subgradient(data["problem"], max_iter=n_iter, step_size=ETA, tolerance=EPS, **kwargs)
+    return switching_subgradient(data["problem"], max_iter=n_iter, step_size=ETA, switching_level=EPS, **kwargs)
 
 
 def _record(benchmark, role, n_iter):

@@ -33,9 +33,9 @@ from fastcon.problems._transport_domain import TransportPolytope
 
 GRID_POINTS = {
     "ssg_diminishing": {"E1": 0.1, "E2": 2e-4},
-    "ssg_static": {"tolerance": 1e-5, "step_size": 0.015},
+    "ssg_static": {"switching_level": 1e-5, "step_size": 0.015},
     "conex": {"c1": 0.02, "c2": 50.0},
-    "ipp_ssg": {"rho_hat_factor": 1e-4, "tolerance": 1e-5, "step_size": 0.015},
+    "ipp_ssg": {"rho_hat_factor": 1e-4, "switching_level": 1e-5, "step_size": 0.015},
     "ipp_conex": {"rho_hat_factor": 1e-4, "c1": 100.0, "c2": 0.01},
 }
 

@@ -58,7 +58,7 @@ def _run(dataset, method, params, objective, constraint, feasible, epsilon=1e-5,
 def test_selection_notes_explain_infeasible_picks_only():
     doc = {"config": {"feasibility_factor": 2.0, "run": {"max_iter": 1000}},
            "runs": [_run("bank", "conex", {"c1": 0.05, "c2": 100.0}, 0.169, 1.56e-4, False),
-                    _run("bank", "ssg_static", {"tolerance": 2e-5, "step_size": 2e-3}, 0.184, 2.2e-5, True)]}
+                    _run("bank", "ssg_static", {"switching_level": 2e-5, "step_size": 2e-3}, 0.184, 2.2e-5, True)]}
     notes = selection_notes(doc)
     assert notes == ["note: bank conex: none of the 4 grid points ended with g <= 2e-05 within T = 1000 "
                      "iterations; the pick is the least violation (g = 1.56e-04, c1=0.05, c2=100)."]
@@ -67,7 +67,7 @@ def test_selection_notes_explain_infeasible_picks_only():
 def _wdoc(static_f, static_ok, dim_f, dim_ok=True):
     meta = {"initial_objective": 1.3842, "w1_at_w_erm": 0.2025, "m": 111}
     return {"datasets": {"german": meta},
-            "runs": [_run("german", "ssg_static", {"tolerance": 1e-5, "step_size": 0.01}, static_f, 0.0, static_ok),
+            "runs": [_run("german", "ssg_static", {"switching_level": 1e-5, "step_size": 0.01}, static_f, 0.0, static_ok),
                      _run("german", "ssg_diminishing", {"E1": 0.05, "E2": 5e-4}, dim_f, 0.0, dim_ok)]}
 
 

@@ -72,7 +72,7 @@ def test_quick_results_schema_and_files(quick_run):
     assert all(meta[d]["initial_objective"] == meta[d]["r"] for d in DATASETS)  # L_p(0) = (C-1)/2
     assert all(meta[d]["n"] <= 2002 for d in DATASETS)  # quick: subsampled to ~2,000 rows
     iq = next(r for r in runs if r["method"] == "iqrc_outer")
-    assert iq["params"]["rho_hat"] == 1.0 and iq["params"]["tolerance"] == 1e-3
+    assert iq["params"]["rho_hat"] == 1.0 and iq["params"]["switching_level"] == 1e-3
     assert iq["params"]["switching_threshold"] == pytest.approx(1e-6)
     assert iq["params"]["inner_iter"] == 2000 and iq["n_iter"] == 2
     for name in ("figure1_iqrc.png", "summary.csv", "summary.txt"):
@@ -199,7 +199,7 @@ def test_stratified_rows_keeps_every_class():
 def test_bad_overrides(tmp_path):
     with pytest.raises(ValueError, match="unknown configuration"):
         E.run(quick=True, out_dir=tmp_path, verbose=False, not_a_key=1)
-    with pytest.raises(ValueError, match="tolerance_reading"):
-        E.run(quick=True, out_dir=tmp_path, verbose=False, tolerance_reading="eps")
+    with pytest.raises(ValueError, match="level_reading"):
+        E.run(quick=True, out_dir=tmp_path, verbose=False, level_reading="eps")
     with pytest.raises(ValueError, match="datasets"):
         E.run(quick=True, out_dir=tmp_path, verbose=False, datasets=("a9a",))

@@ -168,7 +168,7 @@ def test_stationarity_rerun_follows_its_grid_run(data_home):
 
     cfg = apply_overrides(S.config(True), TINY)
     bundle = S.build("german", S.build_options(cfg), str(data_home), 0)
-    for method, params in [("ssg_static", {"tolerance": 1e-5, "step_size": 0.015}),
+    for method, params in [("ssg_static", {"switching_level": 1e-5, "step_size": 0.015}),
                            ("ipp_conex", {"rho_hat_factor": 5e-4, "c1": 200.0, "c2": 0.01})]:
         task = {"module": S.__name__, "builder": S.build, "dataset": "german", "build": S.build_options(cfg), "data_home": str(data_home),
                 "seed": 0, "erm": bundle["erm"], "method": method, "params": params, "grid_index": 0, "run_seed": 7,

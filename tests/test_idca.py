@@ -72,7 +72,7 @@ def test_one_outer_step_is_algorithm_2_on_a_convex_problem():
     # min ½‖v − (2, 2)‖² s.t. v1 + v2 ≤ 1: solution (½, ½), value 2.25.
     p = QuadraticDC([2, 2], [0, 0], halfspaces=[([1, 1], 1)])
     eps = 1e-3
-    res = idca(p, outer_iter=1, inner_iter=20000, tolerance=eps)
+    res = idca(p, outer_iter=1, inner_iter=20000, switching_level=eps)
     assert res.status == "max_iter"
     assert res.max_violation <= eps
     assert res.objective - 2.25 <= 5 * eps          # ε-optimal up to the step length
@@ -84,7 +84,7 @@ def test_idca_keeps_iterates_feasible_on_a_nonconvex_set():
     # min ½‖x − (0.2, 0)‖² s.t. ‖x‖ ≥ 1 (f = 1 − ‖x‖, f⁺ = 1, f⁻ = ‖x‖): solution (1, 0), value 0.32.
     p = QuadraticDC([0.2, 0.0], [0.0, 2.0], outside=[1.0])
     eps = 1e-3
-    res = idca(p, outer_iter=200, inner_iter=300, tolerance=eps)
+    res = idca(p, outer_iter=200, inner_iter=300, switching_level=eps)
     assert res.status == "max_iter"
     assert np.all(res.history["max_violation"] <= eps + 1e-12)
     # the objective decreases along the outer iterates (majorisation + the best nearly-feasible inner output)
@@ -110,7 +110,7 @@ def test_majorisation_is_tight_at_the_outer_iterate():
 
 def test_prox_term_and_best_output():
     p = QuadraticDC([0.2, 0.0], [0.0, 2.0], outside=[1.0])
-    res = idca(p, outer_iter=200, inner_iter=300, tolerance=1e-3, prox=0.5, output="best")
+    res = idca(p, outer_iter=200, inner_iter=300, switching_level=1e-3, prox_weight=0.5, output="best_feasible")
     assert res.status == "max_iter"
     np.testing.assert_allclose(res.x, [1.0, 0.0], atol=0.05)
     k = res.info["output_index"]
@@ -120,7 +120,7 @@ def test_prox_term_and_best_output():
 def test_idca_infeasible_start_reports_status():
     # ‖x‖ ≥ 1 and x1 + x2 ≤ −10 and x1 + x2 ≥ 10 (as −x1 − x2 ≤ −10): empty feasible set
     p = QuadraticDC([0, 0], [0, 0], halfspaces=[([1, 1], -10), ([-1, -1], -10)])
-    res = idca(p, outer_iter=3, inner_iter=50, tolerance=1e-3)
+    res = idca(p, outer_iter=3, inner_iter=50, switching_level=1e-3)
     assert res.status in ("no_feasible_iterate", "stalled_infeasible")
     assert res.message
 
@@ -129,7 +129,7 @@ def test_idca_without_constraints_takes_objective_steps_only():
     # m = 0: min ½‖x − (2, 2)‖² from 0; every inner step is an objective step of length ε/‖∇‖, which
     # lowers the objective by about ε: the 4 it starts at takes about 4,000 of the 6,000 steps
     p = QuadraticDC([2, 2], [0, 0])
-    res = idca(p, outer_iter=30, inner_iter=200, tolerance=1e-3)
+    res = idca(p, outer_iter=30, inner_iter=200, switching_level=1e-3)
     assert res.status == "max_iter"
     assert res.max_violation == 0.0
     assert res.counters["constraint_steps"] == 0 and res.counters["objective_steps"] == 6000
@@ -140,7 +140,7 @@ def test_idca_without_constraints_takes_objective_steps_only():
 def test_direct_switching_polyak_static_and_diminishing():
     p = QuadraticDC([0.2, 0.0], [0.0, 2.0], outside=[1.0])
     for tol in (5e-3, lambda t: 2.0 / (t + 1)):
-        res = switching_polyak(p, max_iter=20000, tolerance=tol)
+        res = switching_polyak(p, max_iter=20000, switching_level=tol)
         assert res.status == "max_iter"
         assert res.max_violation <= 5e-3
         assert 0.32 - 5e-3 <= res.objective <= 0.325
@@ -156,12 +156,12 @@ def test_penalty_subgradient_exact_penalty():
 
 def test_argument_errors_name_the_field():
     p = QuadraticDC([2, 2], [0, 0], halfspaces=[([1, 1], 1)])
-    with pytest.raises(ValueError, match="^tolerance"):
-        idca(p, tolerance=0.0)
+    with pytest.raises(ValueError, match="^switching_level"):
+        idca(p, switching_level=0.0)
     with pytest.raises(ValueError, match="^outer_iter"):
         idca(p, outer_iter=0)
-    with pytest.raises(ValueError, match=r"^outer_iter: 10,000,000,000,000 values of the tolerance schedule"):
-        idca(p, outer_iter=10**13)        # 73 TiB of tolerances: refused before the loop, not a MemoryError
+    with pytest.raises(ValueError, match=r"^outer_iter: 10,000,000,000,000 values of the switching_level schedule"):
+        idca(p, outer_iter=10**13)        # 73 TiB of switching levels: refused before the loop, not a MemoryError
     with pytest.raises(ValueError, match="^x0"):
         idca(p, x0=[np.nan, 0])
     with pytest.raises(ValueError, match="^output"):
@@ -177,7 +177,7 @@ def test_argument_errors_name_the_field():
 def test_theory_parameters_follow_theorem_6_5():
     th = idca_theory_parameters(0.1, lipschitz=1.0, prox=1.0, slater=1.0, objective_gap=1.0)
     eps_k = 1 / 8 * min(1, 1 / 4, 1 / 8) * 0.01
-    assert th.tolerance == pytest.approx(eps_k)
+    assert th.switching_level == pytest.approx(eps_k)
     assert th.outer_iter == math.ceil(8 * 1.0 / 0.01)
     assert th.inner_iter == math.ceil(1 / eps_k * math.log(4 / eps_k))
     assert th.lagrange_bound == pytest.approx(2 / math.sqrt(2))
@@ -210,7 +210,7 @@ def test_idca_from_zero_stays_feasible_and_trades_accuracy_for_fairness(model):
     losses, gaps = [], []
     for kappa in (0.6, 0.2, 0.02):
         problem, ds = _partial_problem(model, kappa)
-        res = idca(problem, outer_iter=30, inner_iter=150, tolerance=eps)
+        res = idca(problem, outer_iter=30, inner_iter=150, switching_level=eps)
         assert res.status == "max_iter"
         # Lemma C.3: started feasible (w = 0), every outer iterate stays eps-feasible
         assert np.all(res.history["max_violation"] <= eps + 1e-12)
@@ -226,7 +226,7 @@ def test_idca_from_zero_stays_feasible_and_trades_accuracy_for_fairness(model):
 
 def test_direct_switching_polyak_on_partial_dp():
     problem, _ = _partial_problem("pdp", 0.2)
-    res = switching_polyak(problem, max_iter=3000, tolerance=1e-3)
+    res = switching_polyak(problem, max_iter=3000, switching_level=1e-3)
     assert res.status == "max_iter" and res.max_violation <= 1e-3
     assert res.objective < problem.objective_value(problem.x0)
 

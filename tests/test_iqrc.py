@@ -81,8 +81,8 @@ def assert_outer_iterates_feasible(res, problem, threshold, in_domain):
 # ---------------------------------------------------------------------------- Algorithm 1 + 2
 def test_iqrc_reaches_solution_and_every_outer_iterate_is_feasible():
     problem = hinge_problem()
-    # tolerance read as eps_hat (threshold eps_hat^2 = 1e-4), the paper's reading
-    res = iqrc(problem, rho_hat=1.0, tolerance=1e-2, tolerance_reading="eps_hat", outer_iter=30, inner_iter=1000,
+    # switching_level read as eps_hat (threshold eps_hat^2 = 1e-4), the paper's reading
+    res = iqrc(problem, rho_hat=1.0, switching_level=1e-2, level_reading="eps_hat", outer_iter=30, inner_iter=1000,
                record_every=50)
     assert res.status == "max_iter" and res.n_iter == 30000 and res.solver == "iqrc[switching]"
     np.testing.assert_allclose(res.x, X_HINGE, atol=3e-3)   # the inner error is O(1/K): 6e-3 at K = 300
@@ -108,18 +108,18 @@ def test_iqrc_reaches_solution_and_every_outer_iterate_is_feasible():
 def test_iqrc_is_the_proximal_point_preset_of_algorithm_2():
     """One implementation: IPP with prox on the constraint, gamma_k = 2/(mu(k+2)), threshold eps_hat^2."""
     kw = dict(outer_iter=4, inner_iter=50, seed=5)
-    res = iqrc(hinge_problem(), rho_hat=2.0, rho=0.5, tolerance=0.05 ** 2, record_every=1, **kw)
+    res = iqrc(hinge_problem(), rho_hat=2.0, rho=0.5, switching_level=0.05 ** 2, record_every=1, **kw)
     ref = proximal_point(hinge_problem(), rho_hat=2.0, prox_on_constraint=True,
-                         inner_params=dict(step_size=lambda k: 2.0 / (1.5 * (k + 2)), tolerance=0.05 ** 2),
+                         inner_params=dict(step_size=lambda k: 2.0 / (1.5 * (k + 2)), switching_level=0.05 ** 2),
                          record_every=1, **kw)
     np.testing.assert_array_equal(res.x, ref.x)
     np.testing.assert_array_equal(res.history["objective"], ref.history["objective"])
     np.testing.assert_array_equal(res.info["outer_iterates"], ref.info["outer_iterates"])
     assert res.info["mu"] == 1.5 and res.info["rho"] == 0.5
-    same = iqrc(hinge_problem(), rho_hat=2.0, mu=1.5, tolerance=0.05, tolerance_reading="eps_hat", record_every=1,
+    same = iqrc(hinge_problem(), rho_hat=2.0, mu=1.5, switching_level=0.05, level_reading="eps_hat", record_every=1,
                 **kw)
     np.testing.assert_array_equal(same.x, res.x)
-    default = iqrc(hinge_problem(), rho_hat=2.0, tolerance=0.05, **kw)   # default rho = 0: mu = rho_hat
+    default = iqrc(hinge_problem(), rho_hat=2.0, switching_level=0.05, **kw)   # default rho = 0: mu = rho_hat
     assert default.info["mu"] == 2.0 and not np.array_equal(default.x, res.x)
     np.testing.assert_allclose(iqrc_step_size(0.5).values(3), [2.0, 4.0 / 3.0, 1.0])
 
@@ -127,7 +127,7 @@ def test_iqrc_is_the_proximal_point_preset_of_algorithm_2():
 def test_weakly_convex_1d_prox_sequence():
     """f = x^2/2, g = 1 - x^2 on [-2, 2], rho_hat = 3: exact x_t = 2, 1.5, 1.125, ... -> 1."""
     problem = ring_problem([0.0], [2.0])
-    res = iqrc(problem, rho_hat=3.0, rho=2.0, tolerance=1e-3, outer_iter=8, inner_iter=2000, record_every=500)
+    res = iqrc(problem, rho_hat=3.0, rho=2.0, switching_level=1e-3, outer_iter=8, inner_iter=2000, record_every=500)
     xs = res.info["outer_iterates"][:, 0]
     np.testing.assert_allclose(xs[:3], [2.0, 1.5, 1.125], atol=2e-3)
     assert abs(res.x[0] - 1.0) < 5e-3
@@ -137,7 +137,7 @@ def test_weakly_convex_1d_prox_sequence():
 def test_weakly_convex_ring_reaches_kkt_point_with_near_monotone_objective():
     """c = (0.3, 0.4), from (2, 2) IQRC reaches x* = c / ||c|| = (0.6, 0.8)."""
     problem = ring_problem([0.3, 0.4], [2.0, 2.0])
-    res = iqrc(problem, rho_hat=3.0, rho=2.0, tolerance=1e-2, outer_iter=40, inner_iter=400, record_every=400)
+    res = iqrc(problem, rho_hat=3.0, rho=2.0, switching_level=1e-2, outer_iter=40, inner_iter=400, record_every=400)
     np.testing.assert_allclose(res.x, [0.6, 0.8], atol=1e-2)
     assert_outer_iterates_feasible(res, problem, 1e-4, lambda x: np.all(np.abs(x) <= 2.0))
     # near-monotone descent ([MLY20] eqs. (15)-(17)): f(x_{t+1}) <= f(x_t) + lambda_t g(x_t) + eps_hat^2
@@ -145,13 +145,13 @@ def test_weakly_convex_ring_reaches_kkt_point_with_near_monotone_objective():
     assert np.all(np.diff(res.info["outer_history"]["objective"]) <= 5e-4)
 
 
-def test_tolerance_readings():
-    """"threshold" (default): the tolerance itself is the switching threshold, as in switching_subgradient;
-    "eps_hat" (the old default, kept for the paper's reading): threshold = tolerance^2."""
+def test_level_readings():
+    """"threshold" (default): switching_level itself is the switching threshold, as in switching_subgradient;
+    "eps_hat" (the old default, kept for the paper's reading): threshold = switching_level^2."""
     problem = linear_problem()
-    kw = dict(rho_hat=1.0, tolerance=0.1, outer_iter=10, inner_iter=300)
-    squared, direct = iqrc(problem, tolerance_reading="eps_hat", **kw), iqrc(problem, **kw)
-    assert direct.info["tolerance_reading"] == "threshold"
+    kw = dict(rho_hat=1.0, switching_level=0.1, outer_iter=10, inner_iter=300)
+    squared, direct = iqrc(problem, level_reading="eps_hat", **kw), iqrc(problem, **kw)
+    assert direct.info["level_reading"] == "threshold"
     assert squared.info["switching_threshold"] == pytest.approx(0.01) and direct.info["switching_threshold"] == 0.1
     g_squared = squared.info["outer_history"]["constraint"]
     g_direct = direct.info["outer_history"]["constraint"]
@@ -160,7 +160,7 @@ def test_tolerance_readings():
 
 
 def test_output_random_draws_uniform_outer_index():
-    kw = dict(rho_hat=1.0, tolerance=1e-2, outer_iter=6, inner_iter=20, output="random")
+    kw = dict(rho_hat=1.0, switching_level=1e-2, outer_iter=6, inner_iter=20, output="random")
     draws = []
     for seed in range(12):
         res = iqrc(hinge_problem(), seed=seed, **kw)
@@ -193,7 +193,7 @@ def test_callback_stops_and_sees_original_metrics():
 def test_phase_one_from_infeasible_start():
     # 1-D ring from x0 = 0.5: g = 0.75, zeta = -1; one Polyak step lands at x = 1.25 (g < 0)
     problem = ring_problem([0.0], [0.5])
-    res = iqrc(problem, rho_hat=3.0, rho=2.0, tolerance=1e-6, outer_iter=6, inner_iter=1000)
+    res = iqrc(problem, rho_hat=3.0, rho=2.0, switching_level=1e-6, outer_iter=6, inner_iter=1000)
     phase = res.info["phase_one"]
     assert phase["status"] == "feasible" and phase["n_iter"] == 1
     np.testing.assert_allclose(phase["constraint"], [0.75, 1 - 1.25 ** 2])
@@ -202,12 +202,12 @@ def test_phase_one_from_infeasible_start():
     assert res.counters["phase_one_iterations"] == 1
     # Phase I stops at the first iterate with g <= tau: constant step 0.1 gives x_{t+1} = 1.2 x_t,
     # g = 0.75, 0.64, 0.4816, 0.2535, ...; tau = 0.3 (the "threshold" reading) stops at x = 0.864
-    res = iqrc(problem, rho_hat=3.0, rho=2.0, tolerance=0.3, tolerance_reading="threshold", outer_iter=1,
+    res = iqrc(problem, rho_hat=3.0, rho=2.0, switching_level=0.3, level_reading="threshold", outer_iter=1,
                inner_iter=10, phase_one_step_size=0.1)
     assert res.info["phase_one"]["n_iter"] == 3 and res.info["outer_iterates"][0, 0] == pytest.approx(0.864)
     # hinge problem from 0 (g = 0.4) with a plain constant step: Phase I, then feasible outer iterates
     problem = hinge_problem(x0=(0.0, 0.0, 0.0))
-    res = iqrc(problem, rho_hat=1.0, tolerance=1e-4, outer_iter=20, inner_iter=200, phase_one_step_size=0.05)
+    res = iqrc(problem, rho_hat=1.0, switching_level=1e-4, outer_iter=20, inner_iter=200, phase_one_step_size=0.05)
     phase = res.info["phase_one"]
     assert phase["status"] == "feasible" and phase["n_iter"] == 8   # x_1 rises by 0.05 per step to 0.4
     assert hinge_constraint_value(res.info["outer_iterates"][0]) <= 1e-4
@@ -412,9 +412,9 @@ def test_online_inner_solver_through_proximal_point():
     (dict(mu=2.0), "mu"),                         # mu = rho_hat - rho <= rho_hat
     (dict(mu=0.0), "mu"),
     (dict(rho_hat=0.0), "rho_hat"),
-    (dict(tolerance=0.0), "tolerance"),
-    (dict(tolerance=float("nan")), "tolerance"),
-    (dict(tolerance_reading="squared"), "tolerance_reading"),
+    (dict(switching_level=0.0), "switching_level"),
+    (dict(switching_level=float("nan")), "switching_level"),
+    (dict(level_reading="squared"), "level_reading"),
     (dict(inner_solver="conex"), "inner_solver"),
     (dict(output="best"), "output"),
     (dict(outer_iter=0), "outer_iter"),
@@ -450,7 +450,7 @@ def test_multiclass_layouts_give_the_same_run():
     from fastcon.problems import multiclass_neyman_pearson
 
     data = make_multiclass(n_samples=120, n_features=3, n_classes=3, seed=2)
-    runs = [iqrc(problem, problem.x0, rho_hat=1.0, tolerance=1e-3, outer_iter=3, inner_iter=200, seed=0)
+    runs = [iqrc(problem, problem.x0, rho_hat=1.0, switching_level=1e-3, outer_iter=3, inner_iter=200, seed=0)
             for problem in (multiclass_neyman_pearson(data, layout=layout) for layout in ("classes", "features"))]
     np.testing.assert_allclose(runs[1].x.reshape(3, 3).T, runs[0].x.reshape(3, 3), rtol=1e-12, atol=1e-15)
     assert runs[1].objective == pytest.approx(runs[0].objective, rel=1e-12)

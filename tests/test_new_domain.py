@@ -82,7 +82,7 @@ def test_check_feasibility_certifies_through_the_support_function():
 
 def test_switching_subgradient_stays_inside_and_matches_the_box():
     results = [switching_subgradient(kkt_problem(domain), np.zeros(3), max_iter=5000, step_size=1e-3,
-                                     tolerance=1e-3, output="last")
+                                     switching_level=1e-3, output="last")
                for domain in (LInfinityBall(R, 3), Box(-R, R))]
     for res in results:
         assert np.max(np.abs(res.x)) <= R

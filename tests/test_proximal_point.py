@@ -26,7 +26,7 @@ def test_ipp_ssg_reaches_solution_and_records_globally():
     p = problem()
     inner_xs = []  # x_{t+1} of every inner iteration, in global order
     res = proximal_point(p, rho_hat=1.0, outer_iter=30, inner_iter=100, record_every=1,
-                         inner_params=dict(step_size=0.02, tolerance=1e-4,
+                         inner_params=dict(step_size=0.02, switching_level=1e-4,
                                            callback=lambda t, x, info: inner_xs.append(x.copy()) and False))
     np.testing.assert_allclose(res.x, X_STAR, atol=5e-3)
     assert res.status == "max_iter" and res.n_iter == 3000
@@ -82,7 +82,7 @@ def test_ipp_conex_dual_warm_start():
 
 def test_options_and_reproducibility():
     p = problem()
-    kw = dict(rho_hat=2.0, outer_iter=5, inner_iter=40, inner_params=dict(step_size=0.02, tolerance=1e-3),
+    kw = dict(rho_hat=2.0, outer_iter=5, inner_iter=40, inner_params=dict(step_size=0.02, switching_level=1e-3),
               seed=3)
     a, b = proximal_point(p, **kw), proximal_point(p, **kw)
     np.testing.assert_array_equal(a.x, b.x)
@@ -103,17 +103,17 @@ def test_schedule_index_outer_holds_steps_constant_per_subproblem():
         return 0.02 / np.sqrt(t + 1.0)
 
     res = proximal_point(problem(), rho_hat=1.0, outer_iter=5, inner_iter=40, schedule_index="outer",
-                         inner_params=dict(step_size=step, tolerance=1e-4))
+                         inner_params=dict(step_size=step, switching_level=1e-4))
     assert calls == [0, 1, 2, 3, 4]          # evaluated once per subproblem, at the outer index
     assert res.n_iter == 200
     calls.clear()
-    proximal_point(problem(), rho_hat=1.0, outer_iter=2, inner_iter=40, inner_params=dict(step_size=step, tolerance=1e-4))
+    proximal_point(problem(), rho_hat=1.0, outer_iter=2, inner_iter=40, inner_params=dict(step_size=step, switching_level=1e-4))
     assert max(calls) == 39                   # the default runs them on the inner index
     # same steps, same iterates: an outer-indexed run equals subproblems run one by one with constants
     manual = proximal_point(problem(), rho_hat=1.0, outer_iter=1, inner_iter=40,
-                            inner_params=dict(step_size=0.02, tolerance=1e-4)).x
+                            inner_params=dict(step_size=0.02, switching_level=1e-4)).x
     first = proximal_point(problem(), rho_hat=1.0, outer_iter=1, inner_iter=40, schedule_index="outer",
-                           inner_params=dict(step_size=step, tolerance=1e-4)).x
+                           inner_params=dict(step_size=step, switching_level=1e-4)).x
     np.testing.assert_array_equal(first, manual)
     with pytest.raises(ValueError, match="schedule_index"):
         proximal_point(problem(), rho_hat=1.0, schedule_index="middle")

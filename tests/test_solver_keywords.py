@@ -1,7 +1,7 @@
 """One name, one meaning: the keywords every solver shares, one spelling each (no deprecated aliases).
 
 Signatures are introspected, then every public solver runs on one tiny fairness problem (logistic
-risk s.t. a smoothed demographic-parity bound) to check that ``x0``, ``max_iter``, ``tolerance``,
+risk s.t. a smoothed demographic-parity bound) to check that ``x0``, ``max_iter``, ``switching_level``,
 ``seed``, ``record_every``, ``callback``, ``verbose`` and ``step_size`` behave alike.
 """
 import inspect
@@ -92,9 +92,10 @@ def test_common_keywords_exist_with_the_same_defaults(solver):
         assert old not in params, (solver.__name__, old)
 
 
-def test_tolerance_and_step_size_appear_where_they_mean_the_same():
-    has_tolerance = {f.__name__ for f in PUBLIC if "tolerance" in inspect.signature(f).parameters}
-    assert has_tolerance == {"switching_subgradient", "iqrc"}  # a threshold on g in both
+def test_switching_level_and_step_size_appear_where_they_mean_the_same():
+    has_level = {f.__name__ for f in PUBLIC if "switching_level" in inspect.signature(f).parameters}
+    assert has_level == {"switching_subgradient", "iqrc"}  # the level of the switching test g <= eps in both
+    assert not [f.__name__ for f in PUBLIC if "tolerance" in inspect.signature(f).parameters]
     has_step = {f.__name__ for f in PUBLIC if "step_size" in inspect.signature(f).parameters}
     assert has_step == {"switching_subgradient", "spider"}
     for f in (switching_subgradient, conex):
@@ -221,15 +222,15 @@ def test_verbose_does_not_change_the_result(name, capsys):
     np.testing.assert_array_equal(quiet.x, loud.x)
 
 
-def test_tolerance_is_the_switching_threshold_in_switching_and_iqrc():
+def test_switching_level_is_the_switching_threshold_in_switching_and_iqrc():
     tol = 2e-3
-    ssg = run("switching_subgradient", max_iter=20, tolerance=tol, record_every=1)
-    np.testing.assert_array_equal(ssg.history["tolerance"], tol)
+    ssg = run("switching_subgradient", max_iter=20, switching_level=tol, record_every=1)
+    np.testing.assert_array_equal(ssg.history["switching_level"], tol)
     np.testing.assert_array_equal(ssg.history["constraint"] <= tol, ssg.history["step_kind"] == "f")
-    res = run("iqrc", outer_iter=1, inner_iter=10, tolerance=tol)
-    assert res.info["switching_threshold"] == tol and res.info["tolerance_reading"] == "threshold"
+    res = run("iqrc", outer_iter=1, inner_iter=10, switching_level=tol)
+    assert res.info["switching_threshold"] == tol and res.info["level_reading"] == "threshold"
     # the old squaring stays reachable, explicitly
-    old = run("iqrc", outer_iter=1, inner_iter=10, tolerance=tol, tolerance_reading="eps_hat")
+    old = run("iqrc", outer_iter=1, inner_iter=10, switching_level=tol, level_reading="eps_hat")
     assert old.info["switching_threshold"] == pytest.approx(tol ** 2)
 
 
@@ -249,9 +250,9 @@ def test_average_weights_mean_the_same_in_switching_and_conex():
                                              average_weights=linear(1.0)).x)
     x_step = run("conex", max_iter=30, output="average", average_weights="step_size").x
     np.testing.assert_array_equal(x_step, run("conex", max_iter=30, output="average", average_weights=0.05).x)
-    ssg = run("switching_subgradient", max_iter=30, output="average", average_weights="linear", tolerance=np.inf)
+    ssg = run("switching_subgradient", max_iter=30, output="average", average_weights="linear", switching_level=np.inf)
     np.testing.assert_array_equal(ssg.x, run("switching_subgradient", max_iter=30, output="average",
-                                             average_weights=lambda t: t + 1.0, tolerance=np.inf).x)
+                                             average_weights=lambda t: t + 1.0, switching_level=np.inf).x)
     with pytest.raises(ValueError, match="^average_weights"):
         run("conex", max_iter=5, average_weights="uniform")
 

@@ -161,5 +161,5 @@ def test_proximal_point_and_iqrc_real_arguments(data):
         proximal_point(small_problem(data), rho_hat=1.0, feasibility_tolerance=-1e-3)
     with pytest.raises(ValueError, match="^phase_one_step_size: "):
         iqrc(small_problem(data), phase_one_step_size=-0.1)
-    with pytest.raises(TypeError, match="^tolerance: "):
-        iqrc(small_problem(data), tolerance="1e-3")
+    with pytest.raises(TypeError, match="^switching_level: "):
+        iqrc(small_problem(data), switching_level="1e-3")

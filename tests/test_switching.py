@@ -77,7 +77,7 @@ def test_matches_reference_loop(stochastic):
     T = 300
     eta = 0.05 / np.sqrt(np.arange(T) + 1.0)
     eps = np.full(T, 1e-2)
-    kw = dict(max_iter=T, step_size=inverse_sqrt(0.05), tolerance=1e-2, start_index=50, seed=3)
+    kw = dict(max_iter=T, step_size=inverse_sqrt(0.05), switching_level=1e-2, start_index=50, seed=3)
     if stochastic:
         kw.update(objective_oracle="stochastic", objective_batch_size=3)
     res, xs, infos = run_collect(small_problem(), **kw)
@@ -95,12 +95,12 @@ def test_matches_reference_loop(stochastic):
 # ---------------------------------------------------------------------------- invariants
 def test_invariants_and_history():
     problem = small_problem()
-    res, xs, infos = run_collect(problem, max_iter=400, step_size=0.02, tolerance=inverse_sqrt(0.05),
+    res, xs, infos = run_collect(problem, max_iter=400, step_size=0.02, switching_level=inverse_sqrt(0.05),
                                  start_index=20, seed=1, record_every=1)
     assert np.all(np.linalg.norm(xs, axis=1) <= RADIUS * (1 + 1e-12))
     h = res.history
     assert len(h["iteration"]) == 400
-    np.testing.assert_array_equal(h["constraint"] <= h["tolerance"], h["step_kind"] == "f")
+    np.testing.assert_array_equal(h["constraint"] <= h["switching_level"], h["step_kind"] == "f")
     np.testing.assert_array_equal(h["max_violation"], np.maximum(h["constraint"], 0.0))
     in_I = (h["step_kind"] == "f") & (h["iteration"] >= 20)
     assert res.counters["nearly_feasible"] == in_I.sum()
@@ -124,7 +124,7 @@ def test_output_law_is_eta_weighted():
     counts = np.zeros(T, dtype=int)
     n_runs = 1500
     for seed in range(n_runs):
-        res = switching_subgradient(problem, max_iter=T, step_size=lambda t: eta[t], tolerance=np.inf,
+        res = switching_subgradient(problem, max_iter=T, step_size=lambda t: eta[t], switching_level=np.inf,
                                     start_index=S, seed=seed, record_every=T)
         counts[res.info["tau"]] += 1
     assert counts[:S].sum() == 0
@@ -132,16 +132,16 @@ def test_output_law_is_eta_weighted():
     assert stats.chisquare(counts[S:], expected).pvalue > 1e-3
 
 
-def test_infinite_tolerances_reduce_to_projected_subgradient():
+def test_infinite_switching_levels_reduce_to_projected_subgradient():
     problem, T, eta = small_problem(), 50, 0.03
     for tol, grad in ((np.inf, f_grad), (-np.inf, g_grad)):
-        res, xs, _ = run_collect(problem, max_iter=T, step_size=eta, tolerance=tol, output="last")
+        res, xs, _ = run_collect(problem, max_iter=T, step_size=eta, switching_level=tol, output="last")
         x = problem.x0.copy()
         for t in range(T):
             x = project_ball(x - eta * grad(x), RADIUS)
             np.testing.assert_allclose(xs[t + 1], x, rtol=1e-12, atol=1e-14)
         np.testing.assert_array_equal(res.x, xs[-1])
-        # eps = -inf: no iterate can meet the tolerance, whatever g is
+        # eps = -inf: no iterate can meet the switching level, whatever g is
         assert res.status == ("max_iter" if tol > 0 else "no_feasible_iterate")
 
 
@@ -149,7 +149,7 @@ def test_no_feasible_iterate_is_a_status():
     problem = small_problem()
     x0 = 1.9 * A_MAT[0] / np.linalg.norm(A_MAT[0])
     assert g_value(x0) > 0.1
-    res = switching_subgradient(problem, x0, max_iter=5, step_size=1e-4, tolerance=1e-12)
+    res = switching_subgradient(problem, x0, max_iter=5, step_size=1e-4, switching_level=1e-12)
     assert res.status == "no_feasible_iterate" and "I is empty" in res.message
     assert res.info["tau"] == -1 and res.counters["nearly_feasible"] == 0
     assert problem.domain.contains(res.x)
@@ -178,7 +178,7 @@ def test_zero_weights_fall_back_to_the_uniform_law():
     T, S, n_runs = 6, 2, 1200
     counts = np.zeros(T, dtype=int)
     for seed in range(n_runs):
-        res = switching_subgradient(problem, np.zeros(3), max_iter=T, step_size=0.0, tolerance=np.inf,
+        res = switching_subgradient(problem, np.zeros(3), max_iter=T, step_size=0.0, switching_level=np.inf,
                                     start_index=S, seed=seed, record_every=T)
         counts[res.info["tau"]] += 1
     assert counts[:S].sum() == 0
@@ -186,7 +186,7 @@ def test_zero_weights_fall_back_to_the_uniform_law():
     # a positive weight after zeros wins: zero weights are never drawn once a positive one is offered
     eta = [0.0, 0.0, 0.0, 1e-3]
     for seed in range(20):
-        res = switching_subgradient(problem, np.zeros(3), max_iter=4, step_size=lambda t: eta[t], tolerance=np.inf,
+        res = switching_subgradient(problem, np.zeros(3), max_iter=4, step_size=lambda t: eta[t], switching_level=np.inf,
                                     seed=seed)
         assert res.info["tau"] == 3
 
@@ -227,7 +227,7 @@ def test_strongly_convex_rule_reports_an_empty_I():
 
 def test_output_rules_and_reproducibility():
     problem = small_problem()
-    kw = dict(max_iter=200, step_size=0.02, tolerance=1e-2, seed=11)
+    kw = dict(max_iter=200, step_size=0.02, switching_level=1e-2, seed=11)
     a, b = switching_subgradient(problem, **kw), switching_subgradient(problem, **kw)
     np.testing.assert_array_equal(a.x, b.x)
     assert a.info["tau"] == b.info["tau"]
@@ -259,8 +259,8 @@ def test_bad_inputs():
         switching_subgradient(problem, output="median")
     with pytest.raises(ValueError, match="constraint_batch_size"):
         switching_subgradient(problem, constraint_oracle="stochastic")
-    with pytest.raises(ValueError, match="tolerance"):
-        switching_subgradient(problem, strongly_convex_constraint=True, tolerance=1e-3)
+    with pytest.raises(ValueError, match="switching_level"):
+        switching_subgradient(problem, strongly_convex_constraint=True, switching_level=1e-3)
     with pytest.raises(ValueError, match="stationarity_rho_hat"):
         switching_subgradient(problem, record_stationarity_every=10)
 
@@ -271,7 +271,7 @@ def test_bad_inputs():
     (dict(max_iter=float("nan")), ValueError, "max_iter"), (dict(max_iter="10"), TypeError, "max_iter"),
     (dict(step_size=-1e-3), ValueError, "step_size"), (dict(step_size=np.inf), ValueError, "step_size"),
     (dict(step_size=np.nan), ValueError, "step_size"), (dict(step_size=lambda t: -1.0), ValueError, "step_size"),
-    (dict(tolerance=np.nan), ValueError, "tolerance"), (dict(record_every=0), ValueError, "record_every"),
+    (dict(switching_level=np.nan), ValueError, "switching_level"), (dict(record_every=0), ValueError, "record_every"),
     (dict(record_every=2.5), ValueError, "record_every"), (dict(start_index=-1), ValueError, "start_index"),
     (dict(start_index=10, max_iter=10), ValueError, "start_index"), (dict(seed=-1), ValueError, "seed"),
     (dict(seed=1.5), ValueError, "seed"), (dict(seed="a"), TypeError, "seed"),
@@ -286,7 +286,7 @@ def test_numeric_arguments_are_checked(kwargs, error, match):
 
 def test_seed_accepts_generators_and_none():
     problem = small_problem()
-    kw = dict(max_iter=50, step_size=0.02, tolerance=1e-2)
+    kw = dict(max_iter=50, step_size=0.02, switching_level=1e-2)
     a = switching_subgradient(problem, seed=np.random.default_rng(3), **kw)
     b = switching_subgradient(problem, seed=np.random.default_rng(3), **kw)
     np.testing.assert_array_equal(a.x, b.x)
@@ -334,7 +334,7 @@ def test_theorem_4_2_guarantee(case):
     params = switching_theory_parameters(M, D, RHO, RHO_HAT, eps_target, g_slater=-1.0 - B_HALF, case=case)
     assert params["theorem"] == "4.2" and params["Lambda"] == pytest.approx((M * D + RHO_HAT * D * D) / 1.2)
     T, S = params["max_iter"], params["start_index"]
-    cert = check_certificate(params["step_size"], params["tolerance"], S, M, D, eps_target, RHO_HAT - RHO,
+    cert = check_certificate(params["step_size"], params["switching_level"], S, M, D, eps_target, RHO_HAT - RHO,
                              params["Lambda"], max_iter=T)
     assert cert["certified"], cert
     res, xs, infos = run_collect(weakly_convex_problem(), record_every=T, **params["kwargs"])
@@ -347,7 +347,7 @@ def test_theorem_4_2_guarantee(case):
     g_vals = pts @ C_UNIT - B_HALF
     assert w @ gap <= eps_target                     # E_tau |x_hat - x_tau| <= eps
     assert w @ g_vals <= params["constraint_bound"]  # E_tau g(x_tau) <= eps^2 Delta / (1 + Lambda)
-    assert g_value_2(res.x) <= infos[res.info["tau"]]["tolerance"]
+    assert g_value_2(res.x) <= infos[res.info["tau"]]["switching_level"]
 
 
 def g_value_2(x):
@@ -359,10 +359,10 @@ def test_certificate_rejects_misscaled_parameters():
     p = switching_theory_parameters(M, D, RHO, RHO_HAT, eps_t, Lambda=3.0)
     T = p["max_iter"]
     args = (p["start_index"], M, D, eps_t, RHO_HAT - RHO, 3.0)
-    assert check_certificate(np.full(T, p["step_size"]), np.full(T, p["tolerance"]), *args)["certified"]
-    bad_eta = check_certificate(np.full(T, 10 * p["step_size"]), np.full(T, p["tolerance"]), *args)
+    assert check_certificate(np.full(T, p["step_size"]), np.full(T, p["switching_level"]), *args)["certified"]
+    bad_eta = check_certificate(np.full(T, 10 * p["step_size"]), np.full(T, p["switching_level"]), *args)
     assert bad_eta["condition_29"] and not bad_eta["condition_30"]
-    bad_eps = check_certificate(np.full(T, p["step_size"]), np.full(T, 2 * p["tolerance"]), *args)
+    bad_eps = check_certificate(np.full(T, p["step_size"]), np.full(T, 2 * p["switching_level"]), *args)
     assert not bad_eps["condition_29"]
 
 
@@ -371,16 +371,16 @@ def test_theory_parameter_formulas():
     T_bar = (M * D * (1 + Lam)) ** 2 / (eps_t ** 4 * 1.0)
     p = switching_theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam)
     assert p["max_iter"] == np.ceil(25 * T_bar / 4)
-    assert p["tolerance"] == pytest.approx(2.5 * M ** 2 * p["step_size"])
+    assert p["switching_level"] == pytest.approx(2.5 * M ** 2 * p["step_size"])
     p = switching_theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam, case="diminishing")
     assert p["max_iter"] == np.ceil(50 * T_bar) and p["start_index"] == p["max_iter"] // 2
-    assert p["tolerance"](0) == pytest.approx(5 * M * D) and p["step_size"](3) == pytest.approx(D / M / 2)
+    assert p["switching_level"](0) == pytest.approx(5 * M * D) and p["step_size"](3) == pytest.approx(D / M / 2)
     p = switching_theory_parameters(M, D, 0.0, 1.0, eps_t, Lambda=Lam, stochastic_constraint=True, sigma=0.1,
                                     delta=delta)
     assert p["theorem"] == "5.2" and p["kwargs"]["constraint_batch_size"] == p["batch_size"] > 0
     assert p["max_iter"] == np.ceil(300 * np.log(4 / delta) * T_bar)
     p = switching_theory_parameters(M, D, 0.0, 1.0, eps_t, mu=1.0)
-    assert p["theorem"] == "B.1" and p["tolerance"] == 0.0
+    assert p["theorem"] == "B.1" and p["switching_level"] == 0.0
     assert p["max_iter"] == np.ceil((M * D) ** 2 / (eps_t ** 4 * 0.25))
     with pytest.raises(ValueError, match="rho_hat"):
         switching_theory_parameters(M, D, 1.0, 1.0, eps_t, Lambda=Lam)
@@ -402,7 +402,7 @@ def test_strongly_convex_constraint_draws_over_all_t():
         res, _, infos = run_collect(problem, max_iter=60, step_size=0.02, start_index=10,
                                     strongly_convex_constraint=True, seed=seed, record_every=60)
         assert res.info["tau"] >= 10 and res.status == "max_iter"
-        assert all(i["tolerance"] == 0.0 for i in infos)
+        assert all(i["switching_level"] == 0.0 for i in infos)
         kinds.add(infos[res.info["tau"]]["step_kind"])
     assert kinds == {"f", "g"}
 
@@ -414,7 +414,7 @@ def test_stochastic_oracles_on_hinge_risk():
     n = ds.shape[0]
     ref_level = risk.value(np.zeros(6)) - 0.1
     problem = ConstrainedProblem(hinge_risk(ds), [less_equal(risk, ref_level)], Ball(3.0))
-    kw = dict(max_iter=300, step_size=0.05, tolerance=1e-3, objective_oracle="stochastic",
+    kw = dict(max_iter=300, step_size=0.05, switching_level=1e-3, objective_oracle="stochastic",
               objective_batch_size=16, constraint_oracle="stochastic", constraint_batch_size=64,
               record_every=25, seed=5)
     a, b = switching_subgradient(problem, **kw), switching_subgradient(problem, **kw)
@@ -428,7 +428,7 @@ def test_stochastic_oracles_on_hinge_risk():
 
 
 def test_stationarity_recording():
-    res = switching_subgradient(weakly_convex_problem(), max_iter=40, step_size=0.01, tolerance=1e-3,
+    res = switching_subgradient(weakly_convex_problem(), max_iter=40, step_size=0.01, switching_level=1e-3,
                                 record_every=1000, record_stationarity_every=20, stationarity_rho_hat=RHO_HAT)
     h = res.history
     assert list(h["iteration"]) == [0, 20, 39]
@@ -449,7 +449,7 @@ def test_stationarity_path_with_stub(monkeypatch):
         x_hat = prox_point(x)
         return float(np.linalg.norm(x_hat - x)), x_hat
     monkeypatch.setattr(common, "near_stationarity", stub)
-    res = switching_subgradient(weakly_convex_problem(), max_iter=40, step_size=0.01, tolerance=1e-3,
+    res = switching_subgradient(weakly_convex_problem(), max_iter=40, step_size=0.01, switching_level=1e-3,
                                 record_every=1000, record_stationarity_every=20, stationarity_rho_hat=RHO_HAT)
     h = res.history
     assert list(h["iteration"]) == [0, 20, 39] and calls == [RHO_HAT, RHO_HAT]

@@ -1,31 +1,12 @@
 r"""Compiled datafits: the terms a jitted solver loop can evaluate without returning to Python.
 
-The decision "solver loops whose iterations are tiny run compiled" (docs/design.md, Solvers), taken
-once for the whole package: a term that supports compiled loops returns a **datafit bundle**, a
-`DatafitBundle` (a module-level ``NamedTuple``: a kind code and arrays, with named fields), and
-jitted loops evaluate it with the functions below, which dispatch on the kind code. One bundle type
-for every kind keeps one compiled specialization per loop (and numba's on-disk cache usable, which
-first-class function arguments would defeat: a module-level ``NamedTuple`` is pickled by reference
-in the cache index, so it is); separable penalties (SCAD) are a second, data-free code. Every
-datafit of this module is a function of the scores :math:`z = Aw` of its rows:
-
-``MARGIN``
-    :math:`\frac1n\sum_i s_i\,\phi(b_i a_i^\top w)` (a margin loss of `_losses`, row scales
-    :math:`s_i` with mean 1). Its *statistic* is this mean itself.
-``GROUP_GAP``
-    Rows ``[0, n_split)`` form group p and ``[n_split, n)`` group u; the statistic is the signed
-    gap :math:`d(w) = \overline{\sigma(a^\top w)}_p - \overline{\sigma(a^\top w)}_u` and the value
-    :math:`|d(w)|` (demographic parity, [LX25] eq. 47).
-``ROC_GAP``
-    Two groups as above and a threshold grid: :math:`\max_j |\overline{\sigma(a^\top w - \theta_j)}_p
-    - \overline{\sigma(a^\top w - \theta_j)}_u|` ([HL23] eq. 11, [LX25] eq. 4). Not a mean of
-    per-row terms, so it has no statistic (objective use only).
-
-A minibatch is a list of row indices; for the two-group kinds the group means are taken over the
-batch rows of each group (the caller samples stratified, so both groups are present). Statistics
-are *linear* in the per-row terms, which is what the SPIDER recursion of [LX25] tracks
-(``u += d(x_k, B) - d(x_{k-1}, B)``); :func:`statistic_two_point` reads each batch row once for
-both points.
+A term that supports compiled loops returns a `DatafitBundle` (a module-level ``NamedTuple``: a kind
+code and arrays), which jitted loops evaluate with the functions below, dispatching on the kind:
+``MARGIN`` (a mean margin loss), ``GROUP_GAP`` (demographic parity gap of two groups, [LX25] eq. 47)
+and ``ROC_GAP`` ([HL23] eq. 11, [LX25] eq. 4); SCAD is a data-free penalty code. One bundle type
+keeps one compiled specialization per loop and numba's on-disk cache usable. Statistics are linear
+in the per-row terms, as the SPIDER recursion of [LX25] needs.
+Design notes: docs/design.md, 'Module notes'.
 """
 from typing import NamedTuple, Optional
 

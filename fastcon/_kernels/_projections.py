@@ -1,27 +1,10 @@
 r"""Euclidean projections onto simple domains: a ball, a product of balls, a box.
 
-All kernels project **in place** (the solver owns the iterate and its buffer) and are jitted so that
-compiled solver loops can call them. Each returns nothing; ``x`` afterwards holds :math:`P_X(x)`.
-
-* Ball :math:`\{x : \|x - c\|_2 \le r\}`: :math:`P(x) = c + (x - c)\min(1, r / \|x - c\|)`.
-* Product of balls, blocks :math:`x_{[o_k, o_{k+1})}` each in its own ball of radius :math:`r_k`
-  (``inf`` = unconstrained block): the projection is block-wise.
-* Box :math:`\{x : l \le x \le u\}`: :math:`P(x)_j = \min(\max(x_j, l_j), u_j)`.
-
-Points already inside are left bit-for-bit unchanged (the ball tests ``norm <= radius`` before
-scaling), so projecting twice gives the same array as projecting once.
-
-Overflow and underflow. The norm is :math:`\sqrt{\sum_j t_j^2}` with :math:`t = x - c`, which
-overflows once :math:`|t_j|` passes about 1.3e154 (so ``[1e200, 1e200]`` had an infinite norm and
-was sent to the centre) and loses all digits once the squares underflow. The plain sum is kept
-whenever it is a finite normal number, so ordinary inputs take exactly the old arithmetic; only
-otherwise does the block take a second, scaled pass (`_project_scaled`): with :math:`M` the
-largest :math:`|x_j|, |c_j|` and :math:`s = 2^{-e}` (:math:`M = m 2^e`, :math:`m \in [1/2, 1)`,
-clamped to :math:`2^{\pm 1022}`), :math:`u_j = x_j s - c_j s` is at most 4 in magnitude and
-exact (a power-of-two scale), :math:`\|t\| = \|u\| / s`, and
-:math:`P(x)_j = c_j + u_j \, r / \|u\|`. Scaling :math:`x` and :math:`c` separately, rather
-than :math:`x - c`, also covers a difference that overflows (``x = 1e308``, ``c = -1e308``). A
-point with an infinite coordinate still gives NaN, as with the plain formula.
+All kernels project **in place** and are jitted so that compiled solver loops can call them:
+ball :math:`P(x) = c + (x - c)\min(1, r / \|x - c\|)`, product of balls block-wise (``inf`` radius:
+unconstrained block), box :math:`P(x)_j = \min(\max(x_j, l_j), u_j)`. Points already inside are
+left bit-for-bit unchanged; a norm that overflows or underflows is recomputed in a second,
+power-of-two-scaled pass (`_project_scaled`). Design notes: docs/design.md, 'Module notes'.
 """
 import math
 

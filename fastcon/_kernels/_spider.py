@@ -9,22 +9,9 @@ One call runs iterations ``k0 .. k1-1`` of
     \qquad
     x_{k+1} = x_k - \alpha_k\big(\zeta_f + \beta\,\mathrm{clip}(\hat g_k/\nu, 0, 1)\,\zeta_g\big),
 
-with :math:`t` the constraint datafit's statistic (`_datafit`), :math:`\hat g_k = u_k - c`
-(MARGIN: the mean loss minus its level) or :math:`|u_k| - c` (GROUP_GAP: SPIDER tracks the signed
-gap and the absolute value is taken after, fastcon's reading of [LX25]), :math:`\zeta_f` a minibatch
-subgradient of the objective datafit plus the full penalty gradient, and :math:`\zeta_g` a
-subgradient of the constraint on :math:`B_k` (on refresh iterations a fresh batch of :math:`S_2`
-rows, or all rows when :math:`S_2 = N_g`). Everything stays in one jitted function so a small
-stochastic iteration costs microseconds, not Python calls (docs/design.md, Solvers).
-
-Random numbers come from a splitmix64 stream held in a ``uint64[1]`` array, and batches are drawn
-without replacement by a partial Fisher-Yates shuffle of a persistent permutation (uniform subsets
-at O(batch) cost). Both are plain jitted functions, so a NumPy reference can replay the exact
-stream by calling them.
-
-Arguments: the loop takes its state, its parameters and one `SpiderBatches` per datafit as
-module-level ``NamedTuple`` records (named fields; numba passes them as flat values, and numba's
-on-disk cache stores their type by reference to this module).
+with :math:`t` the constraint datafit's statistic (`_datafit`). Batches come from a splitmix64 stream
+and a partial Fisher-Yates shuffle; state, parameters and batches pass as ``NamedTuple`` records.
+Design notes: docs/design.md, 'Module notes'.
 """
 from typing import NamedTuple
 

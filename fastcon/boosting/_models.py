@@ -1,27 +1,12 @@
 r"""Boosting score models: the prox subproblems of ABPP / CBPR solved by XGBoost or LightGBM in function space.
 
 Lin & Deng [LD23] §5 take the parameters :math:`x` of a boosted ensemble :math:`F(a; x) =
-\sum_b x_b f_b(a)` and the score matrix of its trees on the training rows as :math:`W`, so that the
-Bregman distance is half the squared distance of the *training scores*,
-:math:`D_W(x, x') = \frac12\|F(A; x) - F(A; x')\|^2`. A proximal step then is a few rounds of
-Newton boosting on the subproblem's objective (`fastcon.boosting.ProxObjective`) started from the
-anchor's training scores.
-
-A score model keeps one library booster for its whole life and grows it: prox step :math:`s`
-adds ``rounds`` rounds, the range :math:`[a_s, b_s)` of the booster's rounds, whose trees
-:math:`f_s` are fitted to the gradients at :math:`F^k + f_s(A)` (the objective reads the library's
-training scores and adds the difference since the step began to the anchor's scores, so a step may
-start from any state, an average included). A state (`BoostingState`) is its training scores and
-its coefficients: step index -> weight; a prox step returns the anchor's coefficients plus 1 on the
-new step, `ScoreModel.average` combines coefficients. The scores of a state on *any* rows are
-:math:`\sum_s x_s f_s(X)`, the sum of range predictions (`BoostedEnsemble`); on the training rows they
-equal the scores the solver tracked to the library's score precision (LightGBM keeps float64 training
-scores, XGBoost a float32 margin), the check of a defect of the released code of [LD23] (its
-predictions kept only the newest booster).
-
-One booster instead of one per step avoids, per step, building a booster and predicting its trees
-on the training rows: docs/benchmarks.md ("Constrained boosting: overhead per round") has the
-measurements.
+\sum_b x_b f_b(a)`, so that the Bregman distance is :math:`D_W(x, x') = \frac12\|F(A; x) - F(A; x')\|^2`
+on the training rows, and a proximal step is a few rounds of Newton boosting on
+`fastcon.boosting.ProxObjective` from the anchor's training scores. A score model grows one library
+booster for its whole life; a state (`BoostingState`) is its training scores and its coefficients
+per step, and its scores on any rows are the sum of range predictions (`BoostedEnsemble`).
+Design notes: docs/design.md, 'Module notes'; measurements: docs/benchmarks.md.
 """
 from __future__ import annotations
 

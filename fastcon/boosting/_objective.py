@@ -1,27 +1,16 @@
 r"""The prox-subproblem objective of Lin & Deng [LD23] as XGBoost / LightGBM custom-objective callables.
 
-On the training scores :math:`F` (logits: shape (n,) for two classes, (n, J) for J classes) the
-subproblem of ABPP (Algorithm 1, line 6) and of CBPR's inner ABPP (subproblem (4.2)) is
+On the training scores :math:`F` the subproblem of ABPP (Algorithm 1, line 6) and of CBPR's inner
+ABPP (subproblem (4.2)) is
 
 .. math::
 
     \psi(F) = \sum_i W_i\,\ell_i(F_i) + \frac c2\|F - F^t\|^2 + \frac{1}{2\tau}\|F - F^k\|^2,
 
-:math:`\ell_i` the logistic loss :math:`\log(1 + e^{F_i}) - y_iF_i` or the softmax cross-entropy
-:math:`\operatorname{logsumexp}(F_i) - F_{i,b_i}`, :math:`W_i` the Lagrangian weight of row
-:math:`i` (objective weight plus multipliers; it may be negative, so it is folded into the
-gradient and never passed as a library ``sample_weight``, which must be :math:`\ge 0`),
-:math:`F^k` the ABPP anchor and :math:`F^t` the CBPR anchor. A boosting library asks for the
-gradient and the Hessian diagonal of :math:`\psi` at its current scores,
-
-.. math::
-
-    g_{ij} = W_i(p_{ij} - y_{ij}) + c(F_{ij} - F^t_{ij}) + \tau^{-1}(F_{ij} - F^k_{ij}),\qquad
-    h_{ij} = \max\{W_ip_{ij}(1 - p_{ij}) + c + \tau^{-1},\ 10^{-16}\}
-
-([LD23] §3 and §4; :math:`p` the sigmoid or softmax probabilities, the floor XGBoost's own), and
-a Newton-boosting round fits trees to :math:`-g/h`. The kernels are those of
-`fastcon._kernels._boosting`.
+with the logistic or softmax cross-entropy :math:`\ell_i` and Lagrangian weights :math:`W_i` of
+either sign (folded into the gradient, never passed as a library ``sample_weight``). The callables
+return its gradient and floored Hessian diagonal ([LD23] §3 and §4), computed by the kernels of
+`fastcon._kernels._boosting`. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

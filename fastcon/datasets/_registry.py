@@ -2,28 +2,10 @@
 
 Each dataset has a `DatasetSpec`: the files it needs (name as stored, sha256, official URLs), the
 sub-folder of the data home they live in, the expected shapes and the recipe (in `_recipes`) that
-turns the raw files into a `Dataset`.
-
-Stored versus downloaded form
-    The shared data folder keeps files larger than 1 MB gzip-compressed (``a9a.gz``), while the
-    official sources serve them plain (``a9a``) or inside a zip archive. Re-compressing a download
-    would not reproduce the stored bytes, so a download is kept in the form it arrives in, under
-    its own name, and verified against the hash of *that* form (the stored file's
-    ``raw_sha256``, i.e. the sha256 of its uncompressed content). The readers accept either form.
-
-Verification
-    Every file is checked against its sha256 when it is first used in a process (hashing all
-    ~11 MB of the shared data takes about 20 ms, less than parsing it), and the result is
-    cached per (path, size, mtime). A mismatch raises `ChecksumError`; ``verify=False`` skips
-    the check for deliberately modified files.
-
-Downloads
-    A missing file is downloaded unless ``download=False`` is passed or the environment variable
-    ``FASTCON_OFFLINE`` is set to ``1`` (the test suite sets it: tests never touch the network);
-    an explicit ``download=True`` downloads in either case. A file that is missing and not
-    downloaded raises `DatasetFileError`, which names the file, where to put it and where to get
-    it. Tests point downloads at a local server with ``spec.with_base_url(url)`` (see
-    ``tests/test_registry.py``); nothing here touches the network unless a file is missing.
+turns the raw files into a `Dataset`. Every file is checked against its sha256 on first use in a
+process (`ChecksumError`; ``verify=False`` skips it); a missing file is downloaded, in the form it
+arrives in, unless ``download=False`` or ``FASTCON_OFFLINE=1``, else `DatasetFileError` says where
+to get it. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

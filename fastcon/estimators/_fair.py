@@ -560,7 +560,7 @@ class FairClassifier(LinearConstrainedClassifier):
                 previous = state["x"] * (state["scale"] / smoothing)
                 if float(np.max(problem.constraint_values(previous))) <= IDCA_TOLERANCE:
                     x0 = previous
-            result = idca(problem, x0, outer_iter=outer, inner_iter=IDCA_INNER_ITER, tolerance=IDCA_TOLERANCE,
+            result = idca(problem, x0, outer_iter=outer, inner_iter=IDCA_INNER_ITER, switching_level=IDCA_TOLERANCE,
                           verbose=self.verbose)
             state["x"], state["scale"] = result.x, smoothing
             return result.x, result

@@ -65,7 +65,7 @@ def solve_linear(problem, solver, x0, multipliers, max_iter, verbose, tol=1e-4):
     problem.f_and_subgradient(x0, grad)
     scale = 1.0 / max(float(np.linalg.norm(grad)), 1.0)
     return switching_subgradient(problem, x0, max_iter=n_iter, step_size=lambda t: scale / np.sqrt(t + 1.0),
-                                 tolerance=1e-4, output="best", record_every=max(n_iter // 50, 1),
+                                 switching_level=1e-4, output="best_feasible", record_every=max(n_iter // 50, 1),
                                  verbose=verbose)
 
 

@@ -201,7 +201,7 @@ def stationarity_iterations(max_iter, n_points):
 def epsilon_final(method, params, max_iter):
     r""":math:`\epsilon_{final}` of the feasibility filter (module docstring)."""
     if method in ("ssg_static", "ipp_ssg"):
-        return float(params["tolerance"])
+        return float(params["switching_level"])
     if method == "ssg_diminishing":
         return float(params["E1"]) / math.sqrt(max_iter)
     return EPS_REF
@@ -212,12 +212,12 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
                  record_problem=None):
     r"""Run one method of Figure 1 with one grid point ([HL23] §6 notation).
 
-    ``params`` keys: ``ssg_static`` (``tolerance`` :math:`\epsilon`, ``step_size`` :math:`\eta`),
+    ``params`` keys: ``ssg_static`` (``switching_level`` :math:`\epsilon`, ``step_size`` :math:`\eta`),
     ``ssg_diminishing`` (:math:`E_1, E_2`: :math:`\epsilon_t = E_1/\sqrt{t+1}`, :math:`\eta_t =
     E_2/\sqrt{t+1}`), ``conex`` (:math:`c_1, c_2`: primal step :math:`c_1/\sqrt{t+1}`, dual step
     :math:`c_2` if ``conex_dual="constant"`` (ROC) or :math:`c_2/\sqrt{t+1}` (Wasserstein),
     :math:`\theta_t = 1`, multiplicative convention), ``ipp_ssg`` (``rho_hat_factor``,
-    ``tolerance``, ``step_size``; :math:`\hat\rho` = factor x ``rho_base``), ``ipp_conex``
+    ``switching_level``, ``step_size``; :math:`\hat\rho` = factor x ``rho_base``), ``ipp_conex``
     (``rho_hat_factor``, :math:`c_1, c_2` as [BDL22]'s prox weights :math:`\eta_k = c_1(k+1)` (ROC,
     ``ipp_conex_primal="linear"``) or :math:`c_1/\sqrt{k+1}` (Wasserstein), :math:`\tau_k =
     c_2/(k+1)`, :math:`\theta_k = k/(k+1)`, converted by `prox_weights_to_steps`; k the inner index,
@@ -236,10 +236,10 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
     single = {} if record_problem is None else {"record_problem": record_problem}
     if method in ("ssg_static", "ssg_diminishing"):
         if method == "ssg_static":
-            step, tol = float(params["step_size"]), float(params["tolerance"])
+            step, tol = float(params["step_size"]), float(params["switching_level"])
         else:
             step, tol = inverse_sqrt(params["E2"]), inverse_sqrt(params["E1"])
-        return switching_subgradient(problem, max_iter=max_iter, step_size=step, tolerance=tol, output="last",
+        return switching_subgradient(problem, max_iter=max_iter, step_size=step, switching_level=tol, output="last",
                                      callback=cb, **oracle, **common, **single)
     if method == "conex":
         dual = float(params["c2"]) if conex_dual == "constant" else inverse_sqrt(params["c2"])
@@ -252,7 +252,7 @@ def solve_method(problem, method, params, *, max_iter, inner_iter, record_every,
         if tracker is not None:
             inner["callback"] = tracker.inner_callback(int(inner_iter))
         if method == "ipp_ssg":
-            inner.update(step_size=float(params["step_size"]), tolerance=float(params["tolerance"]))
+            inner.update(step_size=float(params["step_size"]), switching_level=float(params["switching_level"]))
             solver = "switching"
         else:
             eta_prox = linear(params["c1"]) if ipp_conex_primal == "linear" else inverse_sqrt(params["c1"])

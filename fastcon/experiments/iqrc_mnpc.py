@@ -29,10 +29,10 @@ the LIBSVM file (fastcon's choice).
 * ``iqrc_outer`` / ``iqrc_inner``: one `fastcon.solvers.iqrc` run (Algorithm 1 with the switching
   oracle, Algorithm 2): :math:`\hat\rho = 1`, :math:`\mu = \hat\rho` (:math:`\rho` unknown, so
   :math:`\gamma_k = 2/(k+2)`), :math:`K = 20000` inner iterations per subproblem, tolerance
-  0.001. ``tolerance_reading`` selects its meaning: ``"eps_hat"`` (default, as
+  0.001. ``level_reading`` selects its meaning: ``"eps_hat"`` (default, as
   Algorithm 2 prints it: :math:`\hat\epsilon = 10^{-3}`, switching threshold
   :math:`\tau = \hat\epsilon^2 = 10^{-6}`) or ``"threshold"`` (:math:`\tau = 10^{-3}`); pass
-  ``tolerance_reading="threshold"`` to `fastcon.experiments.run_experiment` for the other one.
+  ``level_reading="threshold"`` to `fastcon.experiments.run_experiment` for the other one.
   ``iqrc_outer`` is the sequence :math:`x_t` (Figure 1's red curve), ``iqrc_inner`` the inner
   iterates :math:`z_k` of all subproblems, recorded every ``record_every`` inner iterations
   (the blue curve; evaluations excluded from the time). The paper does not report the number
@@ -200,8 +200,8 @@ def config(quick=False) -> dict:
         ``outer_iter`` is an int (every dataset) or a dict dataset -> int.
     """
     cfg = {"datasets": DATASETS, "priority_class": 0, "radius": 0.1, "rho_hat": 1.0, "inner_iter": 20000,
-           "outer_iter": {"pendigits": 3, "segment": 8, "usps": 1}, "tolerance": 1e-3,
-           "tolerance_reading": "eps_hat", "record_every": 400, "pendigits_scale": "raw", "max_rows": None,
+           "outer_iter": {"pendigits": 3, "segment": 8, "usps": 1}, "switching_level": 1e-3,
+           "level_reading": "eps_hat", "record_every": 400, "pendigits_scale": "raw", "max_rows": None,
            "baseline_time_factor": 1.0, "baseline_max_iter": 1_000_000, "penalty_update": "steering",
            "target_infeasibility": 1e-3}
     if quick:
@@ -215,8 +215,8 @@ def check_config(cfg):
     unknown = [d for d in cfg["datasets"] if d not in DATASETS]
     if unknown or not cfg["datasets"]:
         raise ValueError(f"datasets: expected a non-empty subset of {DATASETS}, got {cfg['datasets']!r}")
-    if cfg["tolerance_reading"] not in ("eps_hat", "threshold"):
-        raise ValueError(f"tolerance_reading: expected 'eps_hat' or 'threshold', got {cfg['tolerance_reading']!r}")
+    if cfg["level_reading"] not in ("eps_hat", "threshold"):
+        raise ValueError(f"level_reading: expected 'eps_hat' or 'threshold', got {cfg['level_reading']!r}")
     if cfg["pendigits_scale"] not in ("raw", "unit"):
         raise ValueError(f"pendigits_scale: expected 'raw' or 'unit', got {cfg['pendigits_scale']!r}")
     if not cfg["baseline_time_factor"] > 0:
@@ -372,14 +372,14 @@ def run_iqrc(bundle, cfg, dataset, seed=0) -> dict:
     T, K = _outer_iter(cfg, dataset), int(cfg["inner_iter"])
     record_every = max(1, min(int(cfg["record_every"]), K))
     t0, c0 = time.perf_counter(), time.process_time()
-    res = iqrc(problem, problem.x0, rho_hat=float(cfg["rho_hat"]), tolerance=float(cfg["tolerance"]),
-               tolerance_reading=cfg["tolerance_reading"], outer_iter=T, inner_iter=K, inner_solver="switching",
+    res = iqrc(problem, problem.x0, rho_hat=float(cfg["rho_hat"]), switching_level=float(cfg["switching_level"]),
+               level_reading=cfg["level_reading"], outer_iter=T, inner_iter=K, inner_solver="switching",
                output="last", seed=seed, record_every=record_every)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     outer = dict(res.info["outer_history"])
     outer["max_row_norm"] = row_norms(res.info["outer_iterates"], meta["n_classes"])
     params = {"rho_hat": float(cfg["rho_hat"]), "mu": float(res.info["mu"]), "inner_iter": K, "outer_iter": T,
-              "tolerance": float(cfg["tolerance"]), "tolerance_reading": cfg["tolerance_reading"],
+              "switching_level": float(cfg["switching_level"]), "level_reading": cfg["level_reading"],
               "switching_threshold": float(res.info["switching_threshold"]), "record_every": record_every,
               "step_size": f"2/({float(res.info['mu']):g}*(k+2))", "output": "last"}
     return {"result": res, "outer": outer, "inner": dict(res.history), "wall_time_s": wall, "cpu_time_s": cpu,
@@ -396,7 +396,7 @@ def run_exact_penalty(bundle, cfg, dataset, time_budget, seed=0) -> dict:
     problem = bundle["problem"]
     xi = STEERING[dataset]
     params = {"steering": xi, "penalty": 1.0 / xi, "penalty_increase": 100.0, "penalty_update": cfg["penalty_update"],
-              "radius": 1.0, "eta1": 0.3, "eta2": 0.7, "gamma": 0.5, "gamma_accept": 1.0, "tolerance": 1e-3,
+              "radius": 1.0, "eta1": 0.3, "eta2": 0.7, "gamma": 0.5, "gamma_accept": 1.0, "criticality_tolerance": 1e-3,
               "ball_constraint": "squared", "max_iter": int(cfg["baseline_max_iter"]), "time_budget_s": float(time_budget)}
     t0, c0 = time.perf_counter(), time.process_time()
     deadline = t0 + float(time_budget)
@@ -404,8 +404,8 @@ def run_exact_penalty(bundle, cfg, dataset, time_budget, seed=0) -> dict:
         problem, problem.x0, penalty=params["penalty"], penalty_update=params["penalty_update"], steering=xi,
         penalty_increase=params["penalty_increase"], radius=params["radius"], max_iter=params["max_iter"],
         eta1=params["eta1"], eta2=params["eta2"], gamma=params["gamma"], gamma_accept=params["gamma_accept"],
-        criticality_tolerance=params["tolerance"], ball_constraint=params["ball_constraint"], seed=seed, record_every=1,
-        callback=lambda k, x, info: time.perf_counter() > deadline)
+        criticality_tolerance=params["criticality_tolerance"], ball_constraint=params["ball_constraint"], seed=seed,
+        record_every=1, callback=lambda k, x, info: time.perf_counter() > deadline)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     history = {key: np.asarray(value) for key, value in res.history.items()}
     # Row k holds x_k and the time at the end of iteration k, when x_{k+1} became known: x_k was
@@ -787,7 +787,7 @@ def run(quick=False, out_dir=None, data_home=None, seed=0, jobs=1, verbose=True,
         Passed to `fastcon.datasets.load` (False: a missing file is an error; None: its default).
     **overrides
         Keys of `config`, e.g. ``datasets=("segment",)``, ``outer_iter=2``,
-        ``tolerance_reading="threshold"``.
+        ``level_reading="threshold"``.
 
     Returns
     -------

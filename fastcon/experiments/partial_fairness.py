@@ -97,7 +97,7 @@ CONFIG = {
         "weak_pdp": {"a9a": (0.13, 0.17, 0.2, 0.23, 1), "bank": (0.005, 0.015, 0.018, 0.1, 2),
                      "law_school": (0.001, 0.01, 1)},
     },
-    "idca": {"inner_iter": (150, 200), "tolerance": (5e-4, 1e-3, 2e-3, 5e-3), "tuning_outer": 50,
+    "idca": {"inner_iter": (150, 200), "switching_level": (5e-4, 1e-3, 2e-3, 5e-3), "tuning_outer": 50,
              "outer": (100, 150, 200, 250, 300, 350, 400)},
     "pairwise_iter": {"a9a": 1000, "bank": 1000, "law_school": 500},
     "penalty": {"step_size": (5e-4, 1e-3, 2e-3, 5e-3), "tuning_iter": 10000, "final_iter": 80000},
@@ -125,7 +125,7 @@ def config(quick=False) -> dict:
             for kind in PAIRWISE:
                 grid = cfg["pairwise_kappa"][kind][model][ds]
                 cfg["pairwise_kappa"][kind][model][ds] = (grid[len(grid) // 2],)
-    cfg["idca"] = {"inner_iter": (50,), "tolerance": (2e-3,), "tuning_outer": None, "outer": (20, 40)}
+    cfg["idca"] = {"inner_iter": (50,), "switching_level": (2e-3,), "tuning_outer": None, "outer": (20, 40)}
     cfg["pairwise_iter"] = {ds: 100 for ds in DATASETS}
     cfg["penalty"] = {"step_size": (2e-3,), "tuning_iter": None, "final_iter": 2000}
     cfg["direct_ssg"] = {"static": (1e-3,), "diminishing": (1.0,), "tuning_iter": None, "final_iter": 2000}
@@ -278,15 +278,15 @@ def run_idca(data, model, kappa, cfg, keep_history=False, start="zero"):
 
     interval = tuple(cfg["interval"][data.dataset])
     grid = cfg["idca"]
-    candidates = [(T, eps) for T in grid["inner_iter"] for eps in grid["tolerance"]]
+    candidates = [(T, eps) for T in grid["inner_iter"] for eps in grid["switching_level"]]
     tuning = []
     if len(candidates) > 1:
         for T, eps in candidates:
-            res = idca(problem_at(), outer_iter=grid["tuning_outer"], inner_iter=T, tolerance=eps)
-            tuning.append({"inner_iter": T, "tolerance": eps, "status": res.status,
+            res = idca(problem_at(), outer_iter=grid["tuning_outer"], inner_iter=T, switching_level=eps)
+            tuning.append({"inner_iter": T, "switching_level": eps, "status": res.status,
                            "validation_accuracy": evaluate(data, res.x, interval)["validation"]["accuracy"]})
         best = max(tuning, key=lambda r: r["validation_accuracy"])  # first of the ties: grid order
-        T, eps = best["inner_iter"], best["tolerance"]
+        T, eps = best["inner_iter"], best["switching_level"]
     else:
         T, eps = candidates[0]
     outers = sorted(grid["outer"])
@@ -299,11 +299,11 @@ def run_idca(data, model, kappa, cfg, keep_history=False, start="zero"):
         return False
 
     problem = problem_at()
-    res = idca(problem, outer_iter=outers[-1], inner_iter=T, tolerance=eps, callback=keep)
+    res = idca(problem, outer_iter=outers[-1], inner_iter=T, switching_level=eps, callback=keep)
     scored = [(K, evaluate(data, snapshots[K], interval)) for K in outers if K in snapshots]
     K, metrics = max(scored, key=lambda item: item[1]["validation"]["accuracy"])
     x = snapshots[K]
-    record = {"params": {"inner_iter": T, "tolerance": eps, "outer_iter": K}, "status": res.status,
+    record = {"params": {"inner_iter": T, "switching_level": eps, "outer_iter": K}, "status": res.status,
               "n_iter": inner_done[K],
               "train_objective": problem.objective_value(x),
               "train_max_violation": max(0.0, float(np.max(problem.constraint_values(x)))),
@@ -366,14 +366,14 @@ def run_direct_ssg(data, model, kappa, cfg):
     grid = cfg["direct_ssg"]
     schedules = [("static", e) for e in grid["static"]] + [("diminishing", c) for c in grid["diminishing"]]
 
-    def tolerance(kind, value):
+    def level(kind, value):
         return float(value) if kind == "static" else (lambda t, c=float(value): c / (t + 1))
 
     tuning = []
     if len(schedules) > 1 and grid["tuning_iter"]:
         for kind, value in schedules:
             problem = build_problem(data, model, kappa, cfg)
-            res = switching_polyak(problem, max_iter=grid["tuning_iter"], tolerance=tolerance(kind, value),
+            res = switching_polyak(problem, max_iter=grid["tuning_iter"], switching_level=level(kind, value),
                                    output="last")
             tuning.append({"schedule": kind, "value": value, "final_objective": problem.objective_value(res.x),
                            "final_max_violation": res.max_violation})
@@ -383,7 +383,7 @@ def run_direct_ssg(data, model, kappa, cfg):
         kind, value = schedules[0]
     problem = build_problem(data, model, kappa, cfg)
     T = grid["final_iter"]
-    res = switching_polyak(problem, max_iter=T, tolerance=tolerance(kind, value), record_every=max(1, T // 400))
+    res = switching_polyak(problem, max_iter=T, switching_level=level(kind, value), record_every=max(1, T // 400))
     return {"params": {"schedule": kind, "value": value, "max_iter": T}, "status": res.status, "n_iter": res.n_iter,
             "train_objective": res.objective, "train_max_violation": res.max_violation,
             "metrics": evaluate(data, res.x, interval), "tuning": tuning,

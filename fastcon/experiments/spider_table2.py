@@ -80,7 +80,7 @@ GRIDS = {
     "ipp_ssg": {"step_size": [2e-4, 5e-4, 1e-3, 5e-3]},
     "ipp_conex": {"c1": [20.0, 50.0, 100.0, 200.0], "c2": [0.002, 0.005, 0.01, 0.02]},
 }
-SSG_TOLERANCE = 1e-5
+SSG_SWITCHING_LEVEL = 1e-5
 
 
 def config(quick=False) -> dict:
@@ -246,14 +246,14 @@ def run_method(dataset, problem_key, method, params, cfg, data_home=None, seed=0
         if method in ("ssg", "ssg_s"):
             kw = dict(objective_oracle="stochastic", objective_batch_size=math.ceil(nf / q)) if method == "ssg_s" else {}
             res = switching_subgradient(prob, max_iter=max_iter, step_size=float(params["step_size"]),
-                                        tolerance=SSG_TOLERANCE, output="last", seed=seed, record_every=max_iter,
+                                        switching_level=SSG_SWITCHING_LEVEL, output="last", seed=seed, record_every=max_iter,
                                         callback=lambda t, x, info: (t + 1) % every == 0 and record(t + 1, x, *dp(t + 1)),
                                         **kw)
         else:
             rho_hat = 2.0 * meta["rho_f"]
             inner = int(cfg["inner_iter"])
             if method == "ipp_ssg":
-                solver, inner_params = "switching", dict(step_size=float(params["step_size"]), tolerance=SSG_TOLERANCE)
+                solver, inner_params = "switching", dict(step_size=float(params["step_size"]), switching_level=SSG_SWITCHING_LEVEL)
             else:
                 primal, dual = prox_weights_to_steps(linear(params["c1"]), inverse_linear(params["c2"]))
                 solver, inner_params = "conex", dict(primal_step=primal, dual_step=dual, theta=lambda k: k / (k + 1.0))

@@ -80,19 +80,19 @@ _ETA = [5e-4, 1e-3, 2e-3]
 _RHO = [1.0, 1.5, 2.0]
 #: [HL23] §6.1 grids (ROC), in the notation of `fastcon.experiments._tuning.solve_method`.
 GRIDS = {
-    "ssg_static": {"tolerance": _EPS, "step_size": _ETA},
+    "ssg_static": {"switching_level": _EPS, "step_size": _ETA},
     "ssg_diminishing": {"E1": [0.01, 0.02, 0.05], "E2": [1e-4, 2e-4, 5e-4]},
     "conex": {"c1": [0.01, 0.02, 0.05], "c2": [20.0, 50.0, 100.0]},
-    "ipp_ssg": {"rho_hat_factor": _RHO, "tolerance": _EPS, "step_size": _ETA},
+    "ipp_ssg": {"rho_hat_factor": _RHO, "switching_level": _EPS, "step_size": _ETA},
     "ipp_conex": {"rho_hat_factor": _RHO, "c1": [20.0, 50.0, 100.0], "c2": [0.005, 0.01, 0.02]},
 }
 _EPS_Q, _ETA_Q, _RHO_Q = [1e-5, 2e-5], [1e-3, 2e-3], [1.0, 2.0]
 #: The ``--quick`` grids (module docstring): sub-grids of ``GRIDS``, tuned by the same rule.
 QUICK_GRIDS = {
-    "ssg_static": {"tolerance": _EPS_Q, "step_size": _ETA_Q},
+    "ssg_static": {"switching_level": _EPS_Q, "step_size": _ETA_Q},
     "ssg_diminishing": {"E1": [0.02, 0.05], "E2": [2e-4, 5e-4]},
     "conex": {"c1": [0.02, 0.05], "c2": [50.0, 100.0]},
-    "ipp_ssg": {"rho_hat_factor": _RHO_Q, "tolerance": _EPS_Q, "step_size": _ETA_Q},
+    "ipp_ssg": {"rho_hat_factor": _RHO_Q, "switching_level": _EPS_Q, "step_size": _ETA_Q},
     "ipp_conex": {"rho_hat_factor": _RHO_Q, "c1": [50.0, 100.0], "c2": [0.005, 0.01]},
 }
 

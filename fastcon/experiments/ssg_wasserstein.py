@@ -104,10 +104,10 @@ _ETA = [0.01, 0.015, 0.02]
 _RHO = [1e-4, 5e-4, 1e-3]
 #: [HL23] §6.2 grids (Wasserstein), in the notation of `fastcon.experiments._tuning.solve_method`.
 GRIDS = {
-    "ssg_static": {"tolerance": _EPS, "step_size": _ETA},
+    "ssg_static": {"switching_level": _EPS, "step_size": _ETA},
     "ssg_diminishing": {"E1": [0.05, 0.1, 0.15], "E2": [1e-4, 2e-4, 5e-4]},
     "conex": {"c1": [0.01, 0.02, 0.05], "c2": [20.0, 50.0, 100.0]},
-    "ipp_ssg": {"rho_hat_factor": _RHO, "tolerance": _EPS, "step_size": _ETA},
+    "ipp_ssg": {"rho_hat_factor": _RHO, "switching_level": _EPS, "step_size": _ETA},
     "ipp_conex": {"rho_hat_factor": _RHO, "c1": [100.0, 200.0, 500.0], "c2": [0.005, 0.01, 0.02]},
 }
 

@@ -1,28 +1,13 @@
 r"""Neyman-Pearson classification: type-I / type-II errors and the umbrella threshold.
 
-In Neyman-Pearson (NP) classification one class, the *constrained* class (class 0 in Tong, Feng &
-Li [TFL18]; label -1 in `fastcon.problems.neyman_pearson`), must be misclassified with probability
-at most :math:`\alpha` (the type-I error), and the other class's error (type II) is minimised.
-
-The umbrella algorithm of [TFL18] turns any scoring function into a classifier with a
-high-probability type-I guarantee: on :math:`n` held-out scores :math:`s_1, \dots, s_n` of the
-constrained class, not used to fit the scores, sorted :math:`s_{(1)} \le \dots \le s_{(n)}`, it
-predicts the other class iff :math:`s > s_{(k)}` with the smallest rank :math:`k` such that
-
-.. math::
-
-    v(k) = \sum_{j=k}^{n} \binom{n}{j} (1-\alpha)^j \alpha^{n-j} \le \delta,
-
-and then :math:`P(R_0 > \alpha) \le \delta`, :math:`R_0` being the type-I error of the resulting
-classifier and the probability being over the held-out sample. This is a pure function of scores,
-hence its place among the metrics (the estimators call it after fitting the scores).
-
-Why the rule holds, for *any* score distribution (ties included, as long as the prediction is the
-strict :math:`s > t`): let :math:`G(x) = P(S > x)` for a constrained-class score :math:`S` and
-:math:`q = \inf\{x : G(x) \le \alpha\}`. :math:`G` is right-continuous, so :math:`R_0 = G(s_{(k)})
-> \alpha` iff :math:`s_{(k)} < q`, i.e. iff at least :math:`k` held-out scores lie below
-:math:`q`; each does independently with probability :math:`P(S < q) \le 1 - \alpha`, so this has
-probability at most :math:`P(\mathrm{Bin}(n, 1-\alpha) \ge k) = v(k) \le \delta`.
+In Neyman-Pearson classification the *constrained* class (class 0 in Tong, Feng & Li [TFL18]; label
+-1 in `fastcon.problems.neyman_pearson`) must be misclassified with probability at most
+:math:`\alpha` (type I) while the other class's error (type II) is minimised. The umbrella algorithm
+of [TFL18] thresholds any scores at the held-out order statistic :math:`s_{(k)}` of the constrained
+class with the smallest :math:`k` such that
+:math:`v(k) = \sum_{j=k}^{n} \binom{n}{j} (1-\alpha)^j \alpha^{n-j} \le \delta`, so that
+:math:`P(R_0 > \alpha) \le \delta` for any score distribution, ties included.
+Proof sketch: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 r"""Smoothed ROC-based fairness of Huang & Lin [HL23] (eq. 11) as an oracle term; see docs/references.md.
 
-For a protected group :math:`\mathcal D_p = \{a^p_i\}_{i=1}^{n_p}`, an unprotected group
-:math:`\mathcal D_u = \{a^u_i\}_{i=1}^{n_u}` and a fixed threshold grid :math:`\Theta`,
+For a protected and an unprotected group and a fixed threshold grid :math:`\Theta`,
 
 .. math::
 
@@ -9,19 +8,9 @@ For a protected group :math:`\mathcal D_p = \{a^p_i\}_{i=1}^{n_p}`, an unprotect
     \Delta_\theta(w) = \frac1{n_p}\sum_{i=1}^{n_p} \sigma(w^\top a^p_i - \theta)
                      - \frac1{n_u}\sum_{i=1}^{n_u} \sigma(w^\top a^u_i - \theta),
 
-with the logistic :math:`\sigma(z) = 1/(1+e^{-z})` (fastcon's reading of the paper's
-:math:`\sigma(w^\top a \ge \theta)`). With :math:`\theta^*` the first maximiser, a subgradient
-(the gradient where the maximiser is unique) is
-
-.. math::
-
-    \zeta_R = \mathrm{sign}(\Delta_{\theta^*}) \Big[\tfrac1{n_p} (A^p)^\top \sigma'(s^p - \theta^*)
-              - \tfrac1{n_u} (A^u)^\top \sigma'(s^u - \theta^*)\Big], \qquad \sigma' = \sigma(1-\sigma),
-
-and :math:`\mathrm{sign}(0) = 0`. One evaluation: scores of both groups
-(:class:`DesignMatrix`), the threshold sweep (one exp per sample and one division per four
-sigmoids, for any grid: :mod:`fastcon._kernels._threshold_sweep`), the argmax, and one transposed
-product per group.
+with the logistic :math:`\sigma` and a subgradient at the first maximiser :math:`\theta^*`. One
+evaluation: both groups' scores, the threshold sweep (`fastcon._kernels._threshold_sweep`), the
+argmax and one transposed product per group. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

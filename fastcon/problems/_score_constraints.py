@@ -1,31 +1,13 @@
 r"""Constraint blocks on a linear model's scores: smoothed group-rate gaps and 1-D transport gaps.
 
-**Rates.** Rows fall into *cells* :math:`c = (k, y)` (group :math:`k`, label :math:`y \in \{0, 1\}`).
-A smoothed rate is a mean of :math:`\sigma((z_i - \theta)/\tau)` over a union of cells (the logistic
-sigmoid with temperature :math:`\tau` in place of the step :math:`[z_i \ge \theta]`):
-
-=============================  ============================  ====================================
-constraint                     rate of group :math:`k`       rows
-=============================  ============================  ====================================
-``demographic_parity``         selection rate                all rows of group :math:`k`
-``equal_opportunity``          true-positive rate            positive rows of group :math:`k`
-``false_positive_parity``      false-positive rate           negative rows of group :math:`k`
-``equalized_odds``             both of the previous two      (two families of rates)
-``roc``                        selection rate at every       all rows of group :math:`k`
-                               :math:`\theta_j` of a grid
-=============================  ============================  ====================================
-
-and a `RateGapConstraints` block bounds **every ordered pair** of groups within a family:
-:math:`r_a(\theta_j) - r_b(\theta_j) - \kappa \le 0` for all :math:`a \ne b` (and all grid points),
-i.e. the largest rate minus the smallest, which is how the hard gaps of `fastcon.metrics` measure
-it (``roc`` is the threshold sweep of Huang & Lin [HL23], eq. (11), for any number of groups).
-One pass of `cell_sigmoid_sums` gives every rate; the gradient of a weighted sum of constraints
-is one pass of `cell_sigmoid_vjp` with the cell coefficients :math:`C = (DM)^\top\lambda`
-(:math:`M`: rates from cell sums, :math:`D`: pair differences).
-
-**Transport.** `TransportGapConstraints` bounds the Wasserstein-1 distance between the score laws
-of every pair of groups, :math:`W_1(z_a, z_b) - \kappa \le 0` (the quantity [HL23] §5 minimises
-through a transport plan; on scores, which are one-dimensional, it is exact by sorting).
+**Rates.** A smoothed rate is a mean of :math:`\sigma((z_i - \theta)/\tau)` over cells (group, label)
+— selection, true- and false-positive rates, both (equalized odds), or selection rates over a
+threshold grid (``roc``, [HL23] eq. (11)) — and `RateGapConstraints` bounds every ordered pair of
+groups, :math:`r_a(\theta_j) - r_b(\theta_j) - \kappa \le 0`, as the hard gaps of `fastcon.metrics`
+measure it; one pass of `cell_sigmoid_sums` gives every rate, one of `cell_sigmoid_vjp` the gradient.
+**Transport.** `TransportGapConstraints` bounds :math:`W_1(z_a, z_b) - \kappa \le 0` for every pair
+of groups ([HL23] §5; exact by sorting on 1-D scores).
+Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

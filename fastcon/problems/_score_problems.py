@@ -2,27 +2,11 @@ r"""Constrained problems on training scores, as ABPP and CBPR of Lin & Deng [LD2
 
 A *score problem* states :math:`\min f` s.t. :math:`g_j \le 0` through the cross-entropy losses
 :math:`\ell_i` of a score model's training scores (`fastcon.problems._score_models`), and writes
-its Lagrangian as a weighted loss:
-
-.. math::
-
-    f(x) + \sum_j y_j g_j(x) = \sum_i W_i(y)\,\ell_i(F(x)) + c(y)\,D_W(x, x^t) + \text{const},
-
-which is what a score model's ``prox_step`` minimises (plus :math:`\tau^{-1}D_W(x, x^k)`). Protocol:
-
-``n_constraints``, ``labels``, ``n_classes``
-``constraint_values(model, state)``
-    :math:`g(x)`, shape (m,).
-``objective_value(model, state)``
-    :math:`f(x)`, the model's regulariser included.
-``lagrangian(y)``
-    ``(W, c, anchor_t)``: the weights :math:`W_i(y)` (n,), the weight :math:`c(y) \ge 0` of the
-    Bregman term toward ``anchor_t`` (a state, or None with :math:`c = 0`).
-
-The problems here: `NeymanPearsonScores` (eq. (3.1) of [LD23]), `GroupLossGap` (Section 4: the
-difference-of-convex group-loss-gap constraints) and `ProxSubproblem`, CBPR's convex subproblem (4.2).
-Both problems can drop rows (the outlier heuristic of [LD23] Appendix G, `~_ScoreProblem.without_outliers`):
-a dropped row has weight 0 in the objective and in every constraint, as if deleted.
+its Lagrangian as a weighted loss,
+:math:`f(x) + \sum_j y_j g_j(x) = \sum_i W_i(y)\,\ell_i(F(x)) + c(y)\,D_W(x, x^t) + \text{const}`,
+which a score model's ``prox_step`` minimises. The problems: `NeymanPearsonScores` (eq. (3.1)),
+`GroupLossGap` (Section 4) and `ProxSubproblem` (CBPR's subproblem (4.2)); rows can be dropped
+(the outlier heuristic of Appendix G). Protocol: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

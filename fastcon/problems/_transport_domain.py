@@ -5,26 +5,10 @@ r"""The transportation polytope as a domain block (Huang & Lin [HL23] eqs. 13–
     \mathcal P = \{P \in \mathbb R^{m\times n} : P \ge 0,\ P\mathbf 1 = \tfrac1m\mathbf 1,\
     P^\top\mathbf 1 = \tfrac1n\mathbf 1\},
 
-stored row-major as a flat block of :math:`x`. For :math:`m = n` this is :math:`\frac1m\mathcal B_m`
-(the scaled Birkhoff polytope). The projection is the semismooth-Newton dual method of
-`fastcon._kernels._transport`, started by the **ray** rule after the first call: zero duals, then an
-exact line search along the duals of the latest projection that moved :math:`P` (not started
-when the best multiple of them, estimated from the solver's first pass, is below 1/4).
-
-Why: a solver projects :math:`P_k - \eta G_k` with :math:`P_k` already in the polytope, so zero
-duals are exact where the step left :math:`P` unchanged (a constraint step costs one pass) and the
-residual sits only in the rows and columns a minibatch block step touched; there the previous duals
-(of another block) are useless, their best multiple is below 0.13 on german and COMPAS, and the
-search is given up. Dense steps are the other case: the proximal-subproblem solver of
-`near_stationarity` moves every entry of :math:`P` by :math:`\gamma_k = 2/(\mu(k+2))` times a
-slowly changing subgradient, and on a fixed active set the duals are linear in the step, so the
-best multiple of the previous duals (close to :math:`\gamma_k/\gamma_{k-1}`) starts Newton near
-the new active set (measured: docs/measurements.md). The search keeps the best
-multiple, 0 included, so the start is never worse in dual value than zero duals.
-
-The former ``"previous"`` rule (start at the previous duals themselves) once stopped at marginal
-residual 1.51e-13 against the tolerance 1.45e-13 in a full COMPAS re-run and raised. Any start that
-does not converge is now retried from a cold start inside the solver before an error is raised.
+stored row-major as a flat block of :math:`x`. The projection is the semismooth-Newton dual method
+of `fastcon._kernels._transport`, started by the **ray** rule after the first call (zero duals, then
+an exact line search along the duals of the latest projection that moved :math:`P`); a start that
+does not converge is retried cold. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

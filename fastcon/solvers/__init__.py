@@ -5,11 +5,13 @@ iteration (see `fastcon.solvers._schedules`).
 
 Common keywords mean the same in every solver that has them (tests/test_solver_keywords.py):
 ``x0`` (start, projected onto the domain), ``max_iter`` (an upper bound on the iterations run),
-``tolerance`` (a threshold on :math:`g` below which a point counts as feasible for the method's
-switching test), ``seed`` (same seed, same bits), ``record_every`` (history rows at the multiples of
-it, plus the last iteration; default None: `fastcon.solvers._common.default_record_every`),
-``callback(t, x_{t+1}, info) -> bool`` (True stops with status ``"callback_stop"``), ``verbose`` and
-``step_size`` (the primal step's scale).
+``switching_level`` (the level :math:`\epsilon_t` of the switching test :math:`g(x_t) \le \epsilon_t`),
+``feasibility_tolerance`` (the threshold on :math:`g` below which a point counts as feasible),
+``tol`` (a stopping tolerance on the solver's own progress measure), ``multipliers0`` (initial
+multipliers), ``output="best_feasible"`` (the best feasible iterate), ``seed`` (same seed, same
+bits), ``record_every`` (history rows at the multiples of it, plus the last iteration; default
+None: `fastcon.solvers._common.default_record_every`), ``callback(t, x_{t+1}, info) -> bool`` (True
+stops with status ``"callback_stop"``), ``verbose`` and ``step_size`` (the primal step's scale).
 """
 from ._schedules import as_schedule, constant, inverse_linear, inverse_sqrt, linear
 from .conex import conex, prox_weights_to_steps

@@ -1,26 +1,10 @@
 r"""The bookkeeping every solver loop shares, in one object: `SolverRun`.
 
-A solver states its algorithm; the run does the rest the same way everywhere: it checks the common
-keywords (``max_iter``, ``record_every``, ``callback``, ``feasibility_tolerance``, ``seed``), applies
-the shared ``record_every=None`` rule (`default_record_every`), keeps the `History`, meters data
-passes and time without the history-only evaluations (`PassMeter`), shows the `Progress`, calls the
-callback (status ``"callback_stop"``), tracks the smallest constraint value and the best feasible
-iterate, decides ``"no_feasible_iterate"`` and assembles the `SolveResult`::
-
-    run = SolverRun("name", max_iter, record_every=record_every, callback=callback, verbose=verbose,
-                    feasibility_tolerance=feasibility_tolerance)
-    run.start(problem, record_rows=..., iteration_rows=...)
-    with run:                                   # the progress display closes even on an exception
-        for t in range(run.max_iter):
-            ...
-            if run.due(t):
-                with run.meter:                 # evaluations only the history needs
-                    f, g = problem.f(x), problem.g(x)[0]
-                run.record(t, objective=f, constraint=g)
-            run.offer(t, g, x, f)
-            if run.tick(t, x, info, g=g):       # progress, then the callback
-                break
-    return run.finish(x, objective=..., max_violation=..., message=..., info=...)
+A solver states its algorithm; the run checks the common keywords (``max_iter``, ``record_every``,
+``callback``, ``feasibility_tolerance``, ``seed``), keeps the `History`, meters data passes and time
+without the history-only evaluations (`PassMeter`), shows the `Progress`, calls the callback
+(``"callback_stop"``), tracks the best feasible iterate, decides ``"no_feasible_iterate"`` and
+assembles the `SolveResult`. A solver loop written with it: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

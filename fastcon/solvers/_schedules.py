@@ -1,6 +1,6 @@
-r"""Step-size and tolerance schedules: a float, a callable of the iteration ``t``, or a named helper.
+r"""Step-size and switching-level schedules: a float, a callable of the iteration ``t``, or a named helper.
 
-Solvers accept every schedule parameter (``step_size`` :math:`\eta_t`, ``tolerance``
+Solvers accept every schedule parameter (``step_size`` :math:`\eta_t`, ``switching_level``
 :math:`\epsilon_t`, ConEx's ``primal_step``/``dual_step``/``theta``, averaging weights) in any of
 these forms and turn it into a `Schedule` with `as_schedule`. A solver evaluates the schedule once
 for ``t = 0..T-1`` before its loop (`Schedule.values`), so the loop reads a preallocated array and a
@@ -65,7 +65,7 @@ class Schedule:
 
 
 def constant(c) -> Schedule:
-    r""":math:`s_t = c` (``c`` may be ``±inf``, e.g. a tolerance that never/always switches).
+    r""":math:`s_t = c` (``c`` may be ``±inf``, e.g. a switching level that never/always switches).
 
     Parameters
     ----------

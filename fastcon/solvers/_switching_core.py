@@ -9,18 +9,9 @@ For :math:`t = 0, 1, \dots, T-1`:
     \zeta_t \in \begin{cases} \partial f(x_t) & g(x_t) \le \epsilon_t \ \text{(objective step)}, \\
     \partial g_{i^*}(x_t) & \text{otherwise (constraint step, } i^* \text{ the active constraint)}, \end{cases}
 
-the scheme of Polyak (1967) and Nesterov (2004, §3.2.5) that [HL23] Algorithm 1, [MLY20] Algorithm 2
-and [HHYL25] Algorithms 2–3 specialise. What differs between them is answered by objects, never by a
-switch on their type:
-
-- the *oracle* (``constraint(x) -> (g, i)``, ``constraint_subgradient(x, i, out)``,
-  ``objective(x, out) -> f``): full or minibatch passes, a DC subproblem, a proximal term;
-- the *step rules* :math:`a_t` (`fastcon.solvers._step_rules`), one for each kind of step;
-- two hooks, ``before_step(state)`` (history, output rules, stopping tests on :math:`x_t`) and
-  ``after_step(state)`` (progress, the user's callback, on :math:`x_{t+1}`); a hook returns a
-  stop reason (any truthy value) or None.
-
-The update is ``axpy(-a, zeta, x)`` in place (bitwise ``x -= a * zeta``), then the projection.
+the scheme that [HL23] Algorithm 1, [MLY20] Algorithm 2 and [HHYL25] Algorithms 2–3 specialise. The
+oracle, the step rules (`fastcon.solvers._step_rules`) and the hooks ``before_step`` / ``after_step``
+are objects, never a switch on their type. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ def check_schedule_length(count, n, name="step_size") -> int:
 def check_schedule(name, value, n, *, positive=False, signed=False, allow_inf=False, count="max_iter") -> np.ndarray:
     """The values :math:`s_0..s_{n-1}` of a float/callable/`Schedule`, each checked like `check_real`.
 
-    ``signed=True`` allows negative values (e.g. a switching tolerance below 0 is a stricter test).
+    ``signed=True`` allows negative values (e.g. a switching level below 0 is a stricter test).
     ``count`` names the argument that set ``n``: an ``n`` whose ``8 n`` bytes exceed an eighth of
     the machine's memory is a ValueError naming it (a solver holds up to four such arrays).
     """

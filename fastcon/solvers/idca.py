@@ -136,7 +136,7 @@ def _switching_polyak_inner(problem, xk, lin_values, lin_jacobian, epsilon, T, m
                          run.best_constraint, run.stop == "zero_constraint_direction")
 
 
-def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, prox=0.0, output="last",
+def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e-3, prox_weight=0.0, output="last",
          feasibility_tolerance=None, record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Inexact DCA ([HHYL25] Algorithm 1) with the switching-subgradient inner solver (Algorithm 2).
 
@@ -152,7 +152,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
     inner_iter : int or callable of k
         :math:`T_k`, switching-subgradient iterations of outer step :math:`k` (paper: 150 or 200 for
         every k; `idca_theory_parameters` gives Proposition 6.4's).
-    tolerance : float or callable of k
+    switching_level : float or callable of k
         :math:`\epsilon_k > 0`: the inexactness (27) of subproblem k, i.e. the objective step length and
         the near-feasibility threshold of the inner switching test (paper: constant, in
         {5e-4, 1e-3, 2e-3, 5e-3}; Theorem 6.5: :math:`\Theta(\epsilon^2)`).
@@ -185,7 +185,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
         ``"callback_stop"``. History (one row per recorded outer iterate :math:`x_k`, row 0 = the
         start): ``iteration`` k, ``inner_iterations`` (cumulative), ``time``, ``objective``
         :math:`f_0(x_k)`, ``max_violation`` :math:`\max(0, \max_i f_i(x_k))`, ``constraint``
-        :math:`\max_i f_i(x_k)`, ``tolerance`` :math:`\epsilon_k`. ``counters``:
+        :math:`\max_i f_i(x_k)`, ``switching_level`` :math:`\epsilon_k`. ``counters``:
         ``inner_iterations``, ``objective_steps``, ``constraint_steps``, ``rows_f``/``rows_g`` when
         the problem counts rows. ``info``: the parameters and the index of the returned iterate.
     """
@@ -194,7 +194,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
     run = SolverRun("idca", outer_iter, record_every=record_every, callback=callback, verbose=verbose,
                     count_name="outer_iter")
     K = run.max_iter
-    eps = check_schedule("tolerance", tolerance, K, positive=True, count="outer_iter")
+    eps = check_schedule("switching_level", switching_level, K, positive=True, count="outer_iter")
     if callable(inner_iter):
         T = [check_count(f"inner_iter({k})", inner_iter(k)) for k in range(K)]
     else:
@@ -217,7 +217,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
 
     f0, fmax = evaluate(x)
     history.record(0, force=True, inner_iterations=0, objective=f0, max_violation=max(0.0, fmax), constraint=fmax,
-                   tolerance=float(eps[0]))
+                   switching_level=float(eps[0]))
     if fmax <= feas_tol:
         best = (f0, x.copy(), 0)
     k_done = 0
@@ -232,8 +232,8 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
             n_con += out.constraint_steps
             if out.x is None:
                 run.status = "stalled_infeasible" if out.stalled else "no_feasible_iterate"
-                message = (f"outer step {k}: no inner iterate met g(v) <= tolerance = {eps[k]:.3g} (smallest "
-                           f"g seen {out.best_constraint:.3g}); the start of the step was not tolerance-feasible")
+                message = (f"outer step {k}: no inner iterate met g_k(v) <= switching_level = {eps[k]:.3g} (smallest "
+                           f"g_k seen {out.best_constraint:.3g}); the start of the step had g(x_k) > switching_level")
                 break
             x = out.x
             k_done = k + 1
@@ -241,7 +241,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
             if fmax <= feas_tol and f0 < best[0]:
                 best = (f0, x.copy(), k_done)
             history.record(k_done, force=(k_done == K), inner_iterations=inner_total, objective=f0,
-                           max_violation=max(0.0, fmax), constraint=fmax, tolerance=float(eps[k]))
+                           max_violation=max(0.0, fmax), constraint=fmax, switching_level=float(eps[k]))
             if out.stalled:
                 run.status = "stalled_infeasible"
                 message = (f"outer step {k}: a violated constraint of the subproblem has a zero subgradient "
@@ -251,7 +251,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
                         objective=f0, violation=max(0.0, fmax)):
                 break
     history.record(k_done, force=True, inner_iterations=inner_total, objective=f0, max_violation=max(0.0, fmax),
-                   constraint=fmax, tolerance=float(eps[min(k_done, K - 1)]))
+                   constraint=fmax, switching_level=float(eps[min(k_done, K - 1)]))
     index = k_done
     if output == "best" and best[1] is not None:
         x = best[1]
@@ -266,8 +266,8 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, tolerance=1e-3, pr
     for name in ("rows_f", "rows_g"):
         if hasattr(problem, name):
             run.counters.values[name] = int(getattr(problem, name))
-    info = {"outer_iter": K, "inner_iter": T[0] if len(set(T)) == 1 else list(T), "tolerance": eps.tolist(),
-            "prox": mu, "output": output, "output_index": index, "feasibility_tolerance": feas_tol}
+    info = {"outer_iter": K, "inner_iter": T[0] if len(set(T)) == 1 else list(T), "switching_level": eps.tolist(),
+            "prox_weight": mu, "output": output, "output_index": index, "feasibility_tolerance": feas_tol}
     return run.finish(x, objective=f0, max_violation=max(0.0, fmax), message=message, n_iter=k_done, info=info)
 
 
@@ -276,7 +276,7 @@ class IDCATheory:
     """Parameters of Theorem 6.5 and Proposition 6.4 ([HHYL25]); fields feed `idca` directly."""
 
     outer_iter: int
-    tolerance: float
+    switching_level: float
     inner_iter: int
     lagrange_bound: float
 
@@ -317,4 +317,4 @@ def idca_theory_parameters(epsilon, *, lipschitz, prox, slater, objective_gap) -
     eps_k = mu / 8 * min(1.0, 1 / (4 * M * M), mu * nu / (8 * M ** 4)) * eps * eps
     D = 2 * M / mu
     T = max(1, math.ceil(M * M / (eps_k * mu) * max(math.log(mu * D * D / eps_k), 1.0)))
-    return IDCATheory(outer_iter=K, tolerance=eps_k, inner_iter=T, lagrange_bound=2 * M / math.sqrt(2 * mu * nu))
+    return IDCATheory(outer_iter=K, switching_level=eps_k, inner_iter=T, lagrange_bound=2 * M / math.sqrt(2 * mu * nu))

@@ -115,8 +115,8 @@ def _phase_one(problem, x, target, max_iter, step_size):
     return x_out.copy(), report
 
 
-def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBILITY_TOLERANCE,
-         tolerance_reading="threshold", outer_iter=50, inner_iter=20000, inner_solver="switching", inner_params=None,
+def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, switching_level=FEASIBILITY_TOLERANCE,
+         level_reading="threshold", outer_iter=50, inner_iter=20000, inner_solver="switching", inner_params=None,
          output="last", phase_one=True, phase_one_iter=1000, phase_one_step_size="polyak", seed=0, record_every=None,
          callback=None, verbose=False) -> SolveResult:
     r"""IQRC ([MLY20] Algorithm 1) with the switching (Algorithm 2) or online stochastic (Algorithm 3) oracle.
@@ -157,7 +157,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
     starts there. If it fails within ``phase_one_iter`` iterations, or stops at a point with a zero
     subgradient and :math:`g > \tau` (an infeasible stationary point of :math:`g`), IQRC returns that
     point (the lowest :math:`g` seen) with status ``"no_feasible_iterate"`` (the status every solver
-    reports when no iterate met its tolerance; ``info["phase_one"]["status"]`` says which failure).
+    reports when no iterate met its feasibility tolerance; ``info["phase_one"]["status"]`` says which failure).
 
     Parameters
     ----------
@@ -171,16 +171,16 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
         (0, \hat\rho]`; give at most one. Default :math:`\rho = 0`, i.e. :math:`\mu = \hat\rho`
         (:math:`\rho` is rarely known; with :math:`\hat\rho = 1`,
         :math:`\gamma_k = 2/(k+2)`). The guarantees need :math:`\hat\rho > \rho`.
-    tolerance : float
+    switching_level : float
         By default the threshold :math:`\tau > 0` on the constraint, the same meaning as
-        `switching_subgradient`'s ``tolerance`` (its switching test :math:`g \le \epsilon_t`, and
+        `switching_subgradient`'s ``switching_level`` (its switching test :math:`g \le \epsilon_t`, and
         the same default 1e-5): Algorithm 2 steps on :math:`F_t` when :math:`G_t(z_k) \le \tau`,
         Phase I stops at :math:`g \le \tau`, and the status calls a point feasible at
         :math:`g \le \tau`.
-    tolerance_reading : {"threshold", "eps_hat"}
+    level_reading : {"threshold", "eps_hat"}
         The two readings of the paper's "tolerance" (0.001 in its experiments; [MLY20] §5 does not
-        say which). ``"threshold"`` (default): ``tolerance`` is :math:`\tau` itself.
-        ``"eps_hat"``: ``tolerance`` is the oracle accuracy :math:`\hat\epsilon` of Definition 2
+        say which). ``"threshold"`` (default): ``switching_level`` is :math:`\tau` itself.
+        ``"eps_hat"``: ``switching_level`` is the oracle accuracy :math:`\hat\epsilon` of Definition 2
         and :math:`\tau = \hat\epsilon^2`, as Algorithm 2 prints it (1e-6 for the paper's 0.001;
         the iqrc-mnpc reproduction uses this reading).
     outer_iter : int
@@ -193,7 +193,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
     inner_params : dict, optional
         Extra keyword arguments of the inner solver, e.g. ``V``, ``alpha``,
         ``objective_batch_size``, ``constraint_batch_size`` for ``"online"``. ``step_size`` and
-        ``tolerance`` are Algorithm 2's and are set here.
+        ``switching_level`` are Algorithm 2's and are set here.
     output : {"last", "random"}
         ``"last"``: :math:`x_T` (the paper's plotted sequence). ``"random"``: :math:`x_R` with
         :math:`R` uniform on :math:`\{0, \dots, T-1\}`, the range Theorem 1's proof averages over
@@ -242,9 +242,9 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
     """
     check_choice("inner_solver", inner_solver, ("switching", "online"))
     check_choice("output", output, ("last", "random"))
-    check_choice("tolerance_reading", tolerance_reading, _READINGS)
+    check_choice("level_reading", level_reading, _READINGS)
     rho_hat = check_real("rho_hat", rho_hat, positive=True)
-    tolerance = check_real("tolerance", tolerance, positive=True)
+    switching_level = check_real("switching_level", switching_level, positive=True)
     mu = _modulus(rho_hat, rho, mu)
     outer_iter = check_count("outer_iter", outer_iter)
     inner_iter = check_schedule_length("inner_iter", check_count("inner_iter", inner_iter))
@@ -254,13 +254,13 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
     check_callback("callback", callback)
     if isinstance(phase_one_step_size, str) and phase_one_step_size != "polyak":
         raise ValueError(f"phase_one_step_size: expected 'polyak', a float or a callable, got {phase_one_step_size!r}")
-    threshold = tolerance ** 2 if tolerance_reading == "eps_hat" else tolerance
+    threshold = switching_level ** 2 if level_reading == "eps_hat" else switching_level
     params = dict(inner_params or {})
     if inner_solver == "switching":
-        for key in ("step_size", "tolerance"):
+        for key in ("step_size", "switching_level"):
             if key in params:
-                raise ValueError(f"inner_params: {key!r} is Algorithm 2's and is set by iqrc (see mu, tolerance)")
-        params.update(step_size=iqrc_step_size(mu), tolerance=threshold)
+                raise ValueError(f"inner_params: {key!r} is Algorithm 2's and is set by iqrc (see mu, switching_level)")
+        params.update(step_size=iqrc_step_size(mu), switching_level=threshold)
 
     x = start_point(problem, x0)
     g0 = problem.g(x)[0]
@@ -270,8 +270,8 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, tolerance=FEASIBIL
         x, phase = _phase_one(problem, x, threshold, phase_one_iter, phase_one_step_size)
     elif g0 > threshold:
         phase["status"] = "skipped"
-    settings = {"rho_hat": rho_hat, "mu": mu, "rho": rho_hat - mu, "tolerance": tolerance,
-                "tolerance_reading": tolerance_reading, "switching_threshold": threshold, "inner_solver": inner_solver,
+    settings = {"rho_hat": rho_hat, "mu": mu, "rho": rho_hat - mu, "switching_level": switching_level,
+                "level_reading": level_reading, "switching_threshold": threshold, "inner_solver": inner_solver,
                 "output": output, "phase_one": phase, "seed": describe_seed(seed)}
     if phase["status"] in ("budget_exhausted", "stationary_infeasible"):
         how = ("its budget ran out" if phase["status"] == "budget_exhausted"

@@ -51,7 +51,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     inner_iter : int
         Inner iterations per subproblem, a positive integer ([HL23] §6.1, §6.2: 100 on ROC, 1000 on Wasserstein).
     inner_params : dict, optional
-        Keyword arguments of the inner solver (``step_size``/``tolerance`` for SSG;
+        Keyword arguments of the inner solver (``step_size``/``switching_level`` for SSG;
         ``primal_step``/``dual_step``/``theta`` for ConEx, e.g. from `prox_weights_to_steps`;
         ``V``/``alpha``/``objective_batch_size``/``constraint_batch_size`` for ``"online"``).
         Their schedules run on the inner index, restarting at 0 for every subproblem, unless
@@ -73,7 +73,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         iterations) the final :math:`g` is :math:`1.1\cdot10^{-4}` restarting at 0 and
         :math:`8.8\cdot10^{-7}` warm-started. Ignored for SSG (no multipliers).
     schedule_index : {"inner", "outer"}
-        Which index the inner solver's schedules (``step_size``, ``tolerance``,
+        Which index the inner solver's schedules (``step_size``, ``switching_level``,
         ``primal_step``, ``dual_step``, ``theta`` in ``inner_params``) run on. ``"inner"``: :math:`t = 0, 1, \dots` within each subproblem.
         ``"outer"``: subproblem k uses the constant value at :math:`t = k`. The second reading
         exists for schedules written in the outer index, e.g. [HL23] §6.2's Wasserstein IPP-ConEx
@@ -197,8 +197,8 @@ def _at_outer_index(params, k):
     return out
 
 
-#: The inner solvers' step and tolerance schedules (SSG: step, tolerance; ConEx: steps, extrapolation).
-_SCHEDULE_KEYS = ("step_size", "tolerance", "primal_step", "dual_step", "theta")
+#: The inner solvers' step and switching-level schedules (SSG: step, switching level; ConEx: steps, extrapolation).
+_SCHEDULE_KEYS = ("step_size", "switching_level", "primal_step", "dual_step", "theta")
 
 
 def _append_history(columns, inner, k, offset_t, offset_time, totals, problem):

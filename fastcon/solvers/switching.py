@@ -65,7 +65,7 @@ def _constraint_oracle(problem, kind, batch, rng):
     return evaluate
 
 
-def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, tolerance=None, start_index=0,
+def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, switching_level=None, start_index=0,
                           objective_oracle="deterministic", objective_batch_size=None,
                           constraint_oracle="deterministic", constraint_batch_size=None, output="random",
                           average_weights="step_size", strongly_convex_constraint=False, seed=0,
@@ -85,7 +85,7 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         0 is legal but degenerate: the iterate does not move, and the ``"random"``/``"average"``
         rules, whose weights are then all 0, fall back to the uniform law / plain average over
         :math:`I` (`fastcon.solvers._output`).
-    tolerance : float or callable of t, optional
+    switching_level : float or callable of t, optional
         :math:`\epsilon_t` of the switching test :math:`g(x_t) \le \epsilon_t`; default 1e-5
         (0 when ``strongly_convex_constraint``). Any real except NaN: a negative value is a stricter
         test, ``inf`` always steps on :math:`f`, ``-inf`` always on :math:`g`.
@@ -134,7 +134,7 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
     callback : callable ``(t, x, info) -> bool``, optional
         Called after iteration ``t`` with the new iterate :math:`x_{t+1}` (a live buffer: copy it to
         keep it) and ``info`` (``constraint`` :math:`g(x_t)`, ``step_kind``, ``step_size``,
-        ``tolerance``, ``in_I``). Returning True stops with status ``"callback_stop"``.
+        ``switching_level``, ``in_I``). Returning True stops with status ``"callback_stop"``.
     verbose : bool, int or str
         See `fastcon._progress.Progress`.
     record_stationarity_every : int, optional
@@ -154,7 +154,7 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
         and points to `check_feasibility`; ``"callback_stop"``. History columns:
         ``iteration`` t, ``time`` (algorithm time, history work excluded), ``objective``
         :math:`f(x_t)`, ``constraint`` raw :math:`g(x_t)`, ``max_violation``, ``step_kind``
-        ("f"/"g"), ``step_size``, ``tolerance``, ``data_passes_f/g`` (cumulative through iteration
+        ("f"/"g"), ``step_size``, ``switching_level``, ``data_passes_f/g`` (cumulative through iteration
         t, history evaluations excluded) and ``stationarity`` if asked. ``counters`` adds
         ``objective_steps``, ``constraint_steps``, ``nearly_feasible`` (:math:`|I|`); ``info``
         holds ``tau`` (the chosen index, -1 if none), ``best_constraint`` (the smallest
@@ -165,7 +165,7 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, to
     return _switching_subgradient(**locals())
 
 
-def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, tolerance=None, start_index=0,
+def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, switching_level=None, start_index=0,
                            objective_oracle="deterministic", objective_batch_size=None,
                            constraint_oracle="deterministic", constraint_batch_size=None, output="random",
                            average_weights="step_size", strongly_convex_constraint=False, seed=0,
@@ -190,14 +190,14 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
     if record_stationarity_every is not None and stationarity_rho_hat is None:
         raise ValueError("stationarity_rho_hat: needed when record_stationarity_every is set")
     if strongly_convex_constraint:
-        if tolerance is not None and np.any(
-                check_schedule("tolerance", tolerance, T, signed=True, allow_inf=True) != 0):
-            raise ValueError("tolerance: Theorem B.1 (strongly_convex_constraint=True) uses epsilon_t = 0")
-        tolerance = 0.0
-    elif tolerance is None:
-        tolerance = 1e-5
+        if switching_level is not None and np.any(
+                check_schedule("switching_level", switching_level, T, signed=True, allow_inf=True) != 0):
+            raise ValueError("switching_level: Theorem B.1 (strongly_convex_constraint=True) uses epsilon_t = 0")
+        switching_level = 0.0
+    elif switching_level is None:
+        switching_level = 1e-5
     eta = check_schedule("step_size", step_size, T)
-    eps = check_schedule("tolerance", tolerance, T, signed=True, allow_inf=True)
+    eps = check_schedule("switching_level", switching_level, T, signed=True, allow_inf=True)
     weights = average_weight_values(average_weights, T, eta)
 
     x = start_point(problem, x0)
@@ -244,11 +244,11 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
                 g_rec = g_t if reuse_g else rec.g(x)[0]
                 extra = {"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat, seed)} if stat_due else {}
             run.record(t, force=True, objective=f_t, constraint=g_rec, max_violation=max(0.0, g_rec), step_kind=kind,
-                       step_size=eta[t], tolerance=eps[t], extra=extra)
-            if output == "best" and candidate:
+                       step_size=eta[t], switching_level=eps[t], extra=extra)
+            if output == "best_feasible" and candidate:
                 rule.offer(t, x, f_t)
         if callback is not None:
-            info_cb.update(constraint=g_t, step_kind=kind, step_size=eta[t], tolerance=eps[t], in_I=in_I)
+            info_cb.update(constraint=g_t, step_kind=kind, step_size=eta[t], switching_level=eps[t], in_I=in_I)
 
     def after_step(state):
         return "callback_stop" if run.tick(state.t, x, info_cb, g=state.constraint) else None
@@ -261,7 +261,7 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, t
     stop_t, n_in_I, best_g = loop.n_iter - 1, in_I_count, loop.best_constraint
 
     info = {"tau": -1, "start_index": S, "nearly_feasible": n_in_I, "output": output,
-            "step_size": repr(as_schedule(step_size)), "tolerance": repr(as_schedule(tolerance)),
+            "step_size": repr(as_schedule(step_size)), "switching_level": repr(as_schedule(switching_level)),
             "objective_oracle": objective_oracle, "constraint_oracle": constraint_oracle,
             "objective_batch_size": objective_batch_size, "constraint_batch_size": constraint_batch_size,
             "strongly_convex_constraint": bool(strongly_convex_constraint), "seed": describe_seed(seed),
@@ -364,7 +364,7 @@ def switching_theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lamb
     Returns
     -------
     dict
-        ``theorem``, ``case``, ``step_size``, ``tolerance`` (floats or schedules), ``start_index``,
+        ``theorem``, ``case``, ``step_size``, ``switching_level`` (floats or schedules), ``start_index``,
         ``max_iter``, ``batch_size`` (None unless Theorem 5.2), ``Lambda``, ``E`` (Case II),
         ``constraint_bound`` (the bound on :math:`\mathbb E_\tau g`, None for B.1), and ``kwargs``:
         the matching keyword arguments of `switching_subgradient`.
@@ -400,7 +400,7 @@ def switching_theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lamb
             T = max(T, max(12.0 * l8, 16.0 / 9.0 * l8 ** 2), 300.0 * math.log(4.0 / delta) * T_bar)
         T = math.ceil(T)
         out.update(step_size=2.0 * epsilon ** 2 * Delta / (5.0 * L1 * M ** 2),
-                   tolerance=epsilon ** 2 * Delta / L1, start_index=0, max_iter=T)
+                   switching_level=epsilon ** 2 * Delta / L1, start_index=0, max_iter=T)
         if theorem == "5.2":
             out["batch_size"] = math.ceil(300.0 * sigma ** 2 * math.log(4.0 * T / delta) * L1 ** 2
                                           / (epsilon ** 4 * Delta ** 2))
@@ -408,12 +408,12 @@ def switching_theory_parameters(M, D, rho, rho_hat, epsilon, g_slater=None, Lamb
         E = 5.0 if theorem == "4.2" else ((4.0 if theorem == "4.3" else 8.0) + 2.0 * math.pi / math.sqrt(6.0) * hp
                                           + 8.0 * math.sqrt(3.0 * math.log(4.0 / delta)))
         T = math.ceil(2.0 * E ** 2 * T_bar)
-        out.update(step_size=inverse_sqrt(D / M), tolerance=inverse_sqrt(E * M * D), start_index=T // 2,
+        out.update(step_size=inverse_sqrt(D / M), switching_level=inverse_sqrt(E * M * D), start_index=T // 2,
                    max_iter=T, E=E)
         if theorem == "5.2":
             out["batch_size"] = math.ceil(3.0 * T * sigma ** 2 * math.log(2.0 * T / delta) * L1 ** 2
                                           / (2.0 * M ** 2 * D ** 2))
-    out["kwargs"] = {"step_size": out["step_size"], "tolerance": out["tolerance"],
+    out["kwargs"] = {"step_size": out["step_size"], "switching_level": out["switching_level"],
                      "start_index": out["start_index"], "max_iter": out["max_iter"], "output": "random",
                      "objective_oracle": "stochastic" if stochastic_objective or stochastic_constraint
                      else "deterministic"}
@@ -439,13 +439,13 @@ def _theory_strongly_convex(M, D, Delta, epsilon, mu, case, stochastic):
         T = math.ceil(4.0 * (M * D) ** 2 / (epsilon ** 4 * m ** 2))
         eta, S = inverse_sqrt(D / M), T // 2
     out = {"theorem": "B.1", "case": case, "Lambda": None, "batch_size": None, "E": None,
-           "constraint_bound": None, "step_size": eta, "tolerance": 0.0, "start_index": S, "max_iter": T}
+           "constraint_bound": None, "step_size": eta, "switching_level": 0.0, "start_index": S, "max_iter": T}
     out["kwargs"] = {"step_size": eta, "start_index": S, "max_iter": T, "output": "random",
                      "strongly_convex_constraint": True}
     return out
 
 
-def check_certificate(step_sizes, tolerances, start_index, M, D, epsilon, Delta, Lambda, max_iter=None) -> dict:
+def check_certificate(step_sizes, switching_levels, start_index, M, D, epsilon, Delta, Lambda, max_iter=None) -> dict:
     r"""Check the sufficient conditions (29) and (30) of [HL23] (deterministic form).
 
     .. math::
@@ -460,7 +460,7 @@ def check_certificate(step_sizes, tolerances, start_index, M, D, epsilon, Delta,
 
     Parameters
     ----------
-    step_sizes, tolerances : array of length T, float or callable of t
+    step_sizes, switching_levels : array of length T, float or callable of t
         :math:`\eta_t`, :math:`\epsilon_t`; floats/callables need ``max_iter``.
     start_index : int
     M, D, epsilon, Delta, Lambda : float
@@ -478,9 +478,9 @@ def check_certificate(step_sizes, tolerances, start_index, M, D, epsilon, Delta,
         if max_iter is None:
             raise ValueError(f"max_iter: needed to evaluate {name} given as a float or callable")
         return as_schedule(v, name).values(int(max_iter))
-    eta, eps = as_array(step_sizes, "step_sizes"), as_array(tolerances, "tolerances")
+    eta, eps = as_array(step_sizes, "step_sizes"), as_array(switching_levels, "switching_levels")
     if eta.shape != eps.shape:
-        raise ValueError(f"tolerances: length {eps.size} differs from step_sizes' {eta.size}")
+        raise ValueError(f"switching_levels: length {eps.size} differs from step_sizes' {eta.size}")
     S = int(start_index)
     if not 0 <= S < eta.size:
         raise ValueError(f"start_index: must be in [0, T), got {S} with T = {eta.size}")

@@ -34,7 +34,8 @@ __all__ = ["switching_polyak"]
 _OUTPUTS = ("best", "last")
 
 
-def switching_polyak(problem, x0=None, *, max_iter=1000, tolerance=1e-3, output="best", record_every=None,
+def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, output="best_feasible",
+                     record_every=None,
                      callback=None, verbose=False) -> SolveResult:
     r"""[HHYL25] Algorithm 3: switching subgradient with the Polyak step on the DC problem directly.
 
@@ -47,7 +48,7 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, tolerance=1e-3, output=
         Default ``problem.x0``.
     max_iter : int
         :math:`T`.
-    tolerance : float or callable of t
+    switching_level : float or callable of t
         :math:`\epsilon_t > 0`: static (paper: {1e-4, 2e-4, 5e-4, 1e-3}) or diminishing, e.g.
         ``lambda t: c / (t + 1)`` with :math:`c \in \{0.2, 0.5, 1, 2\}`.
     output : {"best", "last"}
@@ -66,14 +67,14 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, tolerance=1e-3, output=
         (``x`` is then :math:`x_T`); ``"stalled_infeasible"`` when the active constraint's subgradient
         is zero at a violated point; ``"callback_stop"``. History: ``iteration``, ``time``,
         ``objective`` :math:`f_0(x_t)`, ``constraint`` :math:`f(x_t)`, ``max_violation``,
-        ``step_kind``, ``tolerance``.
+        ``step_kind``, ``switching_level``.
     """
     check_dc_problem(problem, ("objective_value", "objective_value_and_gradient", "constraint_values",
                                "constraint_subgradient"), "switching_polyak")
     check_choice("output", output, _OUTPUTS)
     run = SolverRun("switching_polyak", max_iter, record_every=record_every, callback=callback, verbose=verbose)
     T = run.max_iter
-    eps = check_schedule("tolerance", tolerance, T, positive=True)
+    eps = check_schedule("switching_level", switching_level, T, positive=True)
     x = _start(problem, x0)
     run.start(default_every=max(1, math.ceil(T / 100)))
     best_f0, best_x, tau = math.inf, None, -1
@@ -86,13 +87,13 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, tolerance=1e-3, output=
                 best_f0, best_x, tau = state.objective, x.copy(), t
             if run.due(t):
                 run.record(t, force=True, objective=state.objective, constraint=fmax, max_violation=max(0.0, fmax),
-                           step_kind="f", tolerance=float(eps[t]))
+                           step_kind="f", switching_level=float(eps[t]))
         elif run.due(t):
             run.record(t, force=True, objective=problem.objective_value(x), constraint=fmax, max_violation=fmax,
-                       step_kind="g", tolerance=float(eps[t]))
+                       step_kind="g", switching_level=float(eps[t]))
 
     def after_step(state):
-        info = {"constraint": state.constraint, "tolerance": float(eps[state.t])}
+        info = {"constraint": state.constraint, "switching_level": float(eps[state.t])}
         return "callback_stop" if run.tick(state.t, x, info, constraint=state.constraint) else None
 
     with run:
@@ -107,8 +108,8 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, tolerance=1e-3, output=
     if best_x is None:
         if run.status == "max_iter":
             run.status = "no_feasible_iterate"
-            message = f"no iterate met f(x_t) <= tolerance; the smallest f(x_t) seen was {best_g:.3g}"
-    elif output == "best":
+            message = f"no iterate met g(x_t) <= switching_level; the smallest g(x_t) seen was {best_g:.3g}"
+    elif output == "best_feasible":
         x = best_x
     f0 = problem.objective_value(x)
     values = problem.constraint_values(x)
