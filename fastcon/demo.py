@@ -1,24 +1,11 @@
 r"""``fastcon demo``: the constrained estimators against an unconstrained scikit-learn model, end to end.
 
-Two small problems, both on synthetic data made on the spot (no data folder, no download), each
-split 70/30 into training rows and held-out rows that no model sees in ``fit``:
-
-1. **Fairness.** `make_fair_classification` gives data whose groups differ in score, so an
-   unconstrained classifier selects one group far more often. scikit-learn's
-   ``LogisticRegression()`` (unconstrained, ``C=1``: the same L2 penalty as fastcon's default
-   ``ridge=1/n``) against ``FairClassifier("demographic_parity", tolerance)`` and
-   ``FairClassifier("equalized_odds", tolerance)``: accuracy and the *hard* gaps (of ``predict``,
-   worst pair of groups) on the held-out rows.
-2. **Neyman–Pearson.** `make_neyman_pearson` gives two Gaussian classes. ``LogisticRegression()``
-   against ``NeymanPearsonClassifier(alpha, delta=None)`` (threshold on the training rows) and
-   ``NeymanPearsonClassifier(alpha, delta)`` (umbrella threshold: P(type-I error > alpha) <= delta;
-   the default, with delta = 0.05):
-   type-I error (class -1 predicted +1, the bounded one) and type-II error on the held-out rows.
-
-The figure (``demo.png``) sweeps the bound: accuracy against the held-out demographic-parity gap as
-``tolerance`` goes from tight to loose, the held-out gap against ``tolerance`` (demographic parity
-and equalized odds), and the held-out type-I error against ``alpha``. Every estimator argument the
-demo relies on is passed explicitly, so a change of a default does not change the demo.
+Two small problems on synthetic data made on the spot, each split 70/30 into training and held-out
+rows: fairness (`make_fair_classification`; ``LogisticRegression()`` against `FairClassifier` with
+demographic parity and equalized odds: held-out accuracy and hard gaps) and Neyman–Pearson
+(`make_neyman_pearson`; against `NeymanPearsonClassifier` with and without the umbrella threshold:
+held-out type-I and type-II errors). The figure (``demo.png``) sweeps the bounds. Every estimator
+argument the demo relies on is passed explicitly. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -1,25 +1,12 @@
 r"""Per-row kernels of linear models in score space: losses, smoothed group rates, 1-D transport.
 
 A linear model's terms depend on the data only through the scores :math:`z = Xw + b`, so one
-matrix-vector product serves the loss and every constraint, and their gradients meet in one
-vector :math:`v = \partial F/\partial z` that a single :math:`X^\top v` turns into the gradient in
-:math:`w` (`fastcon.problems.LinearModelProblem`). The kernels here are the :math:`O(n)` and
-:math:`O(n\,m)` row loops between the two products:
-
-* `weighted_margin_loss`: :math:`\sum_i c_i\,\phi(y_i z_i)` and :math:`v_i = c_i y_i \phi'(y_i z_i)`;
-* `cell_sigmoid_sums`: :math:`S_{cj} = \sum_{i \in c} c_i\sigma((z_i - \theta_j)/\tau)` (row weights
-  :math:`c_i`) for every cell
-  :math:`c` (a group, or a group and a label) and threshold :math:`\theta_j`;
-* `cell_step_sums`: the same sums with the step :math:`[z_i > \theta_j]` (hard rates: what
-  ``predict`` counts);
-* `cell_sigmoid_vjp`: :math:`v_i \mathrel{+}= \tau^{-1}\sum_j C_{c(i) j}\,\sigma'((z_i - \theta_j)/\tau)`,
-  the transpose of the previous map applied to the cell coefficients :math:`C`;
-* `transport_gap`: the exact Wasserstein-1 distance between the empirical score laws of two row
-  sets, :math:`\int_0^1 |Q_a(u) - Q_b(u)|\,du`, and its subgradient, by one merge of the sorted
-  scores.
-
-The loss rows are ``margin_loss`` / ``logistic`` of `_losses`, so they have the same bits as every
-other fastcon kernel.
+matrix-vector product serves the loss and every constraint, and one :math:`X^\top v` the gradient
+(`fastcon.problems.LinearModelProblem`). The kernels here are the :math:`O(n)` and
+:math:`O(n\,m)` row loops between the two products: `weighted_margin_loss`, `cell_sigmoid_sums`,
+`cell_step_sums` (hard rates), `cell_sigmoid_vjp` (their transpose) and `transport_gap` (the exact
+Wasserstein-1 distance of two empirical score laws and its subgradient).
+Design notes: docs/design.md, 'Module notes'.
 """
 import numpy as np
 

@@ -1,25 +1,10 @@
 """LIBSVM / svmlight text format: reading into CSR + labels, and writing back.
 
-Format, one sample per line::
-
-    label [qid:N] index:value index:value ... [# comment]
-
-Choices where the format is loose (all enforced by the Cython parser ``_libsvm.parse``):
-
-* Lines end at ``\\n``; ``\\r``, tabs and other blanks separate tokens, so CRLF files and trailing
-  whitespace are fine. Blank lines and lines whose first non-blank byte is ``#`` are skipped and
-  do not produce rows; they still count for the line numbers in error messages.
-* Numbers follow the strict grammar ``[+-]digits[.digits][(e|E)[+-]digits]`` (``.5`` and ``5.``
-  allowed) and convert to exactly the double ``float()`` gives. ``inf``, ``nan``, values that
-  overflow to infinity, hex floats and ``1_000`` are rejected: fastcon accepts finite data only.
-* Feature indices are plain decimal digits, strictly increasing within a line, at most
-  2,147,483,646 (columns are stored as int32).
-* ``qid:N`` is accepted directly after the label and ignored (ranking files load as plain
-  classification data); anywhere else it is an error.
-* A line holding only a label is an empty row.
-
-Every malformed input raises ``ValueError("<file> line <n>: <what>")`` (``<bytes>`` for in-memory
-input, ``<stream>`` for file objects without a name); nothing else escapes for any byte sequence.
+One sample per line, ``label [qid:N] index:value index:value ... [# comment]``, parsed by the Cython
+parser ``_libsvm.parse``: strict decimal numbers (finite only), strictly increasing int32 feature
+indices, ``qid`` ignored, comment and blank lines skipped. Every malformed input raises
+``ValueError("<file> line <n>: <what>")``; nothing else escapes for any byte sequence.
+Format choices in full: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

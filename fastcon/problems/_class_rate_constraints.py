@@ -1,26 +1,11 @@
 r"""Group-rate constraints of a multi-class model: one-vs-rest rates of every class, on its margins.
 
-A model with scores :math:`F_i \in \mathbb R^J` predicts :math:`\arg\max_j F_{ij}`. Class
-:math:`j`'s *margin* :math:`m_{ij} = F_{ij} - \max_{k \ne j} F_{ik}` is positive exactly when
-:math:`j` is the prediction (ties, where the margin is 0, go to no class here and to the first
-largest score in ``argmax``). A rate of class :math:`j` is then the binary rate of
-`RateGapConstraints` on the margins :math:`m_{\cdot j}` with the one-vs-rest labels
-:math:`[y_i = j]`:
-
-=============================  ====================================================
-constraint                     rates of group :math:`g`, for every class :math:`j`
-=============================  ====================================================
-``demographic_parity``         :math:`P(\hat y = j \mid g)`
-``equal_opportunity``          :math:`P(\hat y = j \mid y = j, g)`
-``false_positive_parity``      :math:`P(\hat y = j \mid y \ne j, g)`
-``equalized_odds``             both of the previous two (fairlearn's multi-class equalized
-                               odds, fairlearn#1201: every class's one-vs-rest TPR and FPR)
-=============================  ====================================================
-
-each bounded between every ordered pair of groups. The smoothed rate replaces
-:math:`[m_{ij} > 0]` by :math:`\sigma(m_{ij}/\tau)`; its gradient reaches :math:`F_{ij}` with
-sign + and the runner-up :math:`F_{ik^*}` with sign - (the max is differentiable wherever the
-runner-up is unique).
+A model with scores :math:`F_i \in \mathbb R^J` predicts :math:`\arg\max_j F_{ij}`; class :math:`j`'s
+margin :math:`m_{ij} = F_{ij} - \max_{k \ne j} F_{ik}` is positive exactly when :math:`j` is the
+prediction. A rate of class :math:`j` is the binary rate of `RateGapConstraints` on the margins
+with the one-vs-rest labels :math:`[y_i = j]` (demographic parity, equal opportunity, false-positive
+parity, equalized odds as fairlearn#1201 defines it), bounded between every ordered pair of groups;
+the smoothed rate uses :math:`\sigma(m_{ij}/\tau)`. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

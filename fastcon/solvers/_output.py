@@ -1,24 +1,11 @@
 r"""Output rules of the first-order solvers, all streaming (no trajectory is stored).
 
 A solver *offers* candidate iterates :math:`x_t` as it runs; each rule keeps O(d) memory:
-
-``"random"``  — `RandomIterate` (Huang & Lin [HL23] Algorithms 1–2 output)
-    :math:`x_\tau` with :math:`P(\tau = t) = \eta_t / \sum_{s \in I} \eta_s` over the offered set
-    :math:`I` (the nearly feasible :math:`t \ge S`). Weighted reservoir sampling of size 1: keep
-    :math:`W \leftarrow W + \eta_t` and replace the kept iterate with probability
-    :math:`\eta_t / W`; by induction the kept index has exactly the law above. One uniform draw per
-    offered iterate from the rule's own seeded generator. When every offered weight is 0 (e.g. a
-    zero step size) the law above is undefined and the rule draws uniformly over the offered
-    iterates (the limit of equal weights): a zero weight is never chosen once a positive one has
-    been offered, but the set :math:`I` is not treated as empty.
-``"best"`` — `BestIterate`
-    The offered iterate with the lowest objective value the solver passes along (first one on ties).
-    Solvers offer only iterates whose objective they evaluate anyway; see each solver's docstring
-    for which iterates those are.
-``"average"`` — `WeightedAverage`
-    The weighted ergodic average :math:`\bar x = \sum_t \gamma_t x_t / \sum_t \gamma_t`; the plain
-    average of the offered iterates when every weight is 0 (as ``"random"``).
-``"last"`` — no rule object: the solver returns its final iterate.
+``"random"`` (`RandomIterate`, the output of Huang & Lin [HL23] Algorithms 1–2: :math:`x_\tau` with
+:math:`P(\tau = t) = \eta_t / \sum_{s \in I} \eta_s`, by weighted reservoir sampling), ``"best_feasible"``
+(`BestIterate`, the offered iterate of lowest objective), ``"average"`` (`WeightedAverage`, the
+weighted ergodic average) and ``"last"`` (the final iterate).
+Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

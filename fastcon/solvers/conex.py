@@ -1,24 +1,16 @@
 r"""ConEx, the constraint-extrapolation primal-dual method (Boob, Deng & Lan [BDL22], Algorithm 1).
 
-For :math:`\min_{x\in\mathcal X} f(x)` s.t. :math:`g_i(x) \le 0` (:math:`i = 1..m`) with one
-multiplier :math:`y_i \ge 0` per constraint, in the **multiplicative** step convention (fastcon's reading
-of the step values in the single-loop experiments of Huang & Lin [HL23] §6, which make sense only as
-multiplicative steps; see docs/references.md):
+For :math:`\min_{x\in\mathcal X} f(x)` s.t. :math:`g_i(x) \le 0`, in the **multiplicative** step
+convention (fastcon's reading of the step values of Huang & Lin [HL23] §6; see docs/references.md):
 
 .. math::
 
-    s_t &= (1 + \theta_t)\,\ell_t - \theta_t\,\ell_{t-1}, \\
-    y_{t+1} &= [\,y_t + \tau_t s_t\,]_+, \\
-    x_{t+1} &= \operatorname{proj}_{\mathcal X}\bigl(x_t - \eta_t\,(f'(x_t) + \textstyle\sum_i y_{t+1,i}\, g_i'(x_t))\bigr), \\
-    \ell_{t+1} &= g(x_t) + g'(x_t)^\top (x_{t+1} - x_t) \quad\text{(``linearized``)}
-    \quad\text{or}\quad g(x_{t+1}) \quad\text{(``exact``)},
+    s_t &= (1 + \theta_t)\,\ell_t - \theta_t\,\ell_{t-1}, \qquad
+    y_{t+1} = [\,y_t + \tau_t s_t\,]_+, \\
+    x_{t+1} &= \operatorname{proj}_{\mathcal X}\bigl(x_t - \eta_t\,(f'(x_t) + \textstyle\sum_i y_{t+1,i}\, g_i'(x_t))\bigr),
 
-with :math:`\ell_{-1} = \ell_0 = g(x_0)`, all vectors over the :math:`m` constraints. [HL23] and [LX25]
-state IPP-ConEx schedules as [BDL22]'s *prox weights* (:math:`\eta_t \|x - x_t\|^2/2`); convert them with
-`prox_weights_to_steps` (:math:`\eta \mapsto 1/\eta`, :math:`\tau \mapsto 1/\tau`).
-
-Cost per iteration: one subgradient of :math:`f` and one fused value+subgradient pass per
-constraint (the values at :math:`x_{t+1}` are reused by the next iteration), one projection.
+with :math:`\ell_{t+1}` the linearized (``linearized``) or exact (``exact``) constraint values.
+`prox_weights_to_steps` converts [BDL22]'s prox weights. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 

@@ -2,22 +2,16 @@ r"""Projected gradient descent onto convex quadratic constraints: the pairwise-f
 He, Huang, Yao & Lin [HHYL25] Appendix D.3.2.
 
 Problem: :math:`\min_w f_0(w)` s.t. :math:`q_j(w) = \frac12 w^\top A_j w + b_j^\top w + c_j \le 0`
-(`fastcon.problems.pairwise_fairness_constraints`, models (66), (69), (71)), with :math:`f_0` smooth
-and convex (the logistic loss of the experiments). One iteration, eqs. (72)–(74):
+(`fastcon.problems.pairwise_fairness_constraints`, models (66), (69), (71)). One iteration,
+eqs. (72)–(74):
 
 .. math::
 
     w_{k+1} = \operatorname*{arg\,min}_{w:\ q_j(w) \le 0\ \forall j}
     \tfrac12\bigl\|w - (w_k - \eta_k \nabla f_0(w_k))\bigr\|^2 ,
 
-the projection being solved exactly by `fastcon.problems.qcqp_projection` (the paper uses MATLAB's
-``fmincon`` interior point), warm-started from the previous step's multipliers. The start is
-:math:`w_0 = 0` (the paper's) projected onto the set; with :math:`\eta_k \le 1/L` (:math:`L` the
-Lipschitz constant of :math:`\nabla f_0`) the objective does not increase, and ``step_size="auto"``
-takes :math:`\eta = 1/L` with :math:`L` computed from a `fastcon.problems.LinearLoss`
-(`gradient_lipschitz_constant`; [HHYL25] leaves :math:`\eta_k` open). The paper stops after a fixed K (1000 on a9a and bank, 500 on law
-school) at which "the change of the objective value is less than 1e-5"; here the run stops when the
-relative change :math:`|f_0(w_{k+1}) - f_0(w_k)| \le \mathrm{objective\_tolerance}\cdot|f_0(w_k)|`.
+the projection solved exactly by `fastcon.problems.qcqp_projection`, warm-started. The run stops
+on a small relative change of :math:`f_0`. Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 
