@@ -79,7 +79,7 @@ def test_every_constraint_view_matches_the_fused_lagrangian():
     dataset = Dataset(X, 2 * y01 - 1)
     scores = LinearScores(dataset)
     block = group_fairness_constraints(scores, y01, groups, "equalized_odds", 0.02, smoothing=0.6)
-    problem = LinearModelProblem(LinearLoss(scores, dataset.y, np.ones(300), alpha=0.0), [block])
+    problem = LinearModelProblem(LinearLoss(scores, dataset.y, np.ones(300), ridge=0.0), [block])
     x = np.random.default_rng(3).normal(0, 0.4, problem.dim)
     f_grad, view_grad, fused = np.empty(problem.dim), np.empty(problem.dim), np.empty(problem.dim)
     problem.objective.value_and_subgradient(x, f_grad)

@@ -70,7 +70,7 @@ def test_records_have_named_documented_fields():
     assert SpiderParameters._fields == ("q", "step_size", "decay", "beta", "nu", "radius", "penalty", "lam", "g_abs",
                                         "level")
     assert SpiderBatches._fields == ("datafit", "sizes", "perm_a", "perm_b", "rows", "all_rows", "bufs")
-    assert TransportParameters._fields == ("alpha", "beta", "tol", "max_newton", "max_sweeps", "cold", "ray", "retry")
+    assert TransportParameters._fields == ("row_marginal", "column_marginal", "tol", "max_newton", "max_sweeps", "cold", "ray", "retry")
     assert TransportWorkspace._fields == ("work", "idx")
     for cls in (DatafitBundle, SpiderState, SpiderParameters, SpiderBatches, TransportParameters, TransportWorkspace,
                 TransportScratch):

@@ -189,8 +189,8 @@ def test_ridge_skips_the_ones_column_and_scales_with_the_model():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"interval": (0.5, 0.2)}, r"^interval: expected 0 <= alpha < beta <= 1"),
-    ({"interval": (-0.1, 0.3)}, r"^interval: expected 0 <= alpha < beta <= 1"),
+    ({"interval": (0.5, 0.2)}, r"^interval: expected 0 <= start < end <= 1"),
+    ({"interval": (-0.1, 0.3)}, r"^interval: expected 0 <= start < end <= 1"),
     ({"interval": (0.1,)}, r"^interval: expected a pair"),
     ({"interval": "ab"}, r"^interval: expected a pair"),
     ({"n_levels": 0}, r"^n_levels: must be an integer >= 1"),

@@ -27,7 +27,7 @@ def _problem(rng, kind, surrogate, *, n=240, d=4, n_groups=3, sparse=False, grid
     Xt = cross_term_features(sp.csr_matrix(X) if sparse else X, groups)
     ds = Dataset(Xt, y, groups=groups)
     scores = LinearScores(ds, fit_intercept=False)
-    loss = LinearLoss(scores, ds.y, np.ones(n), alpha=0.01)
+    loss = LinearLoss(scores, ds.y, np.ones(n), ridge=0.01)
     if kind == "pdp":
         block = partial_dp_constraints(scores, groups, interval, kappa, n_levels=5, grid=grid, surrogate=surrogate,
                                        rho=rho)
@@ -52,7 +52,7 @@ def _direct_constraints(problem, Xt, groups, x):
     theta = x[problem.parts["theta"]]
     if b.n_thresholds:
         return ref.partial_dp_constraints(z, groups, theta, b.levels, b.width, b.surrogate, b.n_groups)
-    return ref.weak_partial_dp_constraints(z, groups, b.threshold, b.alpha, b.beta, b.width, b.surrogate,
+    return ref.weak_partial_dp_constraints(z, groups, b.threshold, b.band_start, b.band_end, b.width, b.surrogate,
                                            b.n_groups)
 
 
@@ -224,11 +224,11 @@ def test_penalty_and_hard_values_match_definitions(rng, kind, surrogate):
         z = Xt @ x[problem.parts["w"]]
         theta = x[problem.parts["theta"]]
         if kind == "pdp":
-            want = ref.partial_dp_penalty(z, groups, theta, b.levels, b.alpha, b.beta, surrogate, b.n_groups)
+            want = ref.partial_dp_penalty(z, groups, theta, b.levels, b.band_start, b.band_end, surrogate, b.n_groups)
             hard = ref.partial_dp_constraints(z, groups, theta, b.levels, b.width, "step", b.n_groups)
         else:
-            want = ref.weak_partial_dp_penalty(z, groups, b.threshold, b.alpha, b.beta, surrogate, b.n_groups)
-            hard = ref.weak_partial_dp_constraints(z, groups, b.threshold, b.alpha, b.beta, b.width, "step",
+            want = ref.weak_partial_dp_penalty(z, groups, b.threshold, b.band_start, b.band_end, surrogate, b.n_groups)
+            hard = ref.weak_partial_dp_constraints(z, groups, b.threshold, b.band_start, b.band_end, b.width, "step",
                                                    b.n_groups)
         assert problem.penalty_value_and_subgradient(x, g) == pytest.approx(want, rel=1e-10, abs=1e-12)
         np.testing.assert_allclose(problem.hard_values(x), hard, atol=1e-14)

@@ -14,7 +14,7 @@ from fastcon.solvers import gradient_lipschitz_constant, projected_gradient
 pg_module = importlib.import_module("fastcon.solvers.projected_gradient")
 
 
-def logistic_problem(seed=0, n=300, p=3, sparse=False, alpha=1e-2, kind="group_auc", kappa=0.5):
+def logistic_problem(seed=0, n=300, p=3, sparse=False, ridge=1e-2, kind="group_auc", kappa=0.5):
     rng = np.random.default_rng(seed)
     xi = rng.normal(size=(n, p))
     g = (rng.random(n) < 0.4).astype(int)
@@ -22,7 +22,7 @@ def logistic_problem(seed=0, n=300, p=3, sparse=False, alpha=1e-2, kind="group_a
     X = np.hstack([np.ones((n, 1)), xi, g[:, None], g[:, None] * xi])   # cross terms (1, xi, g, g xi)
     Xin = sp.csr_matrix(X) if sparse else X
     ds = Dataset(Xin, y, groups=g)
-    loss = LinearLoss(LinearScores(ds, fit_intercept=False), ds.y, np.ones(n), "logistic", alpha=alpha)
+    loss = LinearLoss(LinearScores(ds, fit_intercept=False), ds.y, np.ones(n), "logistic", ridge=ridge)
     return loss, pairwise_fairness_constraints(Xin, y, g, kind, kappa), X
 
 
@@ -90,7 +90,7 @@ def test_lipschitz_constant_with_intercept_weights_and_lanczos(monkeypatch):
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     c = rng.uniform(0.1, 2.0, n)
     for loss_name, curv in (("logistic", 0.25), ("squared_hinge", 2.0)):
-        loss = LinearLoss(LinearScores(Dataset(X, y), fit_intercept=True), y, c, loss_name, alpha=0.3)
+        loss = LinearLoss(LinearScores(Dataset(X, y), fit_intercept=True), y, c, loss_name, ridge=0.3)
         Xb = np.hstack([X, np.ones((n, 1))])
         expected = curv * np.linalg.eigvalsh(Xb.T @ (Xb * (c / c.sum())[:, None]))[-1] + 0.3
         assert gradient_lipschitz_constant(loss) == pytest.approx(expected, rel=1e-12)

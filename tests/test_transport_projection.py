@@ -44,7 +44,7 @@ def test_kkt_medium(rng, method, m, n, scale):
 
 def test_general_marginals(rng):
     C = rng.normal(size=(4, 6))
-    res = project_transport(C, alpha=3.0, beta=2.0)
+    res = project_transport(C, row_marginal=3.0, column_marginal=2.0)
     _check_kkt(C, res, 3.0, 2.0)
     np.testing.assert_allclose(res.P, project_transport_qp(C, 3.0, 2.0), atol=1e-6)
 
@@ -99,8 +99,8 @@ def test_validation():
         project_transport(np.zeros(3))
     with pytest.raises(ValueError, match="C:"):
         project_transport(np.array([[np.nan, 0.0], [0.0, 0.0]]))
-    with pytest.raises(ValueError, match="alpha, beta"):
-        project_transport(np.zeros((2, 3)), alpha=1.0, beta=1.0)
+    with pytest.raises(ValueError, match="row_marginal, column_marginal"):
+        project_transport(np.zeros((2, 3)), row_marginal=1.0, column_marginal=1.0)
     with pytest.raises(ValueError, match="u, v"):
         project_transport(np.zeros((2, 2)), u=np.zeros(3), v=np.zeros(2))
     with pytest.raises(ValueError, match="method"):

@@ -542,8 +542,8 @@ class FairClassifier(LinearConstrainedClassifier):
             # a rate >= (1 - kappa) beta in every group (bank, band [0, 0.25], base rate 0.12: accuracy
             # 0.77 against the constant classifier's 0.89). Any constant model is feasible (all groups
             # share its rate); this one's ramp rate is the weighted base rate clipped to the band.
-            alpha, beta = interval
-            rate = min(max(float(np.dot(w_fit, y_fit) / w_fit.sum()), alpha), beta)
+            start, end = interval
+            rate = min(max(float(np.dot(w_fit, y_fit) / w_fit.sum()), start), end)
             start = np.zeros(n_w)
             start[n_features] = rate - 0.5   # the solver's ramp is clip(s + 1/2, 0, 1)
 
@@ -655,8 +655,8 @@ class _ScaledLoss(LinearLoss):
     ``n_penalised`` weights are penalised.
     """
 
-    def __init__(self, scores, y, weight, loss, alpha, *, n_penalised):
-        super().__init__(scores, y, weight, loss, alpha)
+    def __init__(self, scores, y, weight, loss, ridge, *, n_penalised):
+        super().__init__(scores, y, weight, loss, ridge)
         self.n_penalised = int(n_penalised)
         self.scale = 1.0
 
@@ -669,11 +669,11 @@ class _ScaledLoss(LinearLoss):
 
     def _ridge(self, x):
         w = x[:self.n_penalised]
-        return 0.5 * self.alpha * self.scale ** 2 * float(w @ w)
+        return 0.5 * self.ridge * self.scale ** 2 * float(w @ w)
 
     def add_ridge_gradient(self, x, out):
         k = self.n_penalised
-        out[:k] += (self.alpha * self.scale ** 2) * x[:k]
+        out[:k] += (self.ridge * self.scale ** 2) * x[:k]
 
     def curvature_diagonal(self, n_penalised=None):
         """`LinearLoss.curvature_diagonal` of the model :math:`\\tau\\tilde Xw` (ridge off the ones column)."""

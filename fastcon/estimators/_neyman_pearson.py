@@ -275,7 +275,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             return LinearModelProblem(objective, [], name="NeymanPearsonClassifier scores")
 
         def fit(problem, ridge, x0):
-            problem.objective.alpha = float(ridge)
+            problem.objective.ridge = float(ridge)
             return solve_linear(problem, solver, x0, None, self.max_iter, self.verbose, self.tol)
 
         def calibrate(problem, x):

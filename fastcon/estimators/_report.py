@@ -25,7 +25,7 @@ def fairness_gap(constraint, scores, y01, codes, sample_weight=None, interval=No
     """
     if constraint in ("partial_dp", "weak_partial_dp"):
         if interval is None:
-            raise ValueError(f"interval: constraint={constraint!r} needs the rank band (alpha, beta)")
+            raise ValueError(f"interval: constraint={constraint!r} needs the rank band (start, end)")
         if np.unique(codes).size < 2:   # one group has nobody to differ from
             return 0.0
         if constraint == "partial_dp":

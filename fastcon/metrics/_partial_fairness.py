@@ -50,19 +50,19 @@ def _group_codes(sensitive_features, n):
 
 
 def check_interval(interval):
-    """(alpha, beta) as floats with 0 <= alpha < beta <= 1."""
+    """(start, end) as floats with 0 <= start < end <= 1."""
     try:
         ends = tuple(interval)
         if any(isinstance(v, (bool, np.bool_)) for v in ends):   # (False, True) is not a rank band
             raise TypeError
-        alpha, beta = (float(v) for v in ends)
+        start, end = (float(v) for v in ends)
     except (TypeError, ValueError):
-        raise ValueError(f"interval: expected a pair (alpha, beta) of numbers, got {interval!r}") from None
-    if not (np.isfinite(alpha) and np.isfinite(beta)):
-        raise ValueError(f"interval: ends must be finite, got ({alpha}, {beta})")
-    if not 0.0 <= alpha < beta <= 1.0:
-        raise ValueError(f"interval: expected 0 <= alpha < beta <= 1, got ({alpha}, {beta})")
-    return alpha, beta
+        raise ValueError(f"interval: expected a pair (start, end) of numbers, got {interval!r}") from None
+    if not (np.isfinite(start) and np.isfinite(end)):
+        raise ValueError(f"interval: ends must be finite, got ({start}, {end})")
+    if not 0.0 <= start < end <= 1.0:
+        raise ValueError(f"interval: expected 0 <= start < end <= 1, got ({start}, {end})")
+    return start, end
 
 
 def _threshold(threshold, field="threshold"):
@@ -104,7 +104,7 @@ def _ccdf(part, thresholds):
     return (n_k - np.searchsorted(part, thresholds, side="right")) / n_k
 
 
-def _clipped_gap(ccdfs, alpha, beta) -> float:
+def _clipped_gap(ccdfs, start, end) -> float:
     r""":math:`\max_\theta (\max_k - \min_k)\operatorname{clip}(\bar F_k(\theta), \alpha, \beta) / (\beta - \alpha)`.
 
     ``ccdfs`` yields one CCDF per group on a common threshold set; running max and min keep the
@@ -112,14 +112,14 @@ def _clipped_gap(ccdfs, alpha, beta) -> float:
     """
     hi = lo = None
     for f in ccdfs:
-        c = np.clip(f, alpha, beta)
+        c = np.clip(f, start, end)
         if hi is None:
             hi, lo = c, c.copy()
         else:
             np.maximum(hi, c, out=hi)
             np.minimum(lo, c, out=lo)
     # At theta -> +inf (every CCDF 0) and -inf (every CCDF 1) all clipped values coincide: gap 0.
-    return float(max(np.max(hi - lo), 0.0) / (beta - alpha))
+    return float(max(np.max(hi - lo), 0.0) / (end - start))
 
 
 def partial_dp(y_score, *, sensitive_features, interval) -> float:
@@ -170,9 +170,9 @@ def partial_dp(y_score, *, sensitive_features, interval) -> float:
         [HHYL25] §7 is one minus this.
     """
     s, codes, n_groups = _checked(y_score, sensitive_features)
-    alpha, beta = check_interval(interval)
+    start, end = check_interval(interval)
     parts, thresholds = _sorted_by_group(s, codes, n_groups)
-    return _clipped_gap((_ccdf(p, thresholds) for p in parts), alpha, beta)
+    return _clipped_gap((_ccdf(p, thresholds) for p in parts), start, end)
 
 
 def ks_demographic_parity(y_score, *, sensitive_features) -> float:
@@ -234,12 +234,12 @@ def weak_partial_dp(y_score, *, sensitive_features, interval, threshold=0.0) -> 
     float in [0, 1]
     """
     s, codes, n_groups = _checked(y_score, sensitive_features)
-    alpha, beta = check_interval(interval)
+    start, end = check_interval(interval)
     t = _threshold(threshold)
     rates = (np.bincount(codes, weights=s > t, minlength=n_groups)
              / np.bincount(codes, minlength=n_groups))
-    clipped = np.clip(rates, alpha, beta)
-    return float((clipped.max() - clipped.min()) / (beta - alpha))
+    clipped = np.clip(rates, start, end)
+    return float((clipped.max() - clipped.min()) / (end - start))
 
 
 @dataclass(frozen=True, eq=False)
@@ -341,17 +341,17 @@ def choose_interval(y_score, *, sensitive_features, rate=None, threshold=0.0, wi
             raise ValueError(f"rate: expected a value in [0, 1], got {p}")
     grid = _grid(step)
     w = _widths(widths)
-    found = []                                   # (alpha index, width index, beta index) of every candidate
+    found = []                                   # (start index, width index, end index) of every candidate
     for j, width in enumerate(w):
         end = grid + width
-        b = np.searchsorted(grid, end - _ROUND_OFF)      # the first grid point within round-off of alpha + width
+        b = np.searchsorted(grid, end - _ROUND_OFF)      # the first grid point within round-off of start + width
         on_grid = b < grid.size
         on_grid[on_grid] = np.abs(grid[b[on_grid]] - end[on_grid]) <= _ROUND_OFF
         a = np.flatnonzero(on_grid)
-        beta = grid[b[a]]
-        covers = ((grid[a] <= p) & (p < beta)) | ((beta == 1.0) & (p == 1.0))
+        ends = grid[b[a]]
+        covers = ((grid[a] <= p) & (p < ends)) | ((ends == 1.0) & (p == 1.0))
         found += [(int(i), j, int(k)) for i, k in zip(a[covers], b[a][covers])]
-    found.sort()                                 # alpha ascending, then width ascending
+    found.sort()                                 # start ascending, then width ascending
     candidates = [(float(grid[i]), float(grid[k])) for i, _, k in found]
     if not candidates:
         raise ValueError(f"widths: no interval of width in {w.tolist()} with ends on multiples of "

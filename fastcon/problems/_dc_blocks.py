@@ -68,10 +68,10 @@ class _DCBlock:
         self.sizes = sizes.astype(np.int64)
         self.inv_size = 1.0 / sizes.astype(np.float64)
         self.group_rows = [np.flatnonzero(self.groups == k) for k in range(self.n_groups)]
-        self.alpha, self.beta = check_interval(interval)
+        self.band_start, self.band_end = check_interval(interval)
         self.kappa = check_nonnegative(kappa, "kappa")
         self.surrogate = check_choice("surrogate", surrogate, SURROGATES)
-        self.width = self.kappa * (self.beta - self.alpha)
+        self.width = self.kappa * (self.band_end - self.band_start)
         self.n_weights = scores.n_weights
         if rho is not None:
             self.rho = check_nonnegative(rho, "rho")

@@ -115,11 +115,11 @@ class LinearLoss:
     weight : ndarray of shape (n,)
         Row weights :math:`c_i \ge 0` (0 leaves a row out of the loss), normalised here to sum to 1.
     loss : {"logistic", "hinge", "squared_hinge", "sigmoid"}
-    alpha : float
+    ridge : float
         Ridge :math:`\lambda \ge 0`.
     """
 
-    def __init__(self, scores, y, weight, loss="logistic", alpha=0.0):
+    def __init__(self, scores, y, weight, loss="logistic", ridge=0.0):
         if loss not in LOSS_CODES:
             raise ValueError(f"loss: expected one of {sorted(LOSS_CODES)}, got {loss!r}")
         self.scores = scores
@@ -131,7 +131,7 @@ class LinearLoss:
         if not total > 0:
             raise ValueError("weight: the loss needs at least one row with a positive weight")
         self.weight = np.ascontiguousarray(weight / total)
-        self.alpha = float(alpha)
+        self.ridge = float(ridge)
         self.n_features = scores.n_features
         self.n_samples = int(np.count_nonzero(self.weight))
         self._v = np.empty(scores.n_samples)
@@ -145,7 +145,7 @@ class LinearLoss:
 
     def _ridge(self, x):
         w = x[:self.scores.n_weights]
-        return 0.5 * self.alpha * float(w @ w)
+        return 0.5 * self.ridge * float(w @ w)
 
     def value_and_grad_scores(self, z, v) -> float:
         """Loss without ridge at scores ``z``; writes its gradient in ``z`` into ``v``."""
@@ -165,7 +165,7 @@ class LinearLoss:
 
     def add_ridge_gradient(self, x, out):
         k = self.scores.n_weights
-        out[:k] += self.alpha * x[:k]
+        out[:k] += self.ridge * x[:k]
 
     def curvature_diagonal(self, n_penalised=None):
         r"""An estimate of the Hessian's diagonal, :math:`\kappa\sum_i c_i a_{ij}^2 + \lambda`.
@@ -182,7 +182,7 @@ class LinearLoss:
             return None
         h = self.scores.gauss_newton_diagonal(self.weight, np.empty(self.n_features))
         h *= kappa
-        h[:self.scores.n_weights if n_penalised is None else n_penalised] += self.alpha
+        h[:self.scores.n_weights if n_penalised is None else n_penalised] += self.ridge
         return h
 
 

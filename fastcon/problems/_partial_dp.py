@@ -50,15 +50,15 @@ class PartialDPConstraints(_DCBlock):
         P = int(n_levels)
         G = self.n_groups
         self._check_size("n_levels" if G <= P else "groups", 2 * G * P, 2 * G * P, P)
-        alpha, beta = self.alpha, self.beta
+        start, end = self.band_start, self.band_end
         if grid == "safe":
             if self.kappa >= 1.0:
                 raise ValueError(f"kappa: the 'safe' grid [alpha, beta - kappa (beta - alpha)) is empty for "
                                  f"kappa >= 1 (got {self.kappa}); partial DP <= kappa then holds for every model")
-            top = beta - self.width
+            top = end - self.width
         else:
-            top = beta
-        self.levels = alpha + np.arange(P) * ((top - alpha) / P)
+            top = end
+        self.levels = start + np.arange(P) * ((top - start) / P)
         if surrogate == "logistic" and self.levels[0] == 0.0 and self.width == 0.0:
             raise ValueError("kappa: the logistic surrogate needs kappa > 0 when the grid holds p = 0 (alpha = 0): "
                              "sigma(z - theta) < 0 + kappa (beta - alpha) has no finite theta")
@@ -141,7 +141,7 @@ class PartialDPConstraints(_DCBlock):
         flat = int(np.argmax(np.abs(D).ravel()))
         j, k = divmod(flat, G)
         d = float(D[j, k])
-        scale = 2.0 / (self.beta - self.alpha)
+        scale = 2.0 / (self.band_end - self.band_start)
         sign = (d > 0) - (d < 0)
         if self.base_kind == _HINGE:
             pieces = [(k * 2 * P + j, sign * scale), (k * 2 * P + P + j, -sign * scale)]

@@ -31,7 +31,7 @@ class TransportPolytope(Domain):
         Columns (default ``m``).
     tol : float
         Projection stops when :math:`\|P1 - \alpha1\| + \|P^\top1 - \beta1\| \le`
-        ``tol * max(alpha, beta)``, :math:`\alpha = 1/m`, :math:`\beta = 1/n`.
+        ``tol * max(row_marginal, column_marginal)``, :math:`\alpha = 1/m`, :math:`\beta = 1/n`.
     start : {"ray", "zero", "previous", "cold"}
         Dual start of every projection after the first (which is always ``"cold"``: one exact
         block-ascent sweep): zero duals plus the line search along the latest non-zero duals
@@ -40,6 +40,8 @@ class TransportPolytope(Domain):
 
     Attributes
     ----------
+    row_marginal, column_marginal : float
+        The row and column sums :math:`\alpha = 1/m`, :math:`\beta = 1/n`.
     diameter : float
         :math:`\sqrt{2\min(\alpha, \beta)}` (0 if ``m`` or ``n`` is 1): for :math:`P, Q \in \mathcal P`,
         :math:`\|P - Q\|^2 \le \|P\|^2 + \|Q\|^2` (as :math:`\langle P, Q\rangle \ge 0`) and
@@ -57,12 +59,12 @@ class TransportPolytope(Domain):
         if not tol > 0:
             raise ValueError(f"tol: must be positive, got {tol}")
         self.m, self.n, self.size = m, n, m * n
-        self.alpha, self.beta = 1.0 / m, 1.0 / n
+        self.row_marginal, self.column_marginal = 1.0 / m, 1.0 / n
         self.tol = float(tol)
         if start not in ("ray", "zero", "previous", "cold"):
             raise ValueError(f"start: expected 'ray', 'zero', 'previous' or 'cold', got {start!r}")
         self.start = start
-        self.diameter = 0.0 if min(m, n) == 1 else float(np.sqrt(2.0 * min(self.alpha, self.beta)))
+        self.diameter = 0.0 if min(m, n) == 1 else float(np.sqrt(2.0 * min(self.row_marginal, self.column_marginal)))
         self._workspace = None
         self._u = self._v = None
         self._ray = None      # duals of the latest projection that moved P (non-zero duals)
@@ -88,8 +90,8 @@ class TransportPolytope(Domain):
             if self.start == "ray" and self._ray is not None:
                 direction = self._ray
         try:
-            res = project_transport(P, self.alpha, self.beta, u, v, tol=self.tol, out=P, workspace=self._workspace,
-                                    direction=direction)
+            res = project_transport(P, self.row_marginal, self.column_marginal, u, v, tol=self.tol, out=P,
+                                    workspace=self._workspace, direction=direction)
         except ValueError as exc:
             raise ValueError(f"x: the plan block cannot be projected ({exc})") from exc
         if not res.converged:
@@ -101,10 +103,11 @@ class TransportPolytope(Domain):
         return x
 
     def contains(self, x, tol=1e-9) -> bool:
-        r"""``P >= -tol * alpha`` and marginal residual ``<= tol * max(alpha, beta)`` (no projection)."""
+        r"""``P >= -tol * row_marginal``, marginal residual ``<= tol * max(row_marginal, column_marginal)`` (no projection)."""
         P = self._block(np.asarray(x, dtype=np.float64))
-        scale = max(self.alpha, self.beta)
-        return bool(P.min() >= -tol * scale and marginal_residual(P, self.alpha, self.beta) <= tol * scale)
+        scale = max(self.row_marginal, self.column_marginal)
+        residual = marginal_residual(P, self.row_marginal, self.column_marginal)
+        return bool(P.min() >= -tol * scale and residual <= tol * scale)
 
     def uniform(self) -> np.ndarray:
         r"""The independent coupling :math:`\frac{1}{mn}\mathbf 1\mathbf 1^\top`, flattened."""

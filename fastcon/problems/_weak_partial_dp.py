@@ -85,7 +85,7 @@ class WeakPartialDPConstraints(_DCBlock):
 
     def values_parts(self, vals):
         k, l = self._pairs[:, 0], self._pairs[:, 1]
-        alpha, beta = self.alpha, self.beta
+        start, end = self.band_start, self.band_end
         if self.base_kind == _HINGE:
             table = vals.reshape(self.n_groups, 2)
             A, B = table[:, 0], table[:, 1]
@@ -93,24 +93,24 @@ class WeakPartialDPConstraints(_DCBlock):
             def phi(j, c):     # value and active base of max{B_j + c, A_j} (B when B_j + c > A_j)
                 return np.maximum(B[j] + c, A[j]), np.where(B[j] + c > A[j], 2 * j + 1, 2 * j)
 
-            (pa, ia), (pb, ib) = phi(k, alpha), phi(l, beta)
-            (ma, ja), (mb, jb) = phi(k, beta), phi(l, alpha)
+            (pa, ia), (pb, ib) = phi(k, start), phi(l, end)
+            (ma, ja), (mb, jb) = phi(k, end), phi(l, start)
             ones = np.ones((k.shape[0], 2))
             return [(pa + pb, np.stack([ia, ib], 1), ones), (ma + mb + self.width, np.stack([ja, jb], 1), ones)]
         a = vals
         idx = np.stack([k, l], axis=1)
-        plus = np.maximum(-a[k], -alpha) + np.maximum(-a[l], -beta)
-        plus_coef = -np.stack([a[k] < alpha, a[l] < beta], axis=1).astype(np.float64)
-        minus = np.maximum(-a[k], -beta) + np.maximum(-a[l], -alpha) + self.width
-        minus_coef = -np.stack([a[k] < beta, a[l] < alpha], axis=1).astype(np.float64)
+        plus = np.maximum(-a[k], -start) + np.maximum(-a[l], -end)
+        plus_coef = -np.stack([a[k] < start, a[l] < end], axis=1).astype(np.float64)
+        minus = np.maximum(-a[k], -end) + np.maximum(-a[l], -start) + self.width
+        minus_coef = -np.stack([a[k] < end, a[l] < start], axis=1).astype(np.float64)
         return [(plus, idx, plus_coef), (minus, idx, minus_coef)]
 
     def penalty_pieces(self, vals):
         r"""Penalty (83) of [HHYL25], largest over pairs: :math:`\frac{1}{\beta - \alpha}\max_{k, k'}|c_k - c_{k'}|`,
         :math:`c = \min\{a, \beta\} - \min\{a, \alpha\}`, and its pieces."""
         a = self.rates(vals)
-        c = np.minimum(a, self.beta) - np.minimum(a, self.alpha)
-        scale = 1.0 / (self.beta - self.alpha)
+        c = np.minimum(a, self.band_end) - np.minimum(a, self.band_start)
+        scale = 1.0 / (self.band_end - self.band_start)
         if self._pairs.shape[0] == 0:
             return 0.0, []
         d = c[self._pairs[:, 0]] - c[self._pairs[:, 1]]           # ordered pairs: max d = max |.|
@@ -119,7 +119,7 @@ class WeakPartialDPConstraints(_DCBlock):
             return 0.0, []
         pieces = []
         for j, sign in ((int(self._pairs[i, 0]), 1.0), (int(self._pairs[i, 1]), -1.0)):
-            if not (self.alpha < a[j] <= self.beta):   # dc/da = 1{a > alpha} - 1{a > beta}
+            if not (self.band_start < a[j] <= self.band_end):   # dc/da = 1{a > alpha} - 1{a > beta}
                 continue
             if self.base_kind == _HINGE:
                 pieces += [(2 * j, sign * scale), (2 * j + 1, -sign * scale)]
@@ -130,7 +130,7 @@ class WeakPartialDPConstraints(_DCBlock):
     def hard_values(self, z, theta):
         """The indicator version of every constraint (``sigma(u) = 1{u > 0}``), same order."""
         P = self._rates_at(z, np.array([self.threshold]))[:, 0]
-        c = np.minimum(P, self.beta) - np.minimum(P, self.alpha)
+        c = np.minimum(P, self.band_end) - np.minimum(P, self.band_start)
         return c[self._pairs[:, 0]] - c[self._pairs[:, 1]] - self.width
 
 

@@ -98,7 +98,7 @@ def gradient_lipschitz_constant(objective) -> float:
                             dtype=np.float64)
         top = float(eigsh(op, k=1, which="LA", tol=1e-10, return_eigenvectors=False,
                           v0=np.ones(dim))[0]) * (1.0 + 1e-8)
-    return _CURVATURE[objective.loss] * max(top, 0.0) + objective.alpha
+    return _CURVATURE[objective.loss] * max(top, 0.0) + objective.ridge
 
 
 def _check_objective(objective):
