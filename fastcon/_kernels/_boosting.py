@@ -89,8 +89,12 @@ def _curvature(anchors):
 # --------------------------------------------------------------------------- binary
 @njit(inline="always")
 def _logistic_span(F, y, W, anchors, grad, hess, lo, hi):
-    # Fields read by name: unpacking the record inside a parallel kernel trips numba's array
-    # analysis when the anchors are 2-D (numba 0.68).
+    # Field by field: unpacking the record in one statement inside a parallel kernel trips numba's
+    # array analysis when the anchors are 2-D (numba 0.68).
+    anchor_k = anchors.anchor_k
+    anchor_t = anchors.anchor_t
+    inv_tau = anchors.inv_tau
+    c = anchors.c
     curv = _curvature(anchors)
     for i in range(lo, hi):
         f = F[i]
@@ -99,8 +103,7 @@ def _logistic_span(F, y, W, anchors, grad, hess, lo, hi):
         # q = sigma(-s F): 1 - p for y = 1, p for y = 0; dq = -q(1 - q) = -p(1 - p)
         q, dq = sigmoid(f if pos else -f)
         w = W[i]
-        grad[i] = (-(w * s) * q + _prox(F, anchors.anchor_t, i, anchors.c)
-                   + _prox(F, anchors.anchor_k, i, anchors.inv_tau))
+        grad[i] = -(w * s) * q + _prox(F, anchor_t, i, c) + _prox(F, anchor_k, i, inv_tau)
         hess[i] = max(curv - w * dq, HESSIAN_FLOOR)
 
 
@@ -228,7 +231,11 @@ def _others(E, r):
 
 @njit(inline="always")
 def _softmax_span(F, b, W, anchors, grad, hess, lo, hi):
-    curv = _curvature(anchors)  # fields read by name, as in _logistic_span
+    anchor_k = anchors.anchor_k  # field by field, as in _logistic_span
+    anchor_t = anchors.anchor_t
+    inv_tau = anchors.inv_tau
+    c = anchors.c
+    curv = _curvature(anchors)
     J = F.shape[1]
     for i0 in range(np.int64(lo), np.int64(hi), BLOCK_ROWS):
         i1 = min(i0 + BLOCK_ROWS, np.int64(hi))
@@ -245,8 +252,7 @@ def _softmax_span(F, b, W, anchors, grad, hess, lo, hi):
                 p = e * s
                 om = T * s if e >= 1.0 else 1.0 - p   # 1 - p_j (module notes)
                 dl = -om if j == bi else p            # p_j - [j = b_i]
-                E[r, j] = (w * dl + _prox2(F, anchors.anchor_t, i, j, anchors.c)
-                           + _prox2(F, anchors.anchor_k, i, j, anchors.inv_tau))
+                E[r, j] = w * dl + _prox2(F, anchor_t, i, j, c) + _prox2(F, anchor_k, i, j, inv_tau)
                 hess[i, j] = max(w * (p * om) + curv, HESSIAN_FLOOR)
 
 
