@@ -33,7 +33,7 @@ def test_infeasible_hinge_level_is_certified(data):
     problem = hinge_level(data, -0.1)
     res = check_feasibility(problem)
     assert res.status == "certified_infeasible" and res.convex
-    # valid: 0 = tolerance < lower_bound <= min g = 0.1 <= smallest g found
+    # valid: 0 = feasibility_tolerance < lower_bound <= min g = 0.1 <= smallest g found
     assert 0.0 < res.lower_bound <= 0.1 + 1e-12
     assert res.min_violation >= 0.1 - 1e-12 and res.gap >= 0
     assert problem.g(res.x)[0] == pytest.approx(res.min_violation)
@@ -54,16 +54,16 @@ def test_feasible_hinge_level_is_not_certified(data):
 @pytest.mark.parametrize("step_size", [None, "polyak", 2.0])
 def test_the_bound_never_exceeds_the_true_minimum(data, step_size):
     """Tolerance just below min g = 0.1: neither feasible nor certifiable; the bound stays valid."""
-    res = check_feasibility(hinge_level(data, -0.1), tolerance=0.1 - 1e-9, max_iter=1500, step_size=step_size,
-                            record_every=100)
+    res = check_feasibility(hinge_level(data, -0.1), feasibility_tolerance=0.1 - 1e-9, max_iter=1500,
+                            step_size=step_size, record_every=100)
     assert res.status == "undecided" and res.n_iter == 1500
     assert res.lower_bound <= 0.1 + 1e-12 and np.all(res.history["lower_bound"] <= 0.1 + 1e-12)
     assert res.min_violation >= 0.1 - 1e-12
     assert res.gap < 0.02  # and it is a good bound
 
 
-def test_tolerance_above_the_minimum_is_feasible(data):
-    res = check_feasibility(hinge_level(data, -0.1), tolerance=0.15)
+def test_feasibility_tolerance_above_the_minimum_is_feasible(data):
+    res = check_feasibility(hinge_level(data, -0.1), feasibility_tolerance=0.15)
     assert res.status == "feasible" and res.min_violation <= 0.15
 
 
@@ -126,7 +126,7 @@ def linear_term(a, b):
 def test_linear_constraints_on_every_bounded_domain(domain, expected_min):
     # g = 3 - x1 - x2; min over the domain is 3 - sigma(1, 1)
     problem = ConstrainedProblem(linear_term([0.0, 0.0], 0.0), [linear_term([-1.0, -1.0], -3.0)], domain)
-    res = check_feasibility(problem, tolerance=1e-9, max_iter=3000)
+    res = check_feasibility(problem, feasibility_tolerance=1e-9, max_iter=3000)
     assert res.lower_bound <= expected_min + 1e-12
     if expected_min > 1e-9:
         assert res.status == "certified_infeasible"
@@ -158,7 +158,8 @@ def test_known_convex_terms(data):
 
 @pytest.mark.parametrize("kwargs, error, argument", [
     (dict(max_iter=2.7), ValueError, "max_iter"), (dict(max_iter=0), ValueError, "max_iter"),
-    (dict(tolerance=-1.0), ValueError, "tolerance"), (dict(tolerance=math.nan), ValueError, "tolerance"),
+    (dict(feasibility_tolerance=-1.0), ValueError, "feasibility_tolerance"),
+    (dict(feasibility_tolerance=math.nan), ValueError, "feasibility_tolerance"),
     (dict(step_size="armijo"), ValueError, "step_size"), (dict(step_size=-1.0), ValueError, "step_size"),
     (dict(step_size=lambda k: -1.0), ValueError, "step_size"), (dict(record_every=0), ValueError, "record_every"),
     (dict(convex="yes"), TypeError, "convex"),

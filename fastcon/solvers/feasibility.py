@@ -48,8 +48,8 @@ class FeasibilityResult:
         :math:`g^*`; negative when strictly feasible).
     lower_bound : float
         A lower bound on :math:`g^* = \min_{\mathcal X} g` (module docstring); ``-inf`` when none is
-        available. ``lower_bound > tolerance`` certifies that no point of the domain is feasible.
-    tolerance : float
+        available. ``lower_bound > feasibility_tolerance`` certifies that no point of the domain is feasible.
+    feasibility_tolerance : float
         The feasibility tolerance the status refers to.
     convex : bool
         Whether the constraint was treated as convex (bounds are only computed then).
@@ -70,7 +70,7 @@ class FeasibilityResult:
     x: np.ndarray
     min_violation: float
     lower_bound: float
-    tolerance: float
+    feasibility_tolerance: float
     convex: bool
     n_iter: int
     message: str = ""
@@ -107,15 +107,15 @@ def is_known_convex(term) -> bool:
 
 
 # ---------------------------------------------------------------------------- the method
-def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_size=None, convex=None,
+def check_feasibility(problem, x0=None, *, max_iter=5000, feasibility_tolerance=0.0, step_size=None, convex=None,
                       record_every=1) -> FeasibilityResult:
     r"""Minimise :math:`g = \max_i g_i` over the domain; certify infeasibility when :math:`g` is convex.
 
     Projected subgradient method :math:`x_{k+1} = \operatorname{proj}_{\mathcal X}(x_k - a_k s_k)`,
     :math:`s_k \in \partial g(x_k)` from ``problem.g_and_subgradient`` (one fused pass per iteration),
     with the lower bounds of the module docstring updated every iteration (:math:`O(d)` work). Stops
-    at the first iterate with :math:`g \le` ``tolerance`` (``"feasible"``), as soon as the lower
-    bound exceeds ``tolerance`` (``"certified_infeasible"``), at a zero subgradient (a global
+    at the first iterate with :math:`g \le` ``feasibility_tolerance`` (``"feasible"``), as soon as the
+    lower bound exceeds ``feasibility_tolerance`` (``"certified_infeasible"``), at a zero subgradient (a global
     minimiser of a convex :math:`g`, whose value is then the bound), or after ``max_iter`` iterations
     (``"undecided"``).
 
@@ -127,16 +127,16 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
         Start (projected onto the domain); default ``problem.x0``.
     max_iter : int
         Iteration budget (a positive integer).
-    tolerance : float
-        :math:`\ge 0`: feasible means :math:`g \le` ``tolerance``, certified infeasible means the
-        lower bound exceeds it.
+    feasibility_tolerance : float
+        :math:`\ge 0`: feasible means :math:`g \le` ``feasibility_tolerance``, certified infeasible
+        means the lower bound exceeds it.
     step_size : None, float, callable of k or "polyak"
         Step *lengths* :math:`\lambda_k = a_k\|s_k\|` (normalised subgradient steps, which suit
         non-smooth :math:`g` of any scale): None for :math:`(D/2)/\sqrt{k+1}` with :math:`D` the
         domain's diameter (:math:`\max(1, \|x_0\|)` in place of :math:`D/2` on an unbounded
         domain), a float :math:`c` for :math:`c/\sqrt{k+1}`, or a schedule of non-negative lengths.
-        ``"polyak"``: :math:`a_k = (g(x_k) - \text{tolerance})/\|s_k\|^2`, the projection onto the
-        linearised set :math:`\{g \le \text{tolerance}\}` — fast when the problem is feasible, but it
+        ``"polyak"``: :math:`a_k = (g(x_k) - \epsilon)/\|s_k\|^2` with :math:`\epsilon` =
+        ``feasibility_tolerance``, the projection onto the linearised set :math:`\{g \le \epsilon\}` — fast when the problem is feasible, but it
         does not converge to :math:`g^*` when it is not, so certificates come slowly or not at all.
     convex : bool, optional
         Whether every :math:`g_i` is convex on the domain; lower bounds (certificates) are computed
@@ -158,7 +158,7 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
     ('certified_infeasible', 0.1000, 0.0003)
     """
     K = check_count("max_iter", max_iter)
-    tol = check_real("tolerance", tolerance)
+    tol = check_real("feasibility_tolerance", feasibility_tolerance)
     check_count("record_every", record_every)
     if convex is not None and not isinstance(convex, (bool, np.bool_)):
         raise TypeError(f"convex: expected None, True or False, got {convex!r}")
@@ -257,9 +257,9 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
     counters = meter.counters()
     n_iter = k + 1
     if status == "feasible":
-        message = f"iterate {best_k} has g = {best_g:.6g} <= tolerance {tol:g}"
+        message = f"iterate {best_k} has g = {best_g:.6g} <= feasibility_tolerance {tol:g}"
     elif status == "certified_infeasible":
-        message = (f"infeasible: every point of the domain has g >= {lower:.6g} > tolerance {tol:g} (convex "
+        message = (f"infeasible: every point of the domain has g >= {lower:.6g} > feasibility_tolerance {tol:g} (convex "
                    f"constraint; smallest g found {best_g:.6g})")
     else:
         if not convex:
@@ -270,7 +270,7 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, tolerance=0.0, step_si
             why = ""
         where = f"stopped at a stationary point of g after {n_iter} iterations" if stationary else (
             f"undecided after {n_iter} iterations")
-        message = f"{where}: smallest g found {best_g:.6g} > tolerance {tol:g}, lower bound {lower:.6g}{why}"
+        message = f"{where}: smallest g found {best_g:.6g} > feasibility_tolerance {tol:g}, lower bound {lower:.6g}{why}"
     info = {"best_iteration": best_k, "bound_source": bound_source, "step_size": rule, "domain": repr(domain)}
     return FeasibilityResult(status, best_x, float(best_g), float(lower), tol, convex, n_iter, message,
                              history=history.as_arrays(), counters={"rows_g": counters["rows_g"],

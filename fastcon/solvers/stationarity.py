@@ -32,7 +32,7 @@ __all__ = ["near_stationarity"]
 
 
 def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, return_details=False, mu=None,
-                      feas_tol=1e-10, window=50, output="average"):
+                      feasibility_tolerance=1e-10, window=50, output="average"):
     r"""Near-stationarity measure :math:`\|\hat x_{\hat\rho}(x) - x\|` ([HL23] eqs. 4-5, Def. 3.2).
 
     Solves the proximal subproblem (5), warm-started at :math:`z_0 = P_{\mathcal X}(x)`, by a
@@ -108,14 +108,14 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, r
     mu : float, optional
         Strong-convexity modulus used in the steps and the bound (default :math:`\hat\rho`, i.e.
         :math:`f` assumed convex). Pass :math:`\hat\rho - \rho` for a :math:`\rho`-weakly convex f.
-    feas_tol : float
+    feasibility_tolerance : float
         :math:`\epsilon_{feas}` of the switching test (absolute, in the units of :math:`g`).
     window : int
         First checkpoint of the stopping rule (then every doubling of the objective-step count).
     output : {"average", "last"}
         :math:`\hat x` is the (j+1)-weighted average of the objective-step iterates (default; the
-        one the bound covers) or the last objective-step iterate (which passed g <= feas_tol; the
-        paper's Figure 1 takes the last iterate).
+        one the bound covers) or the last objective-step iterate (which passed
+        g <= feasibility_tolerance; the paper's Figure 1 takes the last iterate).
 
     Returns
     -------
@@ -124,7 +124,8 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, r
         ``"no_feasible_iterate"``), ``n_iter``, ``n_objective_steps``, ``change`` (the error
         estimate, inf before the second checkpoint), ``gap_bound`` (:math:`\Gamma`), ``error_bound``,
         ``g`` (:math:`g(\hat x)`),
-        ``F`` (:math:`F(\hat x)`), ``rho_hat``, ``mu``, ``tol``, ``feas_tol``, ``output``.
+        ``F`` (:math:`F(\hat x)`), ``rho_hat``, ``mu``, ``tol``, ``feasibility_tolerance``,
+        ``output``.
 
     Notes
     -----
@@ -147,11 +148,12 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, r
     if not np.all(np.isfinite(x)):
         raise ValueError("x: contains NaN or inf")
     with preserved_counters(problem):
-        res = _switching_prox(problem, x, rho_hat, mu, int(max_iter), float(tol), float(feas_tol),
+        res = _switching_prox(problem, x, rho_hat, mu, int(max_iter), float(tol), float(feasibility_tolerance),
                               int(window), output)
-    res.update(rho_hat=rho_hat, mu=mu, tol=float(tol), feas_tol=float(feas_tol), output=output, seed=seed)
+    res.update(rho_hat=rho_hat, mu=mu, tol=float(tol), feasibility_tolerance=float(feasibility_tolerance),
+               output=output, seed=seed)
     if res["status"] == "no_feasible_iterate":
-        warnings.warn("near_stationarity: no iterate reached g <= feas_tol; x_hat is the last iterate "
+        warnings.warn("near_stationarity: no iterate reached g <= feasibility_tolerance; x_hat is the last iterate "
                       "(increase max_iter, or check that the constraint has a feasible point)",
                       RuntimeWarning, stacklevel=2)
     if return_details:
