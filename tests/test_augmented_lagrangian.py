@@ -15,7 +15,7 @@ from reference.terms import linear, squared_distance
 def test_projection_onto_a_halfspace():
     # min ||x - (2, 1)||^2 s.t. x1 + x2 <= 1: x* = (1, 0); grad f = (-2, -2) = -lambda (1, 1): lambda = 2
     problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
-    result = augmented_lagrangian(problem, tolerance=1e-8, stationarity_tolerance=1e-8)
+    result = augmented_lagrangian(problem, tol=1e-8, stationarity_tolerance=1e-8)
     assert result.status == "converged"
     np.testing.assert_allclose(result.x, [1.0, 0.0], atol=1e-6)
     np.testing.assert_allclose(result.multipliers, [2.0], atol=1e-5)
@@ -27,7 +27,7 @@ def test_box_domain_and_a_constraint():
     # + the box x1 <= 0.5: x* = (0.5, 0.5); d/dx2: 2 (0.5 - 1) + lambda = 0, lambda = 1 (the box takes the rest)
     problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)],
                                  Box(np.array([-10.0, -10.0]), np.array([0.5, 10.0])))
-    result = augmented_lagrangian(problem, tolerance=1e-8, stationarity_tolerance=1e-8)
+    result = augmented_lagrangian(problem, tol=1e-8, stationarity_tolerance=1e-8)
     assert result.status == "converged"
     np.testing.assert_allclose(result.x, [0.5, 0.5], atol=1e-6)
     np.testing.assert_allclose(result.multipliers, [1.0], atol=1e-5)
@@ -58,12 +58,12 @@ def test_infeasible_problem_is_reported_not_raised():
 
 @pytest.mark.parametrize("kwargs, error, field", [
     ({"max_iter": 0}, ValueError, "max_iter"), ({"max_iter": 2.0}, ValueError, "max_iter"),
-    ({"inner_max_iter": -1}, ValueError, "inner_max_iter"), ({"tolerance": 0.0}, ValueError, "tolerance"),
+    ({"inner_max_iter": -1}, ValueError, "inner_max_iter"), ({"tol": 0.0}, ValueError, "tol"),
     ({"stationarity_tolerance": float("nan")}, ValueError, "stationarity_tolerance"),
     ({"penalty": -1.0}, ValueError, "penalty"), ({"penalty_growth": 1.0}, ValueError, "penalty_growth"),
     ({"multipliers": [1.0, 2.0]}, ValueError, "multipliers"), ({"multipliers": [-1.0]}, ValueError, "multipliers"),
     ({"record_every": 0}, ValueError, "record_every"), ({"callback": 3}, TypeError, "callback"),
-    ({"tolerance": "small"}, TypeError, "tolerance")])
+    ({"tol": "small"}, TypeError, "tol")])
 def test_bad_arguments_are_named(kwargs, error, field):
     problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
     with pytest.raises(error, match=f"^{field}: "):
@@ -192,8 +192,8 @@ def test_the_constraint_rows_count_in_the_diagonal_and_weights_equal_repeats():
 def test_an_objective_without_a_diagonal_is_solved_unscaled():
     problem = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
     assert problem.curvature_diagonal() is None
-    a = augmented_lagrangian(problem, tolerance=1e-8, stationarity_tolerance=1e-8)
-    b = augmented_lagrangian(problem, tolerance=1e-8, stationarity_tolerance=1e-8, precondition=False)
+    a = augmented_lagrangian(problem, tol=1e-8, stationarity_tolerance=1e-8)
+    b = augmented_lagrangian(problem, tol=1e-8, stationarity_tolerance=1e-8, precondition=False)
     np.testing.assert_array_equal(a.x, b.x)
 
 
@@ -201,8 +201,8 @@ def test_an_objective_without_a_diagonal_is_solved_unscaled():
 @pytest.mark.parametrize("domain_box", [False, True])
 def test_scaled_and_unscaled_solves_reach_the_same_kkt_point_the_scaled_one_sooner(sparse, domain_box):
     problem = _ill_scaled_np_problem(sparse, domain_box=domain_box)
-    scaled = augmented_lagrangian(problem, stationarity_tolerance=1e-6, tolerance=1e-6)
-    plain = augmented_lagrangian(problem, stationarity_tolerance=1e-6, tolerance=1e-6, precondition=False)
+    scaled = augmented_lagrangian(problem, stationarity_tolerance=1e-6, tol=1e-6)
+    plain = augmented_lagrangian(problem, stationarity_tolerance=1e-6, tol=1e-6, precondition=False)
     assert scaled.status == "converged"
     # the stopping test is in x, whatever the scaling: (projected) stationarity recomputed from scratch
     grad = np.empty(problem.dim)

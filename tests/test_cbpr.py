@@ -60,7 +60,7 @@ def test_cbpr_iterates_feasible_descending_with_vanishing_steps(G, J):
 def test_converged_by_the_step_tolerance():
     _, _, _, model, problem = setup(2, 2)
     Lg = abpp_lipschitz_constant(problem, model)
-    res = cbpr(problem, model, outer_iter=40, inner_iter=20, primal_step=1 / Lg, dual_step=10 / Lg, tolerance=5.0)
+    res = cbpr(problem, model, outer_iter=40, inner_iter=20, primal_step=1 / Lg, dual_step=10 / Lg, tol=5.0)
     assert res.status == "converged"
     assert res.info["steps"][-1] <= 5.0 and np.all(res.info["steps"][:-1] > 5.0)
 

@@ -107,7 +107,7 @@ def test_near_stationarity_and_kkt_residual_use_the_default_normal_cone():
 
 
 def test_augmented_lagrangian_reads_the_bounds():
-    results = [augmented_lagrangian(kkt_problem(domain), tolerance=1e-9, stationarity_tolerance=1e-9)
+    results = [augmented_lagrangian(kkt_problem(domain), tol=1e-9, stationarity_tolerance=1e-9)
                for domain in (LInfinityBall(R, 3), Box(-R, R))]
     for res in results:
         assert res.status == "converged" and np.max(np.abs(res.x)) <= R

@@ -68,7 +68,7 @@ def _scaled_bounds(bounds, jacobi):
     return Bounds(bounds.lb / jacobi, bounds.ub / jacobi)
 
 
-def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, lbfgs_memory=20, tolerance=1e-4,
+def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, lbfgs_memory=20, tol=1e-4,
                          stationarity_tolerance=1e-5, penalty=10.0, penalty_growth=10.0, max_penalty=1e8,
                          multipliers=None, precondition=True,
                          record_every=None, callback=None, verbose=False) -> SolveResult:
@@ -93,9 +93,11 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
         vectors, 4 more with ``precondition`` (the scale, the last point and gradient, a start): on a
         wide problem (a million features) the default 20 is 360 MB, so a caller that must stay
         within a memory budget lowers it (`fastcon.estimators` size it from the data).
-    tolerance : float
-        Feasibility and complementarity tolerance: :math:`\max_j g_j \le` ``tolerance`` and
-        :math:`\max_j \lambda_j|g_j| \le` ``tolerance``.
+    tol : float
+        The stopping tolerance on the feasibility and complementarity residuals:
+        :math:`\max_j g_j \le` ``tol`` and :math:`\max_j \lambda_j|g_j| \le` ``tol``; also the
+        feasibility threshold of the status (``"no_feasible_iterate"`` when the last iterate has
+        :math:`\max_j g_j >` ``tol``).
     stationarity_tolerance : float
         :math:`\|\nabla f + \sum_j \lambda_j \nabla g_j\|_\infty \le` this, in :math:`x`; L-BFGS's
         ``gtol`` (scaled when ``precondition``, module docstring).
@@ -131,14 +133,14 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
     max_iter = run.max_iter
     inner_max_iter = check_count("inner_max_iter", inner_max_iter)
     lbfgs_memory = check_count("lbfgs_memory", lbfgs_memory)
-    tolerance = check_real("tolerance", tolerance, positive=True)
+    tol = check_real("tol", tol, positive=True)
     stationarity_tolerance = check_real("stationarity_tolerance", stationarity_tolerance, positive=True)
     rho = check_real("penalty", penalty, positive=True)
     growth = check_real("penalty_growth", penalty_growth, positive=True)
     max_penalty = check_real("max_penalty", max_penalty, positive=True)
     if growth <= 1.0:
         raise ValueError(f"penalty_growth: must exceed 1, got {growth}")
-    run.feasibility_tolerance = tolerance
+    run.feasibility_tolerance = tol
     bounds = _bounds(problem)
     x = problem.project(problem.x0 if x0 is None else problem.check_x(x0, "x0")).copy()
     jacobi = _scaling(problem) if precondition else None
@@ -230,20 +232,20 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
                        force=k == max_iter - 1)
             if run.tick(k, x, {"multipliers": lam, "constraint_values": g}, f=f_value, g=violation):
                 break
-            if violation <= tolerance and complementarity <= tolerance and stationarity <= stationarity_tolerance:
+            if violation <= tol and complementarity <= tol and stationarity <= stationarity_tolerance:
                 run.status = "converged"
                 message = (f"KKT residuals within tolerance after {k + 1} outer iterations: stationarity "
                            f"{stationarity:.2e}, violation {violation:.2e}, complementarity {complementarity:.2e}")
                 break
             if violation > 0.25 * previous_violation:
-                if rho >= max_penalty and violation > tolerance:
+                if rho >= max_penalty and violation > tol:
                     message = f"the violation stalled with the penalty at its cap max_penalty={max_penalty:g}"
                     break
                 rho = min(rho * growth, max_penalty)
             previous_violation = violation
     violation = max(0.0, float(g.max())) if m else 0.0
     run.offer(k, violation)  # the status judges the last iterate
-    if run.status == "max_iter" and violation <= tolerance:
+    if run.status == "max_iter" and violation <= tol:
         message = (f"max_iter={max_iter} outer iterations without meeting every KKT tolerance: stationarity "
                    f"{stationarity:.2e}, complementarity {complementarity:.2e}")
     run.record(k, force=True, objective=f_value, max_violation=violation)

@@ -15,7 +15,7 @@ The Bregman term majorises the constraints at :math:`x^t` with equality there, s
 :math:`x^t` stays feasible for the subproblem and the iterates stay feasible (Lemma 6) while the
 objective decreases (F.10–F.11). Lemma 5: :math:`x^t` is an :math:`(\epsilon, \epsilon)` Fritz–John
 point once :math:`\|\hat x^{t+1} - x^t\| \le \epsilon/(L\sigma_{\max}(W^\top W))`; the stopping test
-here is its proxy :math:`L\sqrt{2D_W(x^{t+1}, x^t)} \le` ``tolerance`` (for boosting: :math:`L`
+here is its proxy :math:`L\sqrt{2D_W(x^{t+1}, x^t)} \le` ``tol`` (for boosting: :math:`L`
 times the change of the training scores).
 """
 from __future__ import annotations
@@ -51,8 +51,8 @@ def cbpr_prox(problem, model) -> float:
     return max(float(model.curvature_bound(problem)), 1.0)
 
 
-def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, primal_step=0.1, dual_step=0.1,
-         multipliers=None, dual_warm_start=True, inexactness="theory", inner_output="last", tolerance=1e-6,
+def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter=50, primal_step=0.1, dual_step=0.1,
+         multipliers0=None, dual_warm_start=True, inexactness="theory", inner_output="last", tol=1e-6,
          alpha_schedule=None, outlier_threshold=None, early_stop=None, record_every=None, callback=None,
          verbose=False) -> SolveResult:
     r"""Lin & Deng [LD23] Algorithm 2 (CBPR) with ABPP inside.
@@ -90,8 +90,8 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
         ABPP's prox accuracies (`fastcon.solvers.abpp`).
     inner_output : {"last", "average"}
         Which ABPP output becomes :math:`x^{t+1}`.
-    tolerance : float
-        Stop (``"converged"``) when :math:`L\sqrt{2D_W(x^{t+1}, x^t)} \le` ``tolerance``.
+    tol : float
+        Stop (``"converged"``) when :math:`L\sqrt{2D_W(x^{t+1}, x^t)} \le` ``tol``.
     alpha_schedule : float, optional
         The authors' bound schedule, off by default: before outer step :math:`l` the bounds become
         :math:`\alpha \leftarrow \alpha + (\alpha_{\max} - \alpha)/((l+1)(l+2))` with
@@ -133,7 +133,7 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
     resolve_dual_step(dual_step, primal_step, problem, model)   # validate once, before any work
     inexactness_schedule(inexactness, 1, float(primal_step), L)  # validate once, before any work
     check_choice("inner_output", inner_output, ("last", "average"))
-    tolerance = check_real("tolerance", tolerance)
+    tol = check_real("tol", tol)
     alpha_max = check_optional_real("alpha_schedule", alpha_schedule)
     check_optional_real("outlier_threshold", outlier_threshold, positive=True)
     early = check_optional_real("early_stop", early_stop, positive=True)
@@ -195,9 +195,9 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox=None, inner_iter=50, pr
                         {"step": step, "max_violation": g, "multipliers": y.copy()}, max_violation=g, step=step):
                 message = f"the callback stopped the run after outer iteration {t}"
                 break
-            if step <= tolerance:
+            if step <= tol:
                 run.status = "converged"
-                message = f"L*sqrt(2 D(x^(t+1), x^t)) = {step:.3g} <= tolerance {tolerance:.3g} at outer iteration {t}"
+                message = f"L*sqrt(2 D(x^(t+1), x^t)) = {step:.3g} <= tol {tol:.3g} at outer iteration {t}"
                 break
             if early is not None and t + 1 > half and problem.targets_met(model, state, early):
                 run.status = "converged"
