@@ -63,7 +63,7 @@ class PairwiseTerm(NamedTuple):
     loss: int                         #: loss code of `fastcon._kernels._losses` (``SIGMOID`` in the paper)
     k: int                            #: the class of the rows, ``0 <= k < C``
     weights: Optional[np.ndarray]     #: float64 (n_k,) sample weights :math:`s_i`; None for all 1
-    feature_major: bool               #: CSR kernels: the weights arrive as :math:`W^\top` (module docstring); dense kernels ignore it
+    feature_major: bool               #: CSR kernels: the weights arrive as :math:`W^\top`; dense ones ignore it
     intercept: bool                   #: the rows carry an implicit last column of ones (module docstring, "Intercepts")
 
 
