@@ -537,8 +537,8 @@ def test_argument_errors_name_the_field():
         abpp(problem, model, max_iter=10**13)
     with pytest.raises(ValueError, match="^primal_step"):
         abpp(problem, model, primal_step=-1.0)
-    with pytest.raises(ValueError, match="^multipliers"):
-        abpp(problem, model, multipliers=[-1.0])
+    with pytest.raises(ValueError, match="^multipliers0: "):
+        abpp(problem, model, multipliers0=[-1.0])
     with pytest.raises(ValueError, match="^output"):
         abpp(problem, model, output="best")
     with pytest.raises(ValueError, match="^inexactness"):

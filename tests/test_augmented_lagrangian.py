@@ -43,7 +43,7 @@ def test_inactive_constraint_has_zero_multiplier_and_warm_start_is_used():
     assert result.multipliers[0] == 0.0
     # started at the solution and its multiplier, one outer iteration certifies it
     active = ConstrainedProblem(squared_distance([2.0, 1.0]), [linear([1.0, 1.0], -1.0)])
-    warm = augmented_lagrangian(active, np.array([1.0, 0.0]), multipliers=[2.0])
+    warm = augmented_lagrangian(active, np.array([1.0, 0.0]), multipliers0=[2.0])
     assert warm.status == "converged" and warm.n_iter == 1
 
 
@@ -61,7 +61,7 @@ def test_infeasible_problem_is_reported_not_raised():
     ({"inner_max_iter": -1}, ValueError, "inner_max_iter"), ({"tol": 0.0}, ValueError, "tol"),
     ({"stationarity_tolerance": float("nan")}, ValueError, "stationarity_tolerance"),
     ({"penalty": -1.0}, ValueError, "penalty"), ({"penalty_growth": 1.0}, ValueError, "penalty_growth"),
-    ({"multipliers": [1.0, 2.0]}, ValueError, "multipliers"), ({"multipliers": [-1.0]}, ValueError, "multipliers"),
+    ({"multipliers0": [1.0, 2.0]}, ValueError, "multipliers0"), ({"multipliers0": [-1.0]}, ValueError, "multipliers0"),
     ({"record_every": 0}, ValueError, "record_every"), ({"callback": 3}, TypeError, "callback"),
     ({"tol": "small"}, TypeError, "tol")])
 def test_bad_arguments_are_named(kwargs, error, field):

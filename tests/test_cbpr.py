@@ -198,5 +198,5 @@ def test_errors_name_the_field():
         GroupLossGap(y, 2, g, -0.1)
     with pytest.raises(ValueError, match="^scale"):
         GroupLossGap(y, 2, g, 0.1, scale=0.0)
-    with pytest.raises(ValueError, match="^multipliers"):
-        cbpr(problem, model, multipliers=[1.0])
+    with pytest.raises(ValueError, match="^multipliers0: "):
+        cbpr(problem, model, multipliers0=[1.0])

@@ -76,8 +76,8 @@ def test_ipp_conex_dual_warm_start():
             y0 = outs[k - 1] if warm else 0.0
             g = C @ res.info["outer_iterates"][k] - B
             np.testing.assert_allclose(starts[k], np.maximum(y0 + g, 0.0), rtol=1e-12, atol=1e-15)
-    with pytest.raises(ValueError, match="y0"):
-        proximal_point(problem(), rho_hat=1.0, inner_solver="conex", inner_params=dict(y0=[1.0]))
+    with pytest.raises(ValueError, match="multipliers0"):
+        proximal_point(problem(), rho_hat=1.0, inner_solver="conex", inner_params=dict(multipliers0=[1.0]))
 
 
 def test_options_and_reproducibility():

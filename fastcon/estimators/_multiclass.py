@@ -404,7 +404,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         for _ in range(int(self.max_calibration) if bounded else 1):
             for k, level in zip(bounded, r):
                 constraints[constraint_of[k]].bound = float(level)
-            result = augmented_lagrangian(problem, x, multipliers=multipliers, verbose=self.verbose, **kwargs)
+            result = augmented_lagrangian(problem, x, multipliers0=multipliers, verbose=self.verbose, **kwargs)
             x, multipliers = result.x, result.multipliers
             h_all = hard_errors(x)
             h = h_all[bounded]

@@ -56,7 +56,7 @@ def solve_linear(problem, solver, x0, multipliers, max_iter, verbose, tol=1e-4):
     """
     if solver == "augmented_lagrangian":
         kwargs = {} if max_iter is None else {"max_iter": max_iter}
-        return augmented_lagrangian(problem, x0, multipliers=multipliers, verbose=verbose,
+        return augmented_lagrangian(problem, x0, multipliers0=multipliers, verbose=verbose,
                                     stationarity_tolerance=tol, lbfgs_memory=lbfgs_memory(problem), **kwargs)
     # switching subgradient ([HL23] Algorithm 1): a step of 1/sqrt(t+1) scaled to the start's
     # subgradient, the best nearly-feasible iterate (an estimator needs one model, not a random draw)

@@ -204,7 +204,7 @@ def resolve_dual_step(dual_step, primal_step, problem, model) -> float:
     return check_real("dual_step", dual_step, positive=True)
 
 
-def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1, mu=0.0, multipliers=None,
+def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1, mu=0.0, multipliers0=None,
          inexactness="theory", output="last", alpha_reset=False, outlier_threshold=None, early_stop=False,
          dual_stagnation=None, record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Lin & Deng [LD23] Algorithm 1 (ABPP) on a score problem and a score model.
@@ -231,7 +231,7 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
     mu : float
         :math:`\mu \ge 0`, the strong convexity of :math:`f` relative to :math:`D_W` (linear model:
         its ``ridge``; cross-entropy alone: 0). :math:`\mu > 0` takes the accelerated steps.
-    multipliers : array-like of shape (m,), optional
+    multipliers0 : array-like of shape (m,), optional
         :math:`y_0 \ge 0`; default 0.
     inexactness : "theory", float or callable of k
         The accuracy :math:`\nu_{k+1}` passed to ``prox_step`` (module notes).
@@ -293,14 +293,14 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
         if flag:
             require_capabilities(problem, name, (method,), "abpp")
     m = int(problem.n_constraints)
-    if multipliers is None:
+    if multipliers0 is None:
         y = np.zeros(m)
     else:
-        y = np.array(multipliers, dtype=np.float64).reshape(-1)
+        y = np.array(multipliers0, dtype=np.float64).reshape(-1)
         if y.shape != (m,):
-            raise ValueError(f"multipliers: expected shape ({m},), got {np.shape(multipliers)}")
+            raise ValueError(f"multipliers0: expected shape ({m},), got {np.shape(multipliers0)}")
         if not (np.all(np.isfinite(y)) and np.all(y >= 0)):
-            raise ValueError("multipliers: must be finite and >= 0")
+            raise ValueError("multipliers0: must be finite and >= 0")
     state = start_state(model, x0)
 
     # a record reads no data (scores are cached per state): the shared rule gives ceil(K/100)

@@ -70,7 +70,7 @@ def _scaled_bounds(bounds, jacobi):
 
 def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, lbfgs_memory=20, tol=1e-4,
                          stationarity_tolerance=1e-5, penalty=10.0, penalty_growth=10.0, max_penalty=1e8,
-                         multipliers=None, precondition=True,
+                         multipliers0=None, precondition=True,
                          record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Solve a smooth constrained problem by the augmented Lagrangian method (module docstring).
 
@@ -108,7 +108,7 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
         ``"no_feasible_iterate"``): a larger penalty only makes the subproblem ill-conditioned
         (on non-convex constraints the iterate sits at an infeasible stationary point of the
         violation, e.g. sigmoid rates saturated by huge scores).
-    multipliers : array-like of shape (m,), optional
+    multipliers0 : array-like of shape (m,), optional
         Starting :math:`\lambda \ge 0` (a warm start from an earlier solve of a nearby problem);
         default 0.
     precondition : bool
@@ -145,12 +145,12 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
     x = problem.project(problem.x0 if x0 is None else problem.check_x(x0, "x0")).copy()
     jacobi = _scaling(problem) if precondition else None
     m = problem.n_constraints
-    if multipliers is None:
+    if multipliers0 is None:
         lam = np.zeros(m)
     else:
-        lam = np.array(multipliers, dtype=np.float64)
+        lam = np.array(multipliers0, dtype=np.float64)
         if lam.shape != (m,) or not np.all(np.isfinite(lam)) or np.any(lam < 0):
-            raise ValueError(f"multipliers: expected {m} finite non-negative numbers, got {multipliers!r}")
+            raise ValueError(f"multipliers0: expected {m} finite non-negative numbers, got {multipliers0!r}")
 
     # rows cost nothing here (values the method computed anyway, few outer iterations): one per iteration
     run.start(default_every=1, counters=Counters(problem.n_samples_f, problem.n_samples_g))

@@ -81,11 +81,11 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
         the largest value of ABPP's step condition (`fastcon.solvers.abpp.abpp_lipschitz_constant`,
         on the rows kept at each outer step), which keeps the multipliers from overshooting when
         :math:`\beta` is large.
-    multipliers : array-like, optional
+    multipliers0 : array-like, optional
         Initial multipliers of the first subproblem (default 0).
     dual_warm_start : bool
         Start each subproblem's ABPP from the previous one's last multipliers (default) rather than
-        from ``multipliers``.
+        from ``multipliers0``.
     inexactness : "theory", float or callable
         ABPP's prox accuracies (`fastcon.solvers.abpp`).
     inner_output : {"last", "average"}
@@ -143,9 +143,9 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
         if flag:
             require_capabilities(problem, name, methods, "cbpr")
     m = int(problem.n_constraints)
-    y = np.zeros(m) if multipliers is None else np.array(multipliers, dtype=np.float64).reshape(-1)
+    y = np.zeros(m) if multipliers0 is None else np.array(multipliers0, dtype=np.float64).reshape(-1)
     if y.shape != (m,) or not (np.all(np.isfinite(y)) and np.all(y >= 0)):
-        raise ValueError(f"multipliers: expected {m} finite values >= 0, got {np.shape(multipliers)}")
+        raise ValueError(f"multipliers0: expected {m} finite values >= 0, got {np.shape(multipliers0)}")
     y0 = y.copy()
     state = start_state(model, x0)
 
@@ -176,7 +176,7 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
             sigma0 = resolve_dual_step(dual_step, primal_step, problem, model)
             dual_steps.append(sigma0)
             inner = abpp(sub, model, state, max_iter=K, primal_step=primal_step, dual_step=sigma0, mu=L,
-                         multipliers=y if dual_warm_start else y0, inexactness=inexactness, output=inner_output,
+                         multipliers0=y if dual_warm_start else y0, inexactness=inexactness, output=inner_output,
                          record_every=K)
             inner_total += inner.n_iter
             counters.add("prox_steps", inner.counters.get("prox_steps", 0))

@@ -52,7 +52,7 @@ def prox_weights_to_steps(eta_prox, tau_prox):
 
 
 def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, theta=1.0,
-          extrapolation="linearized", output="last", average_weights=1.0, y0=None,
+          extrapolation="linearized", output="last", average_weights=1.0, multipliers0=None,
           objective_oracle="deterministic", objective_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE,
           seed=0, record_every=None, callback=None, verbose=False, record_stationarity_every=None,
           stationarity_rho_hat=None) -> SolveResult:
@@ -81,7 +81,7 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
         The weights :math:`\gamma_t \ge 0` of ``output="average"``, as in `switching_subgradient`:
         1 (default) uniform, ``"linear"`` or ``linear(1)`` :math:`t + 1`, ``"step_size"`` the primal
         step :math:`\eta_t`; all 0: the plain average.
-    y0 : array-like of shape (m,), optional
+    multipliers0 : array-like of shape (m,), optional
         Initial multipliers (default 0).
     objective_oracle, objective_batch_size
         As in `switching_subgradient` (a minibatch subgradient of :math:`f`).
@@ -110,7 +110,7 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
 
 
 def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, theta=1.0,
-           extrapolation="linearized", output="last", average_weights=1.0, y0=None,
+           extrapolation="linearized", output="last", average_weights=1.0, multipliers0=None,
            objective_oracle="deterministic", objective_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE,
            seed=0, record_every=None, callback=None, verbose=False, record_stationarity_every=None,
            stationarity_rho_hat=None, record_problem=None) -> SolveResult:
@@ -138,9 +138,9 @@ def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0,
     cons, m, d = problem.constraints, problem.n_constraints, problem.dim
     rec = problem if record_problem is None else record_problem
     x = start_point(problem, x0)
-    y = np.zeros(m) if y0 is None else np.array(y0, dtype=np.float64).reshape(m)
+    y = np.zeros(m) if multipliers0 is None else np.array(multipliers0, dtype=np.float64).reshape(m)
     if not np.all(y >= 0) or not np.all(np.isfinite(y)):
-        raise ValueError("y0: multipliers must be finite and non-negative")
+        raise ValueError("multipliers0: multipliers must be finite and non-negative")
     (rng_f,) = seeded_streams(seed, 1)
     eval_f = make_objective_oracle(problem, objective_oracle, objective_batch_size, rng_f)
     reuse_f = objective_oracle == "deterministic" and rec is problem

@@ -119,7 +119,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     inner_iter = check_schedule_length("inner_iter", check_count("inner_iter", inner_iter))
     rho_hat = check_real("rho_hat", rho_hat, positive=True)
     params = dict(inner_params or {})
-    for key in ("max_iter", "output", "seed", "record_every", "record_problem", "y0"):
+    for key in ("max_iter", "output", "seed", "record_every", "record_problem", "multipliers0"):
         if key in params:
             raise ValueError(f"inner_params: {key!r} is set by proximal_point")
     if inner_solver == "switching":
@@ -151,7 +151,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
                            else problem.constraints)
             sub = ConstrainedProblem(objective, constraints, problem.domain, x0=x, name=f"{problem.name}/prox{k}")
             if inner_solver == "conex" and dual_warm_start and res is not None:
-                params["y0"] = res.multipliers
+                params["multipliers0"] = res.multipliers
             step_params = params if schedule_index == "inner" else _at_outer_index(params, k)
             res = solve(sub, x, max_iter=inner_iter, seed=children[k], record_every=record_every,
                         record_problem=problem, **step_params)
