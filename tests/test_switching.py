@@ -158,7 +158,7 @@ def test_no_feasible_iterate_is_a_status():
     assert res.info["best_constraint"] > 0.1 and not res.success
 
 
-@pytest.mark.parametrize("output", ["random", "average", "best", "last"])
+@pytest.mark.parametrize("output", ["random", "average", "best_feasible", "last"])
 def test_zero_step_size_keeps_a_feasible_start(output):
     """step_size = 0 is degenerate but legal: x never moves; a feasible start puts every t in I."""
     problem = small_problem()
@@ -191,7 +191,7 @@ def test_zero_weights_fall_back_to_the_uniform_law():
         assert res.info["tau"] == 3
 
 
-@pytest.mark.parametrize("output", ["random", "average", "best", "last"])
+@pytest.mark.parametrize("output", ["random", "average", "best_feasible", "last"])
 def test_degenerate_settings_for_every_output_rule(output):
     problem = small_problem()
     # one iteration at a feasible point: I = {0}, every rule returns x_0
@@ -209,7 +209,7 @@ def test_degenerate_settings_for_every_output_rule(output):
     # start_index = T - 1: only the last iterate can enter I
     late = switching_subgradient(problem, x0, max_iter=30, step_size=1e-3, start_index=29, output=output)
     assert late.counters["nearly_feasible"] == 1 and late.status == "max_iter"
-    if output in ("random", "average", "best"):
+    if output in ("random", "average", "best_feasible"):
         assert late.info["tau"] == 29
     # "average" with linear weights and a zero step: the plain (linear-weighted) average of identical points
     if output == "average":
@@ -233,7 +233,7 @@ def test_output_rules_and_reproducibility():
     assert a.info["tau"] == b.info["tau"]
     taus = {switching_subgradient(problem, **{**kw, "seed": s}).info["tau"] for s in range(10)}
     assert len(taus) > 1
-    best = switching_subgradient(problem, output="best", **kw)
+    best = switching_subgradient(problem, output="best_feasible", **kw)
     h = best.history
     mask = h["step_kind"] == "f"
     assert best.info["tau"] == h["iteration"][mask][np.argmin(h["objective"][mask])]
@@ -241,8 +241,8 @@ def test_output_rules_and_reproducibility():
     _, xs, infos = run_collect(problem, output="average", **kw)
     in_I = np.array([i["in_I"] for i in infos])
     np.testing.assert_allclose(avg.x, np.average(xs[:-1][in_I], axis=0, weights=np.full(in_I.sum(), 0.02)))
-    # "best" with I non-empty but unrecorded falls back to the random pick
-    sparse = switching_subgradient(problem, output="best", record_every=1000, **{**kw, "max_iter": 199})
+    # "best_feasible" with I non-empty but unrecorded falls back to the random pick
+    sparse = switching_subgradient(problem, output="best_feasible", record_every=1000, **{**kw, "max_iter": 199})
     assert sparse.info.get("output_fallback") in (None, "random")
 
 

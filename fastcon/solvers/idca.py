@@ -30,7 +30,7 @@ from ._validation import check_count, check_real, check_schedule
 
 __all__ = ["idca", "idca_theory_parameters", "IDCATheory", "check_dc_problem"]
 
-_OUTPUTS = ("last", "best")
+_OUTPUTS = ("last", "best_feasible")
 _PROTOCOL = ("objective_value", "objective_value_and_gradient", "constraint_values", "plus_values",
              "plus_subgradient", "minus_linearization")
 
@@ -159,11 +159,11 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
     prox : float
         :math:`\mu \ge 0` of Assumption 6.3A, added as :math:`\frac\mu2\|v - x_k\|^2` to the objective
         and every constraint of the subproblem.
-    output : {"last", "best"}
-        ``"last"``: :math:`x_K` (the paper's experiments). ``"best"``: the outer iterate of lowest
-        :math:`f_0` among those with :math:`\max_i f_i \le` ``feasibility_tolerance``.
+    output : {"last", "best_feasible"}
+        ``"last"``: :math:`x_K` (the paper's experiments). ``"best_feasible"``: the outer iterate of
+        lowest :math:`f` among those with :math:`g \le` ``feasibility_tolerance``.
     feasibility_tolerance : float, optional
-        Threshold on :math:`\max_i f_i(x_k)` for ``output="best"`` and for the status; default
+        Threshold on :math:`g(x_k)` for ``output="best_feasible"`` and for the status; default
         :math:`\max_k \epsilon_k` (the algorithm's own guarantee: every iterate is
         :math:`\epsilon`-feasible).
     record_every : int, optional
@@ -253,7 +253,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
     history.record(k_done, force=True, inner_iterations=inner_total, objective=f0, max_violation=max(0.0, fmax),
                    constraint=fmax, switching_level=float(eps[min(k_done, K - 1)]))
     index = k_done
-    if output == "best" and best[1] is not None:
+    if output == "best_feasible" and best[1] is not None:
         x = best[1]
         index = best[2]
         f0, fmax = evaluate(x)

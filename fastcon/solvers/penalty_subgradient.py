@@ -24,7 +24,7 @@ from .idca import _start, check_dc_problem
 
 __all__ = ["penalty_subgradient"]
 
-_OUTPUTS = ("last", "best")
+_OUTPUTS = ("last", "best_penalised")
 
 
 def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1e-3, output="last",
@@ -45,8 +45,9 @@ def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1
         Iterations (paper: as many as IDCA's :math:`K \cdot T`).
     step_size : float or callable of t
         :math:`\eta_t > 0` (paper: constant, chosen in {5e-4, 1e-3, 2e-3, 5e-3} on validation).
-    output : {"last", "best"}
-        ``"last"`` (the paper's) or the recorded iterate of lowest penalised objective.
+    output : {"last", "best_penalised"}
+        ``"last"`` (the paper's) or ``"best_penalised"``, the recorded iterate of lowest penalised
+        objective (feasible or not).
     record_every : int, optional
         History period; default :math:`\lceil T/100 \rceil`.
     callback : callable ``(t, x_{t+1}, info) -> bool``, optional
@@ -79,7 +80,7 @@ def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1
             total = f0 + lam * pen
             if run.due(t):
                 run.record(t, force=True, objective=f0, penalty=pen, penalised_objective=total)
-                if output == "best" and total < best[0]:
+                if output == "best_penalised" and total < best[0]:
                     best = (total, x.copy())
             grad += lam * sub
             if not np.any(grad):
@@ -88,7 +89,7 @@ def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1
             x -= eta[t] * grad
             if run.tick(t, x, {"objective": f0, "penalty": pen}, objective=total):
                 break
-    if output == "best" and best[1] is not None:
+    if output == "best_penalised" and best[1] is not None:
         x = best[1]
     f0 = problem.objective_value_and_gradient(x, grad)
     pen = problem.penalty_value_and_subgradient(x, sub)

@@ -34,7 +34,7 @@ from ._validation import check_count, check_optional_count, check_optional_real,
 __all__ = ["switching_subgradient", "switching_theory_parameters", "check_certificate"]
 
 _ORACLES = ("deterministic", "stochastic")
-_OUTPUTS = ("random", "last", "best", "average")
+_OUTPUTS = ("random", "last", "best_feasible", "average")
 
 
 # ---------------------------------------------------------------------------- loop helpers
@@ -106,12 +106,12 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, sw
         the argmax of the estimates.
     constraint_batch_size : int, optional
         :math:`B`, rows of a stochastic constraint's minibatch (required with ``constraint_oracle="stochastic"``).
-    output : {"random", "last", "best", "average"}
+    output : {"random", "last", "best_feasible", "average"}
         ``"random"`` (the paper's rule): :math:`x_\tau`, :math:`P(\tau=t) \propto \eta_t` over
         :math:`I`, by streaming weighted reservoir sampling. ``"last"``: :math:`x_T`.
-        ``"best"``: the iterate of lowest exact :math:`f(x_t)` among the :math:`t \in I` that the
-        history records (``t % record_every == 0`` or ``t = T-1``); if :math:`I` is non-empty but
-        none of it was recorded, the random rule's pick is returned
+        ``"best_feasible"``: the iterate of lowest exact :math:`f(x_t)` among the nearly feasible
+        :math:`t \in I` that the history records (``t % record_every == 0`` or ``t = T-1``); if
+        :math:`I` is non-empty but none of it was recorded, the random rule's pick is returned
         (``info["output_fallback"] = "random"``). ``"average"``: the weighted average of
         :math:`x_t, t \in I` with weights ``average_weights``.
     average_weights : {"step_size", "linear"}, float or callable of t
@@ -221,7 +221,7 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, s
     meter = run.meter
 
     sampler = RandomIterate(problem.dim, rng_out)
-    rule = {"random": sampler, "best": BestIterate(problem.dim), "average": WeightedAverage(problem.dim),
+    rule = {"random": sampler, "best_feasible": BestIterate(problem.dim), "average": WeightedAverage(problem.dim),
             "last": None}[output]
     in_I_count = 0
     info_cb = {}
@@ -268,7 +268,7 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, s
             "best_constraint": best_g}
     message = f"ran {stop_t + 1} iterations; |I| = {n_in_I}"
     # The status counts I itself, never the output rule's state: a rule can hold no candidate while I
-    # is non-empty ("best" when no t in I was recorded), and I can be empty while the strongly convex
+    # is non-empty ("best_feasible" when no t in I was recorded), and I can be empty while the strongly convex
     # rule has candidates.
     if n_in_I == 0 and run.status == "max_iter":
         run.status = "no_feasible_iterate"
@@ -279,7 +279,7 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, s
     elif rule.empty and sampler.empty:  # no candidate at all: return the last iterate
         x_out = x
         message += "; returning the last iterate"
-    elif rule.empty:  # "best" with candidates but none recorded: the random rule's pick
+    elif rule.empty:  # "best_feasible" with candidates but none recorded: the random rule's pick
         x_out, info["tau"], info["output_fallback"] = sampler.x, sampler.index, "random"
     else:
         x_out, info["tau"] = rule.x.copy(), rule.index

@@ -31,7 +31,7 @@ from .idca import DCOracle, _start, check_dc_problem
 
 __all__ = ["switching_polyak"]
 
-_OUTPUTS = ("best", "last")
+_OUTPUTS = ("best_feasible", "last")
 
 
 def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, output="best_feasible",
@@ -51,8 +51,8 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, o
     switching_level : float or callable of t
         :math:`\epsilon_t > 0`: static (paper: {1e-4, 2e-4, 5e-4, 1e-3}) or diminishing, e.g.
         ``lambda t: c / (t + 1)`` with :math:`c \in \{0.2, 0.5, 1, 2\}`.
-    output : {"best", "last"}
-        ``"best"``: the paper's :math:`x_\tau`; ``"last"``: :math:`x_T`.
+    output : {"best_feasible", "last"}
+        ``"best_feasible"``: the paper's :math:`x_\tau`, the nearly feasible iterate of lowest :math:`f`; ``"last"``: :math:`x_T`.
     record_every : int, optional
         History period; default :math:`\lceil T/100 \rceil`.
     callback : callable ``(t, x_{t+1}, info) -> bool``, optional
