@@ -9,7 +9,7 @@ import scipy.special
 from fastcon.problems import GroupLossGap, LinearScoreModel
 from fastcon.problems._score_problems import ProxSubproblem
 from fastcon.solvers import abpp_lipschitz_constant, cbpr
-from fastcon.solvers.cbpr import cbpr_prox
+from fastcon.solvers.cbpr import cbpr_prox_weight
 
 
 def fair_data(n=200, G=2, seed=0, n_classes=2):
@@ -83,7 +83,7 @@ def test_curvature_bound_and_convex_subproblem_constraints():
     rho = max(problem.scale * 0.25 * np.linalg.eigvalsh(At[g == b].T @ At[g == b])[-1] / np.sum(g == b)
               for b in range(3))
     assert model.curvature_bound(problem) == pytest.approx(rho, rel=1e-12)
-    assert cbpr_prox(problem, model) == pytest.approx(max(rho, 1.0), rel=1e-12)   # two eigensolves: round-off apart
+    assert cbpr_prox_weight(problem, model) == pytest.approx(max(rho, 1.0), rel=1e-12)   # two eigensolves: round-off apart
     # with L = rho every constraint of (4.2) is convex: second differences along random lines are >= 0
     anchor = model.as_state(np.zeros(5))
     sub = ProxSubproblem(problem, model, anchor, rho)
@@ -186,8 +186,8 @@ def test_infeasible_start_is_reported_not_raised():
 
 def test_errors_name_the_field():
     _, y, g, model, problem = setup(2, 2)
-    with pytest.raises(ValueError, match="^prox"):
-        cbpr(problem, model, prox=0.0)
+    with pytest.raises(ValueError, match="^prox_weight: "):
+        cbpr(problem, model, prox_weight=0.0)
     with pytest.raises(ValueError, match="^outer_iter"):
         cbpr(problem, model, outer_iter=0)
     with pytest.raises(ValueError, match="^inner_output"):

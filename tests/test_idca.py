@@ -175,7 +175,7 @@ def test_argument_errors_name_the_field():
 
 
 def test_theory_parameters_follow_theorem_6_5():
-    th = idca_theory_parameters(0.1, lipschitz=1.0, prox=1.0, slater=1.0, objective_gap=1.0)
+    th = idca_theory_parameters(0.1, lipschitz=1.0, prox_weight=1.0, slater=1.0, objective_gap=1.0)
     eps_k = 1 / 8 * min(1, 1 / 4, 1 / 8) * 0.01
     assert th.switching_level == pytest.approx(eps_k)
     assert th.outer_iter == math.ceil(8 * 1.0 / 0.01)

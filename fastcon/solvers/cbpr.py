@@ -32,10 +32,10 @@ from ._run import SolverRun
 from ._validation import check_count, check_optional_real, check_real
 from .abpp import abpp, check_protocols, inexactness_schedule, resolve_dual_step, start_state
 
-__all__ = ["cbpr", "cbpr_prox"]
+__all__ = ["cbpr", "cbpr_prox_weight"]
 
 
-def cbpr_prox(problem, model) -> float:
+def cbpr_prox_weight(problem, model) -> float:
     r"""The default :math:`L` of CBPR: :math:`\max(\rho, 1/\sigma_{\max}(W^\top W)) = \max(\rho, 1)`.
 
     :math:`\rho` is ``model.curvature_bound(problem)`` (linear model and `GroupLossGap`:
@@ -47,7 +47,7 @@ def cbpr_prox(problem, model) -> float:
     Theorem 2, and :math:`L = \rho` already makes every subproblem convex, so the maximum itself is
     taken.
     """
-    require_capabilities(model, "prox", ("curvature_bound",), "cbpr", hint="pass prox=L explicitly")
+    require_capabilities(model, "prox_weight", ("curvature_bound",), "cbpr", hint="pass prox_weight=L explicitly")
     return max(float(model.curvature_bound(problem)), 1.0)
 
 
@@ -70,8 +70,9 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
         not cover it; ``info["start_violation"]`` says so).
     outer_iter : int
         :math:`T`, outer iterations (the authors' default 20).
-    prox : float, optional
-        :math:`L > 0`; default `cbpr_prox`.
+    prox_weight : float, optional
+        :math:`L > 0`, the weight of the proximal term :math:`L\,D_W(x, x^t)`; default
+        `cbpr_prox_weight`.
     inner_iter : int
         ABPP iterations per outer step (default 50).
     primal_step : float
@@ -119,7 +120,7 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
         ``"converged"``, ``"max_iter"`` or ``"callback_stop"``. History per outer iterate:
         ``objective``, ``max_violation`` (of the original constraints), ``step``
         :math:`L\sqrt{2D_W(x^t, x^{t-1})}`, ``inner_max_violation`` (subproblem),
-        ``multiplier_norm``. ``info``: ``prox`` :math:`L`, ``violations`` (max violation of every
+        ``multiplier_norm``. ``info``: ``prox_weight`` :math:`L`, ``violations`` (max violation of every
         outer iterate, :math:`x^0` first), ``steps``, ``start_violation``, ``inner_iterations``,
         ``dual_steps`` (:math:`\sigma_0` of every outer step).
     """
@@ -128,7 +129,8 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
                     verbose=verbose)
     T = run.max_iter
     K = check_count("inner_iter", inner_iter)
-    L = cbpr_prox(problem, model) if prox is None else check_real("prox", prox, positive=True)
+    L = cbpr_prox_weight(problem, model) if prox_weight is None else check_real("prox_weight", prox_weight,
+                                                                                        positive=True)
     check_real("primal_step", primal_step, positive=True)
     resolve_dual_step(dual_step, primal_step, problem, model)   # validate once, before any work
     inexactness_schedule(inexactness, 1, float(primal_step), L)  # validate once, before any work
@@ -205,7 +207,7 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
                 break
     counters.add("inner_iterations", inner_total)
     values = np.asarray(problem.constraint_values(model, state), dtype=np.float64)
-    info = {"prox": L, "outer_iter": T, "inner_iter": K, "violations": np.array(violations),
+    info = {"prox_weight": L, "outer_iter": T, "inner_iter": K, "violations": np.array(violations),
             "steps": np.array(steps), "start_violation": start_violation, "inner_iterations": inner_total,
             "constraint_values": values, "dual_steps": np.array(dual_steps)}
     result = run.finish(model.parameters(state), objective=problem.objective_value(model, state), message=message,

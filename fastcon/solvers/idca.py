@@ -156,7 +156,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
         :math:`\epsilon_k > 0`: the inexactness (27) of subproblem k, i.e. the objective step length and
         the near-feasibility threshold of the inner switching test (paper: constant, in
         {5e-4, 1e-3, 2e-3, 5e-3}; Theorem 6.5: :math:`\Theta(\epsilon^2)`).
-    prox : float
+    prox_weight : float
         :math:`\mu \ge 0` of Assumption 6.3A, added as :math:`\frac\mu2\|v - x_k\|^2` to the objective
         and every constraint of the subproblem.
     output : {"last", "best_feasible"}
@@ -199,7 +199,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
         T = [check_count(f"inner_iter({k})", inner_iter(k)) for k in range(K)]
     else:
         T = [check_count("inner_iter", inner_iter)] * K
-    mu = check_real("prox", prox)
+    mu = check_real("prox_weight", prox_weight)
     feas_tol = float(eps.max()) if feasibility_tolerance is None else check_real("feasibility_tolerance",
                                                                                  feasibility_tolerance)
     x = _start(problem, x0)
@@ -281,7 +281,7 @@ class IDCATheory:
     lagrange_bound: float
 
 
-def idca_theory_parameters(epsilon, *, lipschitz, prox, slater, objective_gap) -> IDCATheory:
+def idca_theory_parameters(epsilon, *, lipschitz, prox_weight, slater, objective_gap) -> IDCATheory:
     r"""The schedule under which one IDCA iterate is nearly :math:`\epsilon`-KKT ([HHYL25] Theorem 6.5).
 
     .. math::
@@ -300,8 +300,8 @@ def idca_theory_parameters(epsilon, *, lipschitz, prox, slater, objective_gap) -
     epsilon : float
         Target :math:`\epsilon > 0`.
     lipschitz : float
-        :math:`M`: every :math:`f_i^\pm` is M-Lipschitz (Assumption 6.3D).
-    prox : float
+        :math:`M`: :math:`f` and every :math:`g_i^\pm` are M-Lipschitz (Assumption 6.3D).
+    prox_weight : float
         :math:`\mu > 0` of Assumption 6.3A (pass the same value to `idca`).
     slater : float
         :math:`\nu > 0` of the uniform Slater condition 6.3B.
@@ -310,7 +310,7 @@ def idca_theory_parameters(epsilon, *, lipschitz, prox, slater, objective_gap) -
     """
     eps = check_real("epsilon", epsilon, positive=True)
     M = check_real("lipschitz", lipschitz, positive=True)
-    mu = check_real("prox", prox, positive=True)
+    mu = check_real("prox_weight", prox_weight, positive=True)
     nu = check_real("slater", slater, positive=True)
     gap = check_real("objective_gap", objective_gap)
     K = max(1, math.ceil(max(1.0, 4 * M * M, 8 * M ** 4 / (mu * nu)) * gap / (mu * eps * eps)))
