@@ -13,18 +13,39 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SolveResult", "History", "Counters", "STATUSES"]
+__all__ = ["SolveResult", "History", "Counters", "STATUSES", "FEASIBILITY_STATUSES", "PHASE_ONE_STATUSES"]
 
-#: Statuses a solver may report. Failing to meet a constraint is a status, never an exception.
+#: Statuses a solver may report, one meaning each. Failing to meet a constraint is a status, never an
+#: exception.
 STATUSES = (
-    "converged",            # a stopping rule of the algorithm was met
-    "max_iter",             # the iteration budget ran out; x obeys the algorithm's output rule
-    "no_feasible_iterate",  # no iterate met the solver's feasibility tolerance (the message gives the best
-                            # violation; fastcon.solvers.check_feasibility can certify infeasibility)
-    "stalled_infeasible",   # progress stopped at an infeasible point after an earlier iterate was feasible
-    "callback_stop",        # the user's callback asked to stop
-    "time_limit",           # the wall-clock budget ran out
-    "data_pass_limit",      # the data-pass budget ran out (the DP(g) cap of [LX25] §4.3)
+    "converged",              # a stopping rule of the algorithm was met
+    "max_iter",               # the iteration budget ran out; x obeys the algorithm's output rule
+    "no_feasible_iterate",    # no iterate met the solver's feasibility tolerance (the message gives the best
+                              # violation; fastcon.solvers.check_feasibility can certify infeasibility)
+    "infeasible_stationary",  # stopped at an infeasible stationary point of the violation: the violated
+                              # constraint has a zero subgradient, or its linearisation cannot decrease
+    "penalty_limit",          # the penalty reached its cap while the iterate was still infeasible
+    "radius_limit",           # the trust-region radius fell below its minimum at an infeasible iterate
+    "callback_stop",          # the user's callback asked to stop
+    "time_limit",             # the wall-clock budget ran out
+    "data_pass_limit",        # the data-pass budget ran out (the DP(g) cap of [LX25] §4.3)
+)
+
+#: Statuses of `fastcon.solvers.check_feasibility` (a search for a point with g <= its tolerance).
+FEASIBILITY_STATUSES = (
+    "feasible",               # an iterate met g <= the tolerance
+    "certified_infeasible",   # a lower bound on min g exceeds the tolerance (convex constraints only)
+    "undecided",              # the budget ran out, or a non-convex g had a zero subgradient, first
+)
+
+#: Statuses of IQRC's Phase I (``info["phase_one"]["status"]``), the same words where the meaning is
+#: the same as in `FEASIBILITY_STATUSES` and `STATUSES`.
+PHASE_ONE_STATUSES = (
+    "not_needed",             # the start already met g <= the threshold
+    "skipped",                # the start did not, and phase_one=False
+    "feasible",               # an iterate met g <= the threshold
+    "undecided",              # the budget ran out first
+    "infeasible_stationary",  # a zero subgradient at g > the threshold
 )
 
 

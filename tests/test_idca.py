@@ -121,7 +121,7 @@ def test_idca_infeasible_start_reports_status():
     # ‖x‖ ≥ 1 and x1 + x2 ≤ −10 and x1 + x2 ≥ 10 (as −x1 − x2 ≤ −10): empty feasible set
     p = QuadraticDC([0, 0], [0, 0], halfspaces=[([1, 1], -10), ([-1, -1], -10)])
     res = idca(p, outer_iter=3, inner_iter=50, switching_level=1e-3)
-    assert res.status in ("no_feasible_iterate", "stalled_infeasible")
+    assert res.status in ("no_feasible_iterate", "infeasible_stationary")
     assert res.message
 
 

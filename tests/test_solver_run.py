@@ -142,7 +142,7 @@ def test_no_feasible_iterate_status_and_message():
 
 def test_no_feasible_iterate_only_replaces_the_listed_statuses():
     for status, listed, expected in (("callback_stop", ("max_iter",), "callback_stop"),
-                                     ("stalled_infeasible", ("max_iter", "stalled_infeasible"),
+                                     ("penalty_limit", ("max_iter", "penalty_limit"),
                                       "no_feasible_iterate"),
                                      ("converged", ("max_iter",), "converged")):
         run = SolverRun("s", 5, feasibility_tolerance=0.0).start()

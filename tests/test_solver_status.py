@@ -163,3 +163,88 @@ def test_proximal_point_and_iqrc_real_arguments(data):
         iqrc(small_problem(data), phase_one_step_size=-0.1)
     with pytest.raises(TypeError, match="^switching_level: "):
         iqrc(small_problem(data), switching_level="1e-3")
+
+
+# ---------------------------------------------------------------------------- one status vocabulary
+def test_status_lists_have_one_meaning_per_word():
+    from fastcon._results import FEASIBILITY_STATUSES, PHASE_ONE_STATUSES, STATUSES
+    for statuses in (STATUSES, FEASIBILITY_STATUSES, PHASE_ONE_STATUSES):
+        assert len(set(statuses)) == len(statuses)
+    # the words shared by the lists mean the same in each (see fastcon/_results.py)
+    assert set(PHASE_ONE_STATUSES) - {"not_needed", "skipped"} <= set(FEASIBILITY_STATUSES) | set(STATUSES)
+    for old in ("stalled_infeasible", "stationary_infeasible", "budget_exhausted"):
+        assert old not in STATUSES + FEASIBILITY_STATUSES + PHASE_ONE_STATUSES
+
+
+def test_every_status_the_solver_sources_set_is_listed():
+    """A status literal assigned in fastcon/solvers (``status = "..."``, ``run.status = ... if ... else ...``,
+    the first field of ``stop = ("...", reason, message)``) is in STATUSES or FEASIBILITY_STATUSES."""
+    import ast
+    from pathlib import Path
+
+    import fastcon.solvers
+    from fastcon._results import FEASIBILITY_STATUSES, STATUSES
+
+    def literals(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.IfExp):
+            return literals(node.body) + literals(node.orelse)
+        return []
+
+    def is_status(target):
+        return (isinstance(target, ast.Name) and target.id == "status"
+                or isinstance(target, ast.Attribute) and target.attr == "status")
+
+    found = {}
+    for path in Path(fastcon.solvers.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                values = []
+                if is_status(target):
+                    values = literals(node.value)
+                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    values = [v for t, e in zip(target.elts, node.value.elts) if is_status(t) for v in literals(e)]
+                elif isinstance(target, ast.Name) and target.id == "stop" and isinstance(node.value, ast.Tuple):
+                    values = literals(node.value.elts[0])
+                for word in values:
+                    found.setdefault(word, path.name)
+    assert {"infeasible_stationary", "penalty_limit", "radius_limit", "certified_infeasible"} <= set(found)
+    unknown = {word: where for word, where in found.items() if word not in STATUSES + FEASIBILITY_STATUSES}
+    assert not unknown
+
+
+def test_every_status_returned_in_these_scenarios_is_listed(data):
+    from test_idca import QuadraticDC
+    from test_iqrc import ring_problem
+
+    from fastcon._results import FEASIBILITY_STATUSES, PHASE_ONE_STATUSES, STATUSES
+    from fastcon.solvers import idca, penalty_subgradient, switching_polyak
+    seen = {}
+    for delta in (-0.1, 0.1):
+        for name, solve in SOLVERS.items():
+            seen[name, delta] = solve(hinge_level_problem(data, delta)).status
+        seen["check_feasibility", delta] = check_feasibility(hinge_level_problem(data, delta)).status
+    # x = 0 is a stationary point of the violated 1 - ||x|| <= 0: both DC solvers stop there
+    stuck = QuadraticDC([0.2, 0.0], [0.0, 0.0], outside=[1.0])
+    seen["switching_polyak_stuck"] = switching_polyak(stuck, max_iter=50).status
+    seen["idca_stuck"] = idca(stuck, outer_iter=2, inner_iter=20).status
+    assert seen["switching_polyak_stuck"] == seen["idca_stuck"] == "infeasible_stationary"
+    ok = QuadraticDC([0.2, 0.0], [0.0, 2.0], outside=[1.0], halfspaces=[([1.0, 0.0], 5.0)])
+    seen["switching_polyak"] = switching_polyak(ok, max_iter=200).status
+    seen["idca"] = idca(ok, outer_iter=3, inner_iter=50).status
+    seen["penalty_subgradient"] = penalty_subgradient(ok, 1.0, max_iter=50, output="best_penalised").status
+    feasibility = {key: seen.pop(key) for key in [k for k in seen if k[0] == "check_feasibility"]}
+    assert set(feasibility.values()) == {"feasible", "certified_infeasible"}
+    assert set(feasibility.values()) <= set(FEASIBILITY_STATUSES)
+    assert set(seen.values()) <= set(STATUSES), seen
+    phases = [iqrc(ring_problem([0.0], [0.0]), rho_hat=3.0, rho=2.0, outer_iter=1, inner_iter=10),
+              iqrc(ring_problem([0.0], [0.5]), rho_hat=3.0, rho=2.0, outer_iter=1, inner_iter=10, phase_one_iter=5,
+                   phase_one_step_size=1e-3),
+              iqrc(ring_problem([0.0], [0.5]), rho_hat=3.0, rho=2.0, outer_iter=1, inner_iter=10),
+              iqrc(ring_problem([0.0], [1.5]), rho_hat=3.0, rho=2.0, outer_iter=1, inner_iter=10)]
+    assert [r.info["phase_one"]["status"] for r in phases] == ["infeasible_stationary", "undecided", "feasible",
+                                                               "not_needed"]
+    assert {r.status for r in phases} <= set(STATUSES)

@@ -26,7 +26,7 @@ def converged(result, solver):
 
     The augmented Lagrangian stops on its KKT certificate (status ``"converged"``); the switching
     subgradient method and IDCA run their budget (``"max_iter"`` is their normal end, with a
-    feasible output). Every other status (``"no_feasible_iterate"``, ``"stalled_infeasible"``, the
+    feasible output). Every other status (``"no_feasible_iterate"``, ``"infeasible_stationary"``, the
     augmented Lagrangian's ``"max_iter"``, ...) did not converge.
     """
     ok = ("converged", "max_iter") if solver in FIXED_BUDGET_SOLVERS else ("converged",)

@@ -193,7 +193,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         :math:`\tau > 1`.
     max_penalty : float
         Largest allowed :math:`\sigma`; an increase beyond it ends an infeasible run with
-        ``"stalled_infeasible"`` (the steering rule simply stops increasing).
+        ``"penalty_limit"`` (the steering rule simply stops increasing).
     max_steering_repeats : int
         Cap on steering increases per iteration.
     radius : float
@@ -240,10 +240,12 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
     SolveResult
         ``x`` the last iterate. Status ``"converged"`` (:math:`\psi_\sigma \le \epsilon` at a point with
         violation :math:`\le \epsilon_{\mathrm{feas}}`, ``info["stop_reason"] = "critical"``; or the
-        radius fell below ``min_radius`` at such a point, ``"small_radius"``), ``"stalled_infeasible"``
-        (``"infeasible_critical"``: :math:`\chi \le \epsilon`; ``"max_penalty"``; ``"small_radius"`` at
-        an infeasible point), ``"max_iter"`` or ``"callback_stop"``; a ``"max_iter"`` or
-        ``"stalled_infeasible"`` run none of whose iterates had max violation :math:`\le
+        radius fell below ``min_radius`` at such a point, ``"small_radius"``),
+        ``"infeasible_stationary"`` (``"infeasible_critical"``: :math:`\chi \le \epsilon` at an
+        infeasible point), ``"penalty_limit"`` (``"max_penalty"``), ``"radius_limit"``
+        (``"small_radius"`` at an infeasible point), ``"max_iter"`` or ``"callback_stop"``; a
+        ``"max_iter"``, ``"infeasible_stationary"``, ``"penalty_limit"`` or ``"radius_limit"`` run none
+        of whose iterates had max violation :math:`\le
         \epsilon_{\mathrm{feas}}` ends with ``"no_feasible_iterate"`` instead (``stop_reason`` still
         says how it stopped; the message gives the smallest violation reached,
         ``info["best_violation"]``, and points to `check_feasibility`). An LP that HiGHS does not solve
@@ -370,12 +372,12 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
                 best_unit = lps.best_violation(current, x, 1.0, domain)
                 chi = math.nan if best_unit is None else violation_sum - best_unit
                 if chi <= tol:
-                    stop = ("stalled_infeasible", "infeasible_critical",
+                    stop = ("infeasible_stationary", "infeasible_critical",
                             f"infeasible critical point: max violation {violation:.3g} but the linearized "
                             f"violation cannot decrease (chi = {chi:.3g} <= criticality_tolerance)")
                     break
                 if sigma * tau > sigma_max:
-                    stop = ("stalled_infeasible", "max_penalty",
+                    stop = ("penalty_limit", "max_penalty",
                             f"penalty {sigma:.6g} cannot grow beyond max_penalty {sigma_max:.6g} while the max "
                             f"violation is {violation:.3g} at a critical point of the penalty function")
                     break
@@ -422,7 +424,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
                 status, stop_reason, stop_k, message = "callback_stop", "callback", k, "the callback asked to stop"
             if status == "max_iter" and delta < min_radius:
                 final_violation = max_violation(current, x)[0]
-                status = "converged" if final_violation <= feas_tol else "stalled_infeasible"
+                status = "converged" if final_violation <= feas_tol else "radius_limit"
                 stop_reason, stop_k = "small_radius", k
                 message = (f"trust-region radius {delta:.3g} fell below min_radius {min_radius:.3g} at max violation "
                            f"{final_violation:.3g}; criticality not certified (psi <= {psi_upper:.3g} at the last check"
@@ -445,4 +447,5 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
             "reconstruction": "see the fastcon.solvers.exact_penalty module docstring"}
     # Never feasible: one status for every solver; the stop reason stays in info["stop_reason"].
     return run.finish(x.copy(), objective=current.f, max_violation=final_violation, message=message,
-                      n_iter=stop_k + 1, info=info, no_feasible_from=("max_iter", "stalled_infeasible"))
+                      n_iter=stop_k + 1, info=info, no_feasible_from=("max_iter", "infeasible_stationary",
+                                                                          "penalty_limit", "radius_limit"))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._results import History
+from .._results import FEASIBILITY_STATUSES, History
 from ..problems import BlockTerm, ProximalTerm, ShiftedTerm
 from ..problems import ClassPairwiseRisk, MarginRisk
 from ._common import PassMeter, start_point
@@ -40,6 +40,7 @@ class FeasibilityResult:
 
     Attributes
     ----------
+        One of `fastcon._results.FEASIBILITY_STATUSES`.
     status : {"feasible", "certified_infeasible", "undecided"}
     x : ndarray
         The iterate of smallest :math:`g` (the first feasible one when ``status == "feasible"``).
@@ -77,6 +78,10 @@ class FeasibilityResult:
     history: dict = field(default_factory=dict)
     counters: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    def __post_init__(self):
+        if self.status not in FEASIBILITY_STATUSES:
+            raise ValueError(f"status: {self.status!r} is not one of {FEASIBILITY_STATUSES}")
+
 
     @property
     def gap(self) -> float:

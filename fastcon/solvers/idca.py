@@ -127,8 +127,8 @@ def _switching_polyak_inner(problem, xk, lin_values, lin_jacobian, epsilon, T, m
         if state.kind == "f" and state.objective < best["g0"]:
             best.update(g0=state.objective, x=v.copy())
 
-    # A zero objective subgradient: v minimises g_0, nothing left to gain. A zero subgradient of a
-    # violated convex g_i: its minimum is > 0 (stalled).
+    # A zero objective subgradient: v minimises F_k, nothing left to gain. A zero subgradient of a
+    # violated convex G_{k,i}: its minimum is > 0 (stalled).
     run = switching_loop(v, DCSubproblemOracle(problem, xk, lin_values, lin_jacobian, mu), np.full(T, epsilon), T,
                          objective_rule=LevelStep(), constraint_rule=PolyakStep(), before_step=keep_best,
                          objective_buffer=grad, constraint_buffer=sub)
@@ -181,7 +181,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
         ``"max_iter"`` when the output meets ``feasibility_tolerance``; ``"no_feasible_iterate"``
         when an inner solve found no nearly feasible point (the start was not
         :math:`\epsilon_k`-feasible: the run stops there and returns the last outer iterate);
-        ``"stalled_infeasible"`` when a violated constraint of a subproblem has a zero subgradient;
+        ``"infeasible_stationary"`` when a violated constraint of a subproblem has a zero subgradient;
         ``"callback_stop"``. History (one row per recorded outer iterate :math:`x_k`, row 0 = the
         start): ``iteration`` k, ``inner_iterations`` (cumulative), ``time``, ``objective``
         :math:`f_0(x_k)`, ``max_violation`` :math:`\max(0, \max_i f_i(x_k))`, ``constraint``
@@ -231,9 +231,10 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
             n_obj += out.objective_steps
             n_con += out.constraint_steps
             if out.x is None:
-                run.status = "stalled_infeasible" if out.stalled else "no_feasible_iterate"
-                message = (f"outer step {k}: no inner iterate met g_k(v) <= switching_level = {eps[k]:.3g} (smallest "
-                           f"g_k seen {out.best_constraint:.3g}); the start of the step had g(x_k) > switching_level")
+                run.status = "infeasible_stationary" if out.stalled else "no_feasible_iterate"
+                message = (f"outer step {k}: no inner iterate met G_k(v) <= switching_level = {eps[k]:.3g} "
+                           f"(smallest G_k seen {out.best_constraint:.3g}); the start of the step had "
+                           f"g(x_k) > switching_level")
                 break
             x = out.x
             k_done = k + 1
@@ -243,8 +244,8 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
             history.record(k_done, force=(k_done == K), inner_iterations=inner_total, objective=f0,
                            max_violation=max(0.0, fmax), constraint=fmax, switching_level=float(eps[k]))
             if out.stalled:
-                run.status = "stalled_infeasible"
-                message = (f"outer step {k}: a violated constraint of the subproblem has a zero subgradient "
+                run.status = "infeasible_stationary"
+                message = (f"outer step {k}: a violated constraint G_k,i of the subproblem has a zero subgradient "
                            f"(an infeasible stationary point of the linearised constraints)")
                 break
             if run.tick(k, x, {"objective": f0, "max_violation": max(0.0, fmax), "inner_iterations": inner_total},

@@ -95,9 +95,9 @@ def _phase_one(problem, x, target, max_iter, step_size):
         if g_t <= target:
             return "feasible"
         if state.t == max_iter:
-            return "budget_exhausted"
+            return "undecided"
         if float(grad @ grad) == 0.0:
-            return "stationary_infeasible"  # a stationary point of g with g > target
+            return "infeasible_stationary"  # a stationary point of g with g > target
 
     # Every step is on g (levels -inf); the Polyak step goes toward the level 0: the projection onto
     # {y : g(x) + zeta^T (y - x) <= 0}.
@@ -235,10 +235,10 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, switching_level=FE
         the clock of the inner history), ``data_passes_f/g``, ``objective``, ``constraint``,
         ``max_violation`` and ``step_norm`` :math:`\|x_t - x_{t-1}\|` (an estimate of Definition 1's
         :math:`\|x_{t-1} - \hat x_{t-1}\|`; NaN for :math:`t = 0`), ``wall_time`` (including these
-        evaluations). ``info["phase_one"]``: Phase-I
-        report (``status`` one of ``"not_needed"``, ``"skipped"``, ``"feasible"``,
-        ``"budget_exhausted"``, ``"stationary_infeasible"``; its ``constraint`` trace, ``time``,
-        rows). Both histories start after Phase I; ``counters`` include Phase I's rows.
+        evaluations). ``info["phase_one"]``: Phase-I report (``status`` one of
+        `fastcon._results.PHASE_ONE_STATUSES`: ``"not_needed"``, ``"skipped"``, ``"feasible"``,
+        ``"undecided"`` (the budget ran out), ``"infeasible_stationary"``; its ``constraint`` trace,
+        ``time``, rows). Both histories start after Phase I; ``counters`` include Phase I's rows.
     """
     check_choice("inner_solver", inner_solver, ("switching", "online"))
     check_choice("output", output, ("last", "random"))
@@ -273,8 +273,8 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, switching_level=FE
     settings = {"rho_hat": rho_hat, "mu": mu, "rho": rho_hat - mu, "switching_level": switching_level,
                 "level_reading": level_reading, "switching_threshold": threshold, "inner_solver": inner_solver,
                 "output": output, "phase_one": phase, "seed": describe_seed(seed)}
-    if phase["status"] in ("budget_exhausted", "stationary_infeasible"):
-        how = ("its budget ran out" if phase["status"] == "budget_exhausted"
+    if phase["status"] in ("undecided", "infeasible_stationary"):
+        how = ("its budget ran out" if phase["status"] == "undecided"
                else "it reached a stationary point of g")
         return SolveResult(
             x, "no_feasible_iterate",

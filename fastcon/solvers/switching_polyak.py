@@ -63,8 +63,8 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, o
     Returns
     -------
     SolveResult
-        ``"max_iter"``; ``"no_feasible_iterate"`` when no :math:`t` met :math:`f(x_t) \le \epsilon_t`
-        (``x`` is then :math:`x_T`); ``"stalled_infeasible"`` when the active constraint's subgradient
+        ``"max_iter"``; ``"no_feasible_iterate"`` when no :math:`t` met :math:`g(x_t) \le \epsilon_t`
+        (``x`` is then :math:`x_T`); ``"infeasible_stationary"`` when the active constraint's subgradient
         is zero at a violated point; ``"callback_stop"``. History: ``iteration``, ``time``,
         ``objective`` :math:`f_0(x_t)`, ``constraint`` :math:`f(x_t)`, ``max_violation``,
         ``step_kind``, ``switching_level``.
@@ -101,7 +101,7 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, o
                               before_step=before_step, after_step=after_step)
     message = ""
     if loop.stop == "zero_constraint_direction":
-        run.status = "stalled_infeasible"
+        run.status = "infeasible_stationary"
         message = (f"iteration {loop.last.t}: constraint {loop.last.index} is violated by {loop.last.constraint:.3g} "
                    "and its subgradient is zero (an infeasible stationary point)")
     best_g = loop.best_constraint
