@@ -29,7 +29,6 @@ from ._validation import check_count, check_real, check_schedule
 
 __all__ = ["check_feasibility", "FeasibilityResult"]
 
-_FEASIBILITY_STATUSES = ("feasible", "certified_infeasible", "undecided")
 #: Margin losses whose mean is convex in the weights (the sigmoid loss is not).
 _CONVEX_LOSSES = ("hinge", "logistic", "squared_hinge")
 
@@ -40,8 +39,8 @@ class FeasibilityResult:
 
     Attributes
     ----------
-        One of `fastcon._results.FEASIBILITY_STATUSES`.
     status : {"feasible", "certified_infeasible", "undecided"}
+        One of `fastcon._results.FEASIBILITY_STATUSES`.
     x : ndarray
         The iterate of smallest :math:`g` (the first feasible one when ``status == "feasible"``).
     min_violation : float
@@ -78,10 +77,10 @@ class FeasibilityResult:
     history: dict = field(default_factory=dict)
     counters: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+
     def __post_init__(self):
         if self.status not in FEASIBILITY_STATUSES:
             raise ValueError(f"status: {self.status!r} is not one of {FEASIBILITY_STATUSES}")
-
 
     @property
     def gap(self) -> float:
