@@ -1,17 +1,18 @@
 r"""Inexact difference-of-convex algorithm (IDCA) of He, Huang, Yao & Lin [HHYL25], Algorithms 1 and 2.
 
-Problem ([HHYL25] eq. (21)): :math:`\min_x f_0(x)` s.t. :math:`f_i = f_i^+ - f_i^- \le 0`, every part
-convex; the problem object follows the DC problem protocol (`fastcon.problems.PartialFairnessProblem`).
+Problem ([HHYL25] eq. (21), there written with :math:`f_0, f_i`): :math:`\min_x f(x)` s.t.
+:math:`g_i = g_i^+ - g_i^- \le 0` (:math:`g = \max_i g_i`), every part convex; the problem object
+follows the DC problem protocol (`fastcon.problems.PartialFairnessProblem`).
 The outer step (Algorithm 1) linearises every concave part at :math:`x_k` (eq. (26)) and solves the
 convex majorant (25)
 
 .. math::
 
-    \min_v\ f_0(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \quad\text{s.t.}\quad
-    f_i^+(v) - \hat f_i^-(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \le 0
+    \min_v\ F_k(v) = f(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \quad\text{s.t.}\quad
+    G_{k,i}(v) = g_i^+(v) - \hat g_i^-(v) + \tfrac{\mu}{2}\|v - x_k\|^2 \le 0
 
-inexactly by Nesterov's switching subgradient (Algorithm 2), keeping the iterates
-:math:`\epsilon`-feasible (Lemma C.3). Design notes: docs/design.md, 'Module notes'.
+(:math:`G_k = \max_i G_{k,i}`) inexactly by Nesterov's switching subgradient (Algorithm 2),
+keeping the iterates :math:`\epsilon`-feasible (Lemma C.3). Design notes: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
 
@@ -54,17 +55,17 @@ def _start(problem, x0):
 @dataclass
 class _InnerOutcome:
     x: np.ndarray            # best nearly-feasible iterate, or None when there was none
-    objective: float          # g_0 there
+    objective: float          # F_k there
     iterations: int
     objective_steps: int
     constraint_steps: int
-    best_constraint: float    # smallest g(v_t) seen
+    best_constraint: float    # smallest G_k(v_t) seen
     stalled: bool             # a zero subgradient of a violated constraint
 
 
 class DCOracle:
     """The switching core's oracle (`fastcon.solvers._switching_core`) on a DC problem itself:
-    :math:`f = \\max_i f_i`, :math:`\\zeta \\in \\partial f_{i^*}^+ - \\partial f_{i^*}^-` ([HHYL25] Algorithm 3)."""
+    :math:`g = \\max_i g_i`, :math:`\\zeta \\in \\partial g_{i^*}^+ - \\partial g_{i^*}^-` ([HHYL25] Algorithm 3)."""
 
     def __init__(self, problem):
         self.problem = problem
@@ -86,8 +87,8 @@ class DCOracle:
 class DCSubproblemOracle:
     r"""The switching core's oracle on IDCA's convex subproblem (25) around :math:`x_k`.
 
-    :math:`g_i(v) = f_i^+(v) - (f_i^-(x_k) + J_i (v - x_k)) + \frac{\mu}{2}\|v - x_k\|^2` and
-    :math:`g_0(v) = f_0(v) + \frac{\mu}{2}\|v - x_k\|^2`; ``constraint`` keeps :math:`v - x_k` for the
+    :math:`G_{k,i}(v) = g_i^+(v) - (g_i^-(x_k) + J_i (v - x_k)) + \frac{\mu}{2}\|v - x_k\|^2` and
+    :math:`F_k(v) = f(v) + \frac{\mu}{2}\|v - x_k\|^2`; ``constraint`` keeps :math:`v - x_k` for the
     subgradients of the same :math:`v`.
     """
 
@@ -154,7 +155,7 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
         every k; `idca_theory_parameters` gives Proposition 6.4's).
     switching_level : float or callable of k
         :math:`\epsilon_k > 0`: the inexactness (27) of subproblem k, i.e. the objective step length and
-        the near-feasibility threshold of the inner switching test (paper: constant, in
+        the level of the inner switching test :math:`G_k(v_t) \le \epsilon_k` (paper: constant, in
         {5e-4, 1e-3, 2e-3, 5e-3}; Theorem 6.5: :math:`\Theta(\epsilon^2)`).
     prox_weight : float
         :math:`\mu \ge 0` of Assumption 6.3A, added as :math:`\frac\mu2\|v - x_k\|^2` to the objective
@@ -184,8 +185,8 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
         ``"infeasible_stationary"`` when a violated constraint of a subproblem has a zero subgradient;
         ``"callback_stop"``. History (one row per recorded outer iterate :math:`x_k`, row 0 = the
         start): ``iteration`` k, ``inner_iterations`` (cumulative), ``time``, ``objective``
-        :math:`f_0(x_k)`, ``max_violation`` :math:`\max(0, \max_i f_i(x_k))`, ``constraint``
-        :math:`\max_i f_i(x_k)`, ``switching_level`` :math:`\epsilon_k`. ``counters``:
+        :math:`f(x_k)`, ``max_violation`` :math:`\max(0, g(x_k))`, ``constraint`` :math:`g(x_k)`,
+        ``switching_level`` :math:`\epsilon_k`. ``counters``:
         ``inner_iterations``, ``objective_steps``, ``constraint_steps``, ``rows_f``/``rows_g`` when
         the problem counts rows. ``info``: the parameters and the index of the returned iterate.
     """
@@ -288,7 +289,7 @@ def idca_theory_parameters(epsilon, *, lipschitz, prox_weight, slater, objective
     .. math::
 
         K = \Bigl\lceil \max\{1, 4M^2, \tfrac{8M^4}{\mu\nu}\}\,
-        \frac{f_0(x_0) - f_{lb}}{\mu\epsilon^2} \Bigr\rceil,\qquad
+        \frac{f(x_0) - f_{lb}}{\mu\epsilon^2} \Bigr\rceil,\qquad
         \epsilon_k = \frac\mu8 \min\{1, \tfrac1{4M^2}, \tfrac{\mu\nu}{8M^4}\}\,\epsilon^2,\qquad
         T_k = \Bigl\lceil \frac{M^2}{\epsilon_k\mu} \ln\frac{\mu D^2}{\epsilon_k} \Bigr\rceil
 
@@ -307,7 +308,7 @@ def idca_theory_parameters(epsilon, *, lipschitz, prox_weight, slater, objective
     slater : float
         :math:`\nu > 0` of the uniform Slater condition 6.3B.
     objective_gap : float
-        :math:`f_0(x_0) - f_{lb} \ge 0`.
+        :math:`f(x_0) - f_{lb} \ge 0`.
     """
     eps = check_real("epsilon", epsilon, positive=True)
     M = check_real("lipschitz", lipschitz, positive=True)

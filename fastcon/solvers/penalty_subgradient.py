@@ -1,4 +1,4 @@
-r"""Full-batch subgradient descent on a penalised objective :math:`f_0(x) + \lambda P(x)`.
+r"""Full-batch subgradient descent on a penalised objective :math:`f(x) + \lambda P(x)`.
 
 The regularisation baseline of He, Huang, Yao & Lin [HHYL25] Appendix D.4: the fairness penalty
 :math:`P` of (78) (partial demographic parity, with the thresholds :math:`\theta_p` as free
@@ -6,7 +6,7 @@ variables) or (83) (weak partial demographic parity), minimised by plain subgrad
 
 .. math::
 
-    x_{t+1} = x_t - \eta_t\,(\nabla f_0(x_t) + \lambda\,\zeta_t),\qquad \zeta_t \in \partial P(x_t),
+    x_{t+1} = x_t - \eta_t\,(\nabla f(x_t) + \lambda\,\zeta_t),\qquad \zeta_t \in \partial P(x_t),
 
 keeping the last iterate, as the paper does (its "SGD" is full batch).
 """
@@ -29,7 +29,7 @@ _OUTPUTS = ("last", "best_penalised")
 
 def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1e-3, output="last",
                         record_every=None, callback=None, verbose=False) -> SolveResult:
-    r"""Subgradient descent on :math:`f_0 + \lambda P` ([HHYL25] models (78) and (83)).
+    r"""Subgradient descent on :math:`f + \lambda P` ([HHYL25] models (78) and (83)).
 
     Parameters
     ----------
@@ -57,8 +57,8 @@ def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1
     -------
     SolveResult
         Status ``"max_iter"`` (or ``"converged"`` when a zero subgradient is met, ``"callback_stop"``).
-        ``objective`` is :math:`f_0(x)`; ``info["penalty"]`` is :math:`P(x)` and
-        ``info["penalised_objective"]`` :math:`f_0 + \lambda P`. History: ``objective``, ``penalty``,
+        ``objective`` is :math:`f(x)`; ``info["penalty"]`` is :math:`P(x)` and
+        ``info["penalised_objective"]`` :math:`f + \lambda P`. History: ``objective``, ``penalty``,
         ``penalised_objective``.
     """
     check_dc_problem(problem, ("objective_value_and_gradient", "penalty_value_and_subgradient"), "penalty_subgradient")

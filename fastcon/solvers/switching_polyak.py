@@ -1,17 +1,18 @@
 r"""Switching subgradient with Polyak constraint steps, applied directly to a DC-constrained problem.
 
 He, Huang, Yao & Lin [HHYL25] Algorithm 3, the comparator of their Figures 9–10: the iteration of
-their Algorithm 2 run on the nonconvex problem (21) itself instead of a convex majorisation. For
-:math:`t < T`, with :math:`f = \max_i f_i`:
+their Algorithm 2 run on the nonconvex problem (21) itself instead of a convex majorisation:
+:math:`\min f` s.t. :math:`g_i = g_i^+ - g_i^- \le 0` (the paper's :math:`f_0, f_i`). For :math:`t < T`,
+with :math:`g = \max_i g_i`:
 
 .. math::
 
-    x_{t+1} = \begin{cases} x_t - \dfrac{\epsilon_t}{\|\zeta_0\|^2}\zeta_0, & f(x_t) \le \epsilon_t,\
-    \zeta_0 \in \partial f_0(x_t) \quad (t \in \mathcal T)\\[1ex]
-    x_t - \dfrac{f(x_t)}{\|\zeta\|^2}\zeta, & \text{otherwise},\ \zeta \in \partial f_{i^*}^+(x_t) -
-    \partial f_{i^*}^-(x_t),\ i^* = \arg\max_i f_i(x_t) \end{cases}
+    x_{t+1} = \begin{cases} x_t - \dfrac{\epsilon_t}{\|\zeta_0\|^2}\zeta_0, & g(x_t) \le \epsilon_t,\
+    \zeta_0 \in \partial f(x_t) \quad (t \in \mathcal T)\\[1ex]
+    x_t - \dfrac{g(x_t)}{\|\zeta\|^2}\zeta, & \text{otherwise},\ \zeta \in \partial g_{i^*}^+(x_t) -
+    \partial g_{i^*}^-(x_t),\ i^* = \arg\max_i g_i(x_t) \end{cases}
 
-and the output is :math:`x_\tau`, :math:`\tau = \arg\min_{t\in\mathcal T} f_0(x_t)`. There is no
+and the output is :math:`x_\tau`, :math:`\tau = \arg\min_{t\in\mathcal T} f(x_t)`. There is no
 convergence theory for DC constraints (the paper calls it a heuristic); it may stall at an infeasible
 stationary point of the constraints, which IDCA avoids.
 """
@@ -66,7 +67,7 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, o
         ``"max_iter"``; ``"no_feasible_iterate"`` when no :math:`t` met :math:`g(x_t) \le \epsilon_t`
         (``x`` is then :math:`x_T`); ``"infeasible_stationary"`` when the active constraint's subgradient
         is zero at a violated point; ``"callback_stop"``. History: ``iteration``, ``time``,
-        ``objective`` :math:`f_0(x_t)`, ``constraint`` :math:`f(x_t)`, ``max_violation``,
+        ``objective`` :math:`f(x_t)`, ``constraint`` :math:`g(x_t)`, ``max_violation``,
         ``step_kind``, ``switching_level``.
     """
     check_dc_problem(problem, ("objective_value", "objective_value_and_gradient", "constraint_values",
