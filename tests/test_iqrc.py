@@ -309,10 +309,10 @@ def test_online_matches_reference_loop(V, alpha):
     def collect(k, z, info):
         zs.append(z.copy())
         Qs.append(info["queues"].copy())
-    res = online_stochastic_subgradient(finite_sum_problem()[0], max_iter=K, V=V, alpha=alpha, objective_batch_size=3,
+    res = online_stochastic_subgradient(finite_sum_problem()[0], max_iter=K, V=V, prox_weight=alpha, objective_batch_size=3,
                                         constraint_batch_size=2, seed=4, callback=collect, record_every=1)
     V_used, alpha_used = (np.sqrt(K), float(K)) if V is None else (V, alpha)
-    assert res.info["V"] == V_used and res.info["alpha"] == alpha_used
+    assert res.info["V"] == V_used and res.info["prox_weight"] == alpha_used
     ref_z, ref_Q = online_reference(K, V_used, alpha_used, 4, 3, 2)
     np.testing.assert_allclose(zs, ref_z, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(Qs, ref_Q, rtol=1e-12, atol=1e-14)
@@ -432,8 +432,8 @@ def test_iqrc_bad_input(kwargs, match):
     (dict(max_iter=0), "max_iter"),
     (dict(max_iter=10.0), "max_iter"),
     (dict(max_iter=10, V=0.0), "V"),
-    (dict(max_iter=10, alpha=-1.0), "alpha"),
-    (dict(max_iter=10, alpha=float("inf")), "alpha"),
+    (dict(max_iter=10, prox_weight=-1.0), "prox_weight"),
+    (dict(max_iter=10, prox_weight=float("inf")), "prox_weight"),
     (dict(max_iter=10, objective_batch_size=0), "objective_batch_size"),
     (dict(max_iter=10, constraint_batch_size=1.5), "constraint_batch_size"),
 ])

@@ -191,7 +191,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, switching_level=FE
         Algorithm 2 (deterministic oracles) or Algorithm 3 (stochastic minibatch oracles); the
         keyword of `proximal_point`.
     inner_params : dict, optional
-        Extra keyword arguments of the inner solver, e.g. ``V``, ``alpha``,
+        Extra keyword arguments of the inner solver, e.g. ``V``, ``prox_weight``,
         ``objective_batch_size``, ``constraint_batch_size`` for ``"online"``. ``step_size`` and
         ``switching_level`` are Algorithm 2's and are set here.
     output : {"last", "random"}

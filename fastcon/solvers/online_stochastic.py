@@ -55,7 +55,7 @@ def _constraint_oracle(constraints, batch, rng):
     return evaluate
 
 
-def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=None, objective_batch_size=None,
+def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, prox_weight=None, objective_batch_size=None,
                                   constraint_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0,
                                   record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Online stochastic subgradient method with virtual queues ([MLY20] Algorithm 3; Yu, Neely & Wei 2017).
@@ -92,9 +92,11 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
         :math:`K`, a positive integer.
     V : float, optional
         Objective weight; default :math:`\sqrt K` (Algorithm 3).
-    alpha : float, optional
-        Proximal weight :math:`\alpha`; default :math:`K` (Algorithm 3). The objective step is
-        :math:`V/(2\alpha) = 1/(2\sqrt K)` at the defaults.
+    prox_weight : float, optional
+        :math:`\alpha > 0`, the weight of the proximal term :math:`\alpha\|z - z_k\|^2` of the update
+        (the paper's scaling, without a 1/2); default :math:`K` (Algorithm 3). The step is
+        :math:`1/(2\alpha)` along :math:`V\tilde\zeta_0 + \sum_i Q_k^i\tilde\zeta_i`, so the objective
+        step is :math:`V/(2\alpha) = 1/(2\sqrt K)` at the defaults.
     objective_batch_size : int, optional
         Rows of :math:`\hat\zeta_0` drawn uniformly with replacement (default 1; the paper leaves
         the size open).
@@ -132,7 +134,7 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=N
     return _online_stochastic_subgradient(**locals())
 
 
-def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=None, objective_batch_size=None,
+def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, prox_weight=None, objective_batch_size=None,
                                    constraint_batch_size=None, feasibility_tolerance=FEASIBILITY_TOLERANCE, seed=0,
                                    record_every=None, callback=None, verbose=False, record_problem=None) -> SolveResult:
     """`online_stochastic_subgradient` with ``record_problem``: the problem whose exact values the
@@ -143,7 +145,7 @@ def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=
                     verbose=verbose, feasibility_tolerance=feasibility_tolerance, seed=seed)
     K = run.max_iter
     V = math.sqrt(K) if V is None else check_real("V", V, positive=True)
-    alpha = float(K) if alpha is None else check_real("alpha", alpha, positive=True)
+    alpha = float(K) if prox_weight is None else check_real("prox_weight", prox_weight, positive=True)
     batch_f = check_optional_count("objective_batch_size", objective_batch_size) or 1
     batch_g = check_optional_count("constraint_batch_size", constraint_batch_size) or 1
 
@@ -198,7 +200,7 @@ def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, alpha=
         objective, g_out = problem.f(x_out), float(problem.g(x_out)[0])
     run.counters.add("objective_subgradients", n)
     run.counters.add("constraint_subgradients", m * n)
-    info = {"V": V, "alpha": alpha, "queues": queues.copy(), "objective_batch_size": batch_f,
+    info = {"V": V, "prox_weight": alpha, "queues": queues.copy(), "objective_batch_size": batch_f,
             "constraint_batch_size": batch_g, "output": "uniform_average", "seed": describe_seed(seed),
             "feasibility_tolerance": run.feasibility_tolerance, "best_constraint": run.offer(n, g_out)}
     return run.finish(x_out, objective=objective, max_violation=max(0.0, g_out), multipliers=queues / V, info=info,

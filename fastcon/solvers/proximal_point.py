@@ -53,7 +53,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     inner_params : dict, optional
         Keyword arguments of the inner solver (``step_size``/``switching_level`` for SSG;
         ``primal_step``/``dual_step``/``theta`` for ConEx, e.g. from `prox_weights_to_steps`;
-        ``V``/``alpha``/``objective_batch_size``/``constraint_batch_size`` for ``"online"``).
+        ``V``/``prox_weight``/``objective_batch_size``/``constraint_batch_size`` for ``"online"``).
         Their schedules run on the inner index, restarting at 0 for every subproblem, unless
         ``schedule_index="outer"``.
     inner_output : {"weighted_average", "last"}
