@@ -1,4 +1,4 @@
-"""Solvers: one module per algorithm family, generic over `fastcon.problems.ConstrainedProblem`.
+r"""Solvers: one module per algorithm family, generic over `fastcon.problems.ConstrainedProblem`.
 
 Every solver returns a `fastcon.SolveResult` and accepts schedules as a float or a callable of the
 iteration (see `fastcon.solvers._schedules`).
