@@ -522,9 +522,9 @@ def test_problem_domain_is_one_ball_per_class(rng):
 
 def test_problem_levels_and_losses(rng):
     ds = make_data(rng, C=4)
-    problem = multiclass_neyman_pearson(ds, priority_class=1, r=[1.0, 2.0, 3.0])
+    problem = multiclass_neyman_pearson(ds, priority_class=1, bound=[1.0, 2.0, 3.0])
     assert [c.bound for c in problem.constraints] == [1.0, 2.0, 3.0]
-    assert [c.bound for c in multiclass_neyman_pearson(ds, r=0.7).constraints] == [0.7] * 3
+    assert [c.bound for c in multiclass_neyman_pearson(ds, bound=0.7).constraints] == [0.7] * 3
     hinge = multiclass_neyman_pearson(ds, loss="hinge")
     assert [c.bound for c in hinge.constraints] == [3.0] * 3      # (C-1) phi(0) with phi(0) = 1
     assert hinge.g(hinge.x0)[0] == 0.0 and hinge.objective.loss == "hinge"
@@ -540,9 +540,9 @@ def test_problem_bad_inputs(rng):
         (dict(dataset=ds, priority_class=3), "priority_class"),
         (dict(dataset=ds, priority_class=-1), "priority_class"),
         (dict(dataset=ds, priority_class=1.5), "priority_class"),
-        (dict(dataset=ds, r=[1.0, 1.0, 1.0]), "r"),
-        (dict(dataset=ds, r=[1.0, np.nan]), "r"),
-        (dict(dataset=ds, r="high"), "r"),
+        (dict(dataset=ds, bound=[1.0, 1.0, 1.0]), "bound"),
+        (dict(dataset=ds, bound=[1.0, np.nan]), "bound"),
+        (dict(dataset=ds, bound="high"), "bound"),
         (dict(dataset=ds, radius=0.0), "radius"),
         (dict(dataset=ds, radius=-1.0), "radius"),
         (dict(dataset=ds, radius=np.nan), "radius"),
@@ -571,11 +571,11 @@ def test_synthetic_sparse_problem_runs_end_to_end():
 def test_binary_problem_is_the_two_class_case(rng, loss):
     """neyman_pearson(w) equals multiclass_neyman_pearson at W = (0, w), class 1 = label +1."""
     ds = make_neyman_pearson(80, 4, positive_fraction=0.3, seed=3)
-    problem = neyman_pearson(ds, loss=loss, alpha=0.4)
+    problem = neyman_pearson(ds, loss=loss, bound=0.4)
     assert isinstance(problem.objective, MarginRisk) and isinstance(problem.domain, Whole)
     assert problem.objective.n_samples == 24 and problem.constraints[0].term.n_samples == 56
     two = Dataset(ds.X, (ds.y > 0).astype(np.int64), task="multiclass")
-    multi = multiclass_neyman_pearson(two, priority_class=1, r=0.4, loss=loss, radius=np.inf)
+    multi = multiclass_neyman_pearson(two, priority_class=1, bound=0.4, loss=loss, radius=np.inf)
     for _ in range(3):
         w = rng.standard_normal(4)
         W = np.concatenate([np.zeros(4), w])
@@ -589,14 +589,14 @@ def test_binary_problem_is_the_two_class_case(rng, loss):
 
 def test_binary_problem_defaults_and_options(rng):
     ds = make_neyman_pearson(60, 3, seed=0)
-    problem = neyman_pearson(ds)                      # hinge, alpha = phi(0) = 1
+    problem = neyman_pearson(ds)                      # hinge, bound = phi(0) = 1
     assert problem.constraints[0].bound == 1.0 and problem.g(problem.x0)[0] == 0.0
     assert problem.f(problem.x0) == 1.0
     w = rng.standard_normal(3)
     pos, neg = ds.y > 0, ds.y < 0
     assert problem.f(w) == pytest.approx(np.mean(np.maximum(0, 1 - ds.X[pos] @ w)), rel=1e-12)
     assert problem.g(w)[0] == pytest.approx(np.mean(np.maximum(0, 1 + ds.X[neg] @ w)) - 1.0, rel=1e-12, abs=1e-14)
-    swapped = neyman_pearson(ds, loss="sigmoid", alpha=0.2, radius=2.0, priority_label=-1)
+    swapped = neyman_pearson(ds, loss="sigmoid", bound=0.2, radius=2.0, constrained_class=1)
     assert isinstance(swapped.domain, Ball) and swapped.domain.radius == 2.0
     # Objective on the negatives, margin -a^T w: phi(-a^T w) = 1 / (1 + exp(-a^T w)).
     assert swapped.f(w) == pytest.approx(np.mean(1 / (1 + np.exp(-ds.X[neg] @ w))), rel=1e-12)
@@ -609,9 +609,9 @@ def test_binary_problem_bad_inputs():
     cases = [
         (dict(dataset=make_multiclass(30, 3, n_classes=3)), "binary"),
         (dict(dataset=only_pos), "label -1"),
-        (dict(dataset=ds, alpha=np.inf), "alpha"),
+        (dict(dataset=ds, bound=np.inf), "bound"),
         (dict(dataset=ds, radius=0.0), "radius"),
-        (dict(dataset=ds, priority_label=0), "priority_label"),
+        (dict(dataset=ds, constrained_class=0), "constrained_class"),
         (dict(dataset=ds, loss="ramp"), "loss"),
     ]
     for kwargs, match in cases:

@@ -331,7 +331,7 @@ def build(dataset, cfg, data_home=None, seed=0, download=None) -> dict:
     data = load_data(dataset, cfg, data_home, seed, download=download)
     C = int(data.y.max()) + 1
     r = (C - 1) / 2.0
-    problem = multiclass_neyman_pearson(data, priority_class=cfg["priority_class"], r=r, radius=cfg["radius"],
+    problem = multiclass_neyman_pearson(data, priority_class=cfg["priority_class"], bound=r, radius=cfg["radius"],
                                         loss="sigmoid")
     x0 = problem.x0
     # Load (or compile) every kernel the solvers call before any timed run, so that neither

@@ -374,7 +374,7 @@ def _index_type(extent):
     return np.uint16 if extent <= 1 << 16 else np.uint32
 
 
-def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, loss="sigmoid",
+def multiclass_neyman_pearson(dataset, priority_class=0, bound=None, radius=0.1, loss="sigmoid",
                               layout="classes", intercept=False, rows=None) -> ConstrainedProblem:
     r"""Multi-class Neyman-Pearson classification, [MLY20] eq. (11) (module docstring).
 
@@ -390,7 +390,7 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
         Multi-class data with labels 0..C-1, every class non-empty (C >= 2).
     priority_class : int
         :math:`p`, the class whose loss is minimised (the paper's class 1).
-    r : float or array-like of length C - 1, optional
+    bound : float or array-like of length C - 1, optional
         Levels :math:`r_k` of the constrained classes, in increasing class order (``priority_class``
         skipped); a scalar applies to every class. Default :math:`(C - 1)\phi(0)`, the loss of the
         zero model: :math:`(C-1)/2` for the sigmoid loss, the paper's setting (4.5 on pendigits and
@@ -425,20 +425,20 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
     C = _n_classes(dataset)
     p = _class_index(priority_class, C, "priority_class")
     others = [k for k in range(C) if k != p]
-    if r is None:
+    if bound is None:
         levels = np.full(C - 1, (C - 1) * LOSS_AT_ZERO[loss])
     else:
         try:
-            levels = np.asarray(r, dtype=np.float64)
+            levels = np.asarray(bound, dtype=np.float64)
         except (TypeError, ValueError):
-            raise ValueError(f"r: expected a number or C - 1 = {C - 1} numbers, got {r!r}") from None
+            raise ValueError(f"bound: expected a number or C - 1 = {C - 1} numbers, got {bound!r}") from None
         if levels.ndim == 0:
             levels = np.full(C - 1, float(levels))
         if levels.shape != (C - 1,):
-            raise ValueError(f"r: expected a number or C - 1 = {C - 1} levels (one per constrained class), "
+            raise ValueError(f"bound: expected a number or C - 1 = {C - 1} levels (one per constrained class), "
                              f"got shape {levels.shape}")
         if not np.all(np.isfinite(levels)):
-            raise ValueError("r: levels must be finite")
+            raise ValueError("bound: levels must be finite")
     radius = float(radius)
     if not radius > 0:
         raise ValueError(f"radius: must be positive, got {radius}")
@@ -457,7 +457,7 @@ def multiclass_neyman_pearson(dataset, priority_class=0, r=None, radius=0.1, los
                               name=f"multiclass_neyman_pearson[{dataset.name}]")
 
 
-def neyman_pearson(dataset, loss="hinge", alpha=None, radius=None, priority_label=1) -> ConstrainedProblem:
+def neyman_pearson(dataset, loss="hinge", bound=None, radius=None, constrained_class=-1) -> ConstrainedProblem:
     r"""Binary Neyman-Pearson classification with a margin-loss surrogate (module docstring).
 
     .. math::
@@ -466,7 +466,7 @@ def neyman_pearson(dataset, loss="hinge", alpha=None, radius=None, priority_labe
         \quad \text{s.t.} \quad \frac{1}{n_-}\sum_{b_i = -1}\phi(-a_i^\top w) - \alpha \le 0.
 
     The objective is the surrogate type-II error (positives scored negative) and the constraint
-    bounds the surrogate type-I error (negatives scored positive); ``priority_label=-1`` swaps the
+    bounds the surrogate type-I error (negatives scored positive); ``constrained_class=1`` swaps the
     roles. Both terms are the foundation's `margin_risk` on the rows of one label, so any margin
     loss works; this is :func:`multiclass_neyman_pearson` with C = 2 and :math:`w = w_1 - w_0`
     (class 1 = label +1), without the ball on each row.
@@ -476,14 +476,14 @@ def neyman_pearson(dataset, loss="hinge", alpha=None, radius=None, priority_labe
     dataset : fastcon.Dataset
         Binary data (labels in {-1, +1}) with rows of both labels.
     loss : {"hinge", "logistic", "sigmoid", "squared_hinge"}
-    alpha : float, optional
-        Level of the constraint, in the loss's units (a surrogate, not an error rate). Default
+    bound : float, optional
+        Level :math:`\alpha` of the constraint, in the loss's units (a surrogate, not an error rate). Default
         :math:`\phi(0)`, the zero model's risk, so ``x0 = 0`` lies on the constraint boundary (as the
         multi-class default does); pass a smaller value to tighten the type-I bound.
     radius : float, optional
         Domain ``Ball(radius)`` around 0; None (default) means the whole space.
-    priority_label : {+1, -1}
-        The label whose risk is minimised.
+    constrained_class : {-1, +1}
+        The label whose risk the constraint bounds (default -1); the other label's risk is minimised.
 
     Returns
     -------
@@ -495,17 +495,17 @@ def neyman_pearson(dataset, loss="hinge", alpha=None, radius=None, priority_labe
     if getattr(dataset, "task", None) != "binary":
         raise ValueError("dataset: binary Neyman-Pearson needs labels in {-1, +1}; "
                          "use multiclass_neyman_pearson for class ids")
-    if priority_label not in (1, -1):
-        raise ValueError(f"priority_label: expected +1 or -1, got {priority_label!r}")
-    priority_label = int(priority_label)
+    if isinstance(constrained_class, bool) or constrained_class not in (1, -1):
+        raise ValueError(f"constrained_class: expected +1 or -1, got {constrained_class!r}")
+    priority_label = -int(constrained_class)     # the label whose risk is minimised
     rows_min = np.flatnonzero(dataset.y == priority_label)
     rows_con = np.flatnonzero(dataset.y == -priority_label)
     for rows, label in ((rows_min, priority_label), (rows_con, -priority_label)):
         if rows.size == 0:
             raise ValueError(f"dataset: no rows with label {label:+d}; Neyman-Pearson needs both classes")
-    alpha = LOSS_AT_ZERO[loss] if alpha is None else float(alpha)
-    if not np.isfinite(alpha):
-        raise ValueError(f"alpha: must be finite, got {alpha}")
+    bound = LOSS_AT_ZERO[loss] if bound is None else float(bound)
+    if not np.isfinite(bound):
+        raise ValueError(f"bound: must be finite, got {bound}")
     if radius is None:
         domain = Whole()
     else:
@@ -516,6 +516,6 @@ def neyman_pearson(dataset, loss="hinge", alpha=None, radius=None, priority_labe
     name = dataset.name
     objective = margin_risk(dataset.subset(rows_min, name=f"{name}[y={priority_label:+d}]"), loss)
     constraint = less_equal(margin_risk(dataset.subset(rows_con, name=f"{name}[y={-priority_label:+d}]"), loss),
-                            alpha)
+                            bound)
     return ConstrainedProblem(objective, [constraint], domain, x0=np.zeros(dataset.n_features),
                               name=f"neyman_pearson[{name}]")
