@@ -257,6 +257,19 @@ def test_average_weights_mean_the_same_in_switching_and_conex():
         run("conex", max_iter=5, average_weights="uniform")
 
 
+def test_the_best_feasible_output_has_one_name():
+    """The best (nearly) feasible iterate is ``output="best_feasible"`` wherever a solver offers it."""
+    import importlib
+    for module in ("switching", "switching_polyak", "idca", "spider"):
+        outputs = importlib.import_module(f"fastcon.solvers.{module}")._OUTPUTS
+        assert "best_feasible" in outputs and "best" not in outputs, module
+    for name in ("switching_subgradient", "spider"):
+        res = run(name, max_iter=20, record_every=1, output="best_feasible")
+        assert res.status == "max_iter" and res.max_violation <= 1e-5
+        with pytest.raises(ValueError, match="^output: "):
+            run(name, max_iter=5, output="best")
+
+
 # ---------------------------------------------------------------------------- one name, no aliases
 def test_old_names_are_gone():
     """fastcon is unreleased (issue 37): renamed functions and keywords have no deprecated aliases."""
