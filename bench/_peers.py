@@ -15,7 +15,7 @@ Datasets: ``a9a`` (train file -> test file, CSR, group = sex), ``adult`` (its tr
 dense, group = sex) and ``compas`` (one file split 2:1 by `Dataset.split` with seed 0, dense,
 group = race). Methods (each a `Method`; the bound is the same number ``tolerance`` for all):
 
-* ``fastcon.FairClassifier(constraint=..., tolerance=...)`` with default settings, when the
+* ``fastcon.FairClassifier(constraint=..., bound=...)`` with default settings, when the
   installed fastcon has it (else the row says "not available");
 * fairlearn ``ExponentiatedGradient(LogisticRegression(), DemographicParity(difference_bound=eps))``
   (``EqualizedOdds`` for equalized odds), eps = tolerance and tolerance / 2, randomized ``predict``
@@ -249,7 +249,7 @@ def _fastcon_fit(constraint):
     def fit(split, tolerance):
         from fastcon.estimators import FairClassifier
 
-        model = FairClassifier(constraint=constraint, tolerance=tolerance)
+        model = FairClassifier(constraint=constraint, bound=tolerance)
         model.fit(split.X_train, split.y_train, sensitive_features=split.g_train)
         return {"": lambda X, g: np.asarray(model.predict(X)).astype(np.int64)}
     return fit

@@ -50,7 +50,7 @@ _PROBE = textwrap.dedent("""
         before = Count.n
         for run in ("first", "second"):
             t = time.perf_counter()
-            fastcon.FairClassifier("demographic_parity", tolerance=0.05).fit(
+            fastcon.FairClassifier("demographic_parity", bound=0.05).fit(
                 d.X, d.y, sensitive_features=d.groups)
             timings[f"{run}_{layout}_fit_s"] = time.perf_counter() - t
         timings[f"compilations_{layout}"] = Count.n - before

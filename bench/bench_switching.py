@@ -70,7 +70,7 @@ def roc_a9a(data_home):
     problem = hinge_constrained_problem(term, D, erm=erm)
     female = obj.groups == 1
     return dict(problem=problem, term=term, D=D, A_p=obj.X[female], A_u=obj.X[~female],
-                theta=np.asarray(term.thresholds), bound=problem.info["L_star"] + problem.info["kappa"],
+                theta=np.asarray(term.thresholds), bound=problem.info["L_star"] + problem.info["bound"],
                 radius=problem.info["radius"], x0=np.array(problem.x0))
 
 

@@ -402,7 +402,7 @@ def _fastcon_boosted(constraint, backend, rounds, validation=None):
     def fit(X, y, g, tolerance, threads):
         from fastcon.boosting import FairGBMClassifier
 
-        model = FairGBMClassifier(constraint=constraint, tolerance=tolerance, backend=backend, n_estimators=rounds,
+        model = FairGBMClassifier(constraint=constraint, bound=tolerance, backend=backend, n_estimators=rounds,
                                   validation_fraction=validation, n_threads=threads, random_state=0)
         model.fit(X, y, sensitive_features=g)
         predict = _Predict(lambda X, g: model.predict(X))
@@ -442,7 +442,7 @@ def _fastcon_linear(constraint):
     def fit(X, y, g, tolerance, threads):
         from fastcon.estimators import FairClassifier
 
-        model = FairClassifier(constraint=constraint, tolerance=tolerance)
+        model = FairClassifier(constraint=constraint, bound=tolerance)
         model.fit(X, y, sensitive_features=g)
         predict = _Predict(lambda X, g: model.predict(X))
         predict.extra["fit_gap"] = float(getattr(model, "fit_gap_", math.nan))

@@ -9,7 +9,7 @@ CSR, ``--per-row`` Zipf-like features per row; default 200,000 x 100,000, 40 per
    cores work in both cases), median of ``--repeat`` pairs. Beside it: the scheduler's round trip
    (a no-op task) and the time of the products' kernels on the blocks alone, which together
    explain the difference.
-2. *A fit*: ``FairClassifier("demographic_parity", tolerance=0.02)`` both ways (the group is the
+2. *A fit*: ``FairClassifier("demographic_parity", bound=0.02)`` both ways (the group is the
    presence of a frequent feature that moves the label rate, as in bench/large_fit.py), with the
    passes counted and the time per pass compared; the two models are compared (largest relative
    coefficient difference) and the hard gaps of their calibration printed, beside a control: the
@@ -189,7 +189,7 @@ def main(argv=None):
             for where, Xfit, cls in (("memory", X, DesignMatrix), ("dask", Xd, DaskDesign)):
                 with _PassCounter(cls) as counter:
                     t0 = time.perf_counter()
-                    model = FairClassifier("demographic_parity", tolerance=args.tolerance,
+                    model = FairClassifier("demographic_parity", bound=args.tolerance,
                                            max_calibration=args.max_calibration).fit(Xfit, y, sensitive_features=g)
                     seconds = time.perf_counter() - t0
                 fits[where] = model
@@ -207,7 +207,7 @@ def main(argv=None):
             record["fit_coef_rel_diff"] = float(np.abs(a - b).max() / np.abs(b).max())
             # the control: the same in-memory fit on the rows in another order (its sums in another order)
             order = np.random.default_rng(2).permutation(n)
-            control = FairClassifier("demographic_parity", tolerance=args.tolerance,
+            control = FairClassifier("demographic_parity", bound=args.tolerance,
                                      max_calibration=args.max_calibration).fit(X[order], y[order],
                                                                                sensitive_features=g[order])
             record["control_coef_rel_diff"] = float(np.abs(control.coef_ - b).max() / np.abs(b).max())

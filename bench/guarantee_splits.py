@@ -81,7 +81,7 @@ def main():
                                                                                              clf.intercept_)))
                     count["population_violations"] += population[-1] > alpha
             else:
-                clf = FairClassifier(constraint, tolerance=tol, confidence=0.95, random_state=seed).fit(
+                clf = FairClassifier(constraint, bound=tol, confidence=0.95, random_state=seed).fit(
                     X[fit], y[fit], sensitive_features=g[fit])
                 value = fairness_gap(constraint, clf.decision_function(X[other]), y[other], g[other])
                 ok = clf.certified_gap_ <= tol

@@ -112,11 +112,11 @@ def _warm_up(name, X, y, g):
     rows = slice(0, 2000)
     if name.startswith("fastcon_dp"):
         from fastcon.estimators import FairClassifier
-        FairClassifier("demographic_parity", tolerance=0.02, max_calibration=1).fit(
+        FairClassifier("demographic_parity", bound=0.02, max_calibration=1).fit(
             X[rows], y[rows], sensitive_features=g[rows])
     elif name == "fastcon_np":
         from fastcon.estimators import NeymanPearsonClassifier
-        NeymanPearsonClassifier(alpha=0.05, delta=0.5, random_state=0).fit(X[rows], y[rows])
+        NeymanPearsonClassifier(bound=0.05, delta=0.5, random_state=0).fit(X[rows], y[rows])
 
 
 def run_fit(name, folder):
@@ -138,16 +138,16 @@ def run_fit(name, folder):
         decision = LogisticRegression().fit(X, y).decision_function
     elif name == "fastcon_dp":
         from fastcon.estimators import FairClassifier
-        model = FairClassifier("demographic_parity", tolerance=0.02, random_state=0).fit(X, y, sensitive_features=g)
+        model = FairClassifier("demographic_parity", bound=0.02, random_state=0).fit(X, y, sensitive_features=g)
         decision = model.decision_function
     elif name == "fastcon_dp_straddle":   # the rates of a pair read on either side of the threshold
         from fastcon.estimators import FairClassifier
-        model = FairClassifier("demographic_parity", tolerance=0.02, straddle=1.0, random_state=0).fit(
+        model = FairClassifier("demographic_parity", bound=0.02, straddle=1.0, random_state=0).fit(
             X, y, sensitive_features=g)
         decision = model.decision_function
     elif name == "fastcon_np":
         from fastcon.estimators import NeymanPearsonClassifier
-        decision = NeymanPearsonClassifier(alpha=0.05, random_state=0).fit(X, y).decision_function
+        decision = NeymanPearsonClassifier(bound=0.05, random_state=0).fit(X, y).decision_function
     else:
         raise SystemExit(f"--fits: unknown fit {name!r} (one of {FITS})")
     seconds = time.perf_counter() - start

@@ -42,7 +42,7 @@ whole wall time, imports included):
                the group column (wall time, bytes, the command's peak RSS);
 ``mmap_load``  ``read_fcsr(mmap=True)`` of ``train.fcsr`` (structure checks, no copy) and
                ``load(path)`` (the same plus the sha256 of every section);
-``fit_np``     ``NeymanPearsonClassifier(alpha=0.05)`` and
+``fit_np``     ``NeymanPearsonClassifier(bound=0.05)`` and
 ``fit_dp``     ``FairClassifier("demographic_parity", 0.02)`` on the mapped file, after a warm-up fit
                on 2,000 mapped rows (`large_fit._warm_up`): fit wall time, passes over the data
                (`large_fit.count_passes`), peak RSS (the mapped file's resident pages included);
@@ -330,8 +330,8 @@ def _estimator(kind, args):
     from fastcon.estimators import FairClassifier, NeymanPearsonClassifier
 
     if kind == "np":
-        return NeymanPearsonClassifier(alpha=0.05, random_state=0, max_iter=args.max_iter)
-    return FairClassifier("demographic_parity", tolerance=0.02, random_state=0, max_iter=args.max_iter,
+        return NeymanPearsonClassifier(bound=0.05, random_state=0, max_iter=args.max_iter)
+    return FairClassifier("demographic_parity", bound=0.02, random_state=0, max_iter=args.max_iter,
                           max_calibration=args.max_calibration)
 
 

@@ -5,9 +5,9 @@ Run from the repository root (each case in its own process, peak resident set ab
     python bench/memory_constraints.py dp_groups [--groups 160]
     python bench/memory_constraints.py roc_thresholds [--thresholds 1e7]
 
-``dp_groups``: ``FairClassifier("demographic_parity", tolerance=0.1)`` on 4,000 x 5 Gaussian rows
+``dp_groups``: ``FairClassifier("demographic_parity", bound=0.1)`` on 4,000 x 5 Gaussian rows
 with ``--groups`` groups (every ordered pair of groups is a constraint: 25,440 for 160).
-``roc_thresholds``: ``FairClassifier("roc", tolerance=0.1, n_thresholds=...)`` on 200 x 5 rows, two
+``roc_thresholds``: ``FairClassifier("roc", bound=0.1, n_thresholds=...)`` on 200 x 5 rows, two
 groups. Prints the fit's seconds and the peak resident set (``ru_maxrss``) before and after the fit.
 """
 import argparse
@@ -27,10 +27,10 @@ def main():
 
     rng = np.random.default_rng(0)
     if args.case == "dp_groups":
-        n, estimator = 4000, FairClassifier("demographic_parity", tolerance=0.1)
+        n, estimator = 4000, FairClassifier("demographic_parity", bound=0.1)
         groups = np.arange(n) % args.groups
     else:
-        n, estimator = 200, FairClassifier("roc", tolerance=0.1, n_thresholds=int(args.thresholds))
+        n, estimator = 200, FairClassifier("roc", bound=0.1, n_thresholds=int(args.thresholds))
         groups = np.arange(n) % 2
     X = rng.normal(size=(n, 5))
     y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)

@@ -20,10 +20,10 @@ import sys
 import time
 
 FITS = {
-    "fair_dp": "FairClassifier('demographic_parity', tolerance=0.05)",
-    "fair_dp_validation": "FairClassifier('demographic_parity', tolerance=0.05, validation_fraction=0.3)",
-    "np": "NeymanPearsonClassifier(alpha=0.05, delta=None)",
-    "np_umbrella": "NeymanPearsonClassifier(alpha=0.05, delta=0.1)",
+    "fair_dp": "FairClassifier('demographic_parity', bound=0.05)",
+    "fair_dp_validation": "FairClassifier('demographic_parity', bound=0.05, validation_fraction=0.3)",
+    "np": "NeymanPearsonClassifier(bound=0.05, delta=None)",
+    "np_umbrella": "NeymanPearsonClassifier(bound=0.05, delta=0.1)",
     "np_default": "NeymanPearsonClassifier()",
     "multiclass_np": "MultiClassNeymanPearsonClassifier({0: 0.1, 2: 0.2})",
 }

@@ -13,7 +13,7 @@ settings) on the rows outside a calibration half of class 0, then the umbrella t
 (best of ``--repeats``), type-I and type-II errors on the held-out half.
 
 ``fastcon_dp`` (and ``fastcon_dp_certified``, with ``confidence=0.95``) fit
-``FairClassifier("demographic_parity", tolerance=0.02)`` on the same rows, the group being whether
+``FairClassifier("demographic_parity", bound=0.02)`` on the same rows, the group being whether
 a row holds feature 1 (the second most frequent, informative: its rows are more often positive),
 so the DP and NP fits can be compared on one data set; their lines add the test accuracy and the
 test DP gap.
@@ -52,7 +52,7 @@ def fastcon_np(delta):
     from fastcon.estimators import NeymanPearsonClassifier
 
     def fit(X, y):
-        return NeymanPearsonClassifier(alpha=ALPHA, delta=delta, random_state=0).fit(X, y).decision_function
+        return NeymanPearsonClassifier(bound=ALPHA, delta=delta, random_state=0).fit(X, y).decision_function
     return fit
 
 
@@ -60,7 +60,7 @@ def fastcon_dp(confidence):
     from fastcon.estimators import FairClassifier
 
     def fit(X, y, g):
-        return FairClassifier("demographic_parity", tolerance=0.02, confidence=confidence, random_state=0).fit(
+        return FairClassifier("demographic_parity", bound=0.02, confidence=confidence, random_state=0).fit(
             X, y, sensitive_features=g).decision_function
     return fit
 

@@ -23,8 +23,8 @@ from .metrics import equalized_odds_gap, group_rates, type_one_error, type_two_e
 __all__ = ["run_demo"]
 
 #: The bounds of the sweep in the figure (the table's bound is added when it is not among them).
-TOLERANCES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
-ALPHAS = (0.01, 0.02, 0.05, 0.1, 0.2)
+FAIR_BOUNDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
+NP_BOUNDS = (0.01, 0.02, 0.05, 0.1, 0.2)
 #: The data: the group (or class) proportions and how unfair (or how separable) the data are.
 GROUP_PROPORTIONS = (0.6, 0.4)
 SHIFT = 1.5
@@ -47,17 +47,17 @@ def _require_sklearn():
                           "dependency: pip install 'fastcon[sklearn,plot]'") from None
 
 
-def _fair(constraint, tolerance, seed):
+def _fair(constraint, bound, seed):
     from .estimators import FairClassifier
 
-    return FairClassifier(constraint, tolerance=tolerance, loss="logistic", ridge=None, fit_intercept=True,
+    return FairClassifier(constraint, bound=bound, loss="logistic", ridge=None, fit_intercept=True,
                           solver="auto", random_state=seed)
 
 
-def _neyman_pearson(alpha, delta, seed):
+def _neyman_pearson(bound, delta, seed):
     from .estimators import NeymanPearsonClassifier
 
-    return NeymanPearsonClassifier(alpha=alpha, delta=delta, constrained_class=CONSTRAINED_CLASS, loss="logistic",
+    return NeymanPearsonClassifier(bound=bound, delta=delta, constrained_class=CONSTRAINED_CLASS, loss="logistic",
                                    ridge=None, fit_intercept=True, solver="auto", smoothing=0.1,
                                    calibration_fraction=0.5, random_state=seed)
 
@@ -97,8 +97,8 @@ def _counts(labels, names):
     return " / ".join(f"{n} {c:,}" for n, c in zip(names, np.bincount(labels).tolist()))
 
 
-def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance=0.05, alpha=0.05, delta=0.05,
-             tolerances=TOLERANCES, alphas=ALPHAS, verbose=True) -> dict:
+def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, fair_bound=0.05, np_bound=0.05, delta=0.05,
+             fair_bounds=FAIR_BOUNDS, np_bounds=NP_BOUNDS, verbose=True) -> dict:
     """Run the demo; write ``table.csv``, ``results.json`` and ``demo.png`` into ``out_dir``.
 
     Parameters
@@ -110,10 +110,11 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
         Seed of the synthetic data and the splits; the tables are the same for the same seed.
     n_samples : int
         Rows of each of the two synthetic data sets (30 % of them held out).
-    tolerance, alpha, delta : float
-        The bounds of the table: ``FairClassifier(..., tolerance=tolerance)``,
-        ``NeymanPearsonClassifier(alpha=alpha, delta=None)`` and ``NeymanPearsonClassifier(alpha=alpha, delta=delta)``.
-    tolerances, alphas : sequence of float
+    fair_bound, np_bound, delta : float
+        The bounds of the table: ``FairClassifier(..., bound=fair_bound)``,
+        ``NeymanPearsonClassifier(bound=np_bound, delta=None)`` and
+        ``NeymanPearsonClassifier(bound=np_bound, delta=delta)``.
+    fair_bounds, np_bounds : sequence of float
         The sweeps of the figure.
     verbose : bool
         Print the tables (stdout; the wall time goes to stderr, so stdout depends on the seed only).
@@ -142,15 +143,15 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
     baseline, fit_s = _timed_fit(_baseline(), train.X, train.y)
     rows = [_fairness_row("LogisticRegression()", baseline, None, None, test, fit_s)]
     dp_sweep, eo_sweep = [], []
-    fair_tolerances = sorted(set(tolerances) | {tolerance})
+    fair_sweep = sorted(set(fair_bounds) | {fair_bound})
     for constraint, sweep in (("demographic_parity", dp_sweep), ("equalized_odds", eo_sweep)):
-        for t in fair_tolerances:
+        for t in fair_sweep:
             model, fit_s = _timed_fit(_fair(constraint, t, seed), train.X, train.y, sensitive_features=train.groups)
-            name = f'FairClassifier("{constraint}", tolerance={t:g})'
+            name = f'FairClassifier("{constraint}", bound={t:g})'
             row = _fairness_row(name, model, constraint, t, test, fit_s, train_value=float(model.fit_gap_))
             row["met_on_train"] = bool(model.calibration_["met"])
             sweep.append(row)
-            if t == tolerance:
+            if t == fair_bound:
                 rows.append(row)
 
     # ---------------------------------------------------------------- 2. Neyman-Pearson
@@ -159,16 +160,16 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
     np_train, np_test = np_data.split(split, seed=seed, stratify=True)
     np_baseline, fit_s = _timed_fit(_baseline(), np_train.X, np_train.y)
     rows.append(_np_row("LogisticRegression()", np_baseline, None, None, np_test, fit_s))
-    model, fit_s = _timed_fit(_neyman_pearson(alpha, None, seed), np_train.X, np_train.y)
-    rows.append(_np_row(f"NeymanPearsonClassifier(alpha={alpha:g}, delta=None)", model, alpha, None, np_test, fit_s,
+    model, fit_s = _timed_fit(_neyman_pearson(np_bound, None, seed), np_train.X, np_train.y)
+    rows.append(_np_row(f"NeymanPearsonClassifier(bound={np_bound:g}, delta=None)", model, np_bound, None, np_test, fit_s,
                         train_value=float(model.fit_type_one_error_)))
     np_sweep = []
-    for a in sorted(set(alphas) | {alpha}):
+    for a in sorted(set(np_bounds) | {np_bound}):
         model, fit_s = _timed_fit(_neyman_pearson(a, delta, seed), np_train.X, np_train.y)
-        row = _np_row(f"NeymanPearsonClassifier(alpha={a:g}, delta={delta:g})", model, a, delta, np_test, fit_s,
+        row = _np_row(f"NeymanPearsonClassifier(bound={a:g}, delta={delta:g})", model, a, delta, np_test, fit_s,
                       train_value=float(model.fit_type_one_error_))
         np_sweep.append(row)
-        if a == alpha:
+        if a == np_bound:
             rows.append(row)
 
     # ---------------------------------------------------------------- outputs
@@ -177,7 +178,7 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
         writer.writeheader()
         for r in rows:
             writer.writerow({k: "" if r[k] is None else r[k] for k in _FIELDS})
-    _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed, tolerance, alpha, delta)
+    _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed, fair_bound, np_bound, delta)
 
     import sklearn
 
@@ -191,7 +192,7 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
                                        "positive_fraction": POSITIVE_FRACTION, "class_sep": CLASS_SEP,
                                        "constrained_class": CONSTRAINED_CLASS,
                                        "n_train": np_train.n_samples, "n_test": np_test.n_samples},
-               "tolerance": tolerance, "alpha": alpha, "delta": delta,
+               "fair_bound": fair_bound, "np_bound": np_bound, "delta": delta,
                "table": rows, "sweeps": {"demographic_parity": dp_sweep, "equalized_odds": eo_sweep,
                                          "neyman_pearson": np_sweep},
                "note": "every metric in 'table' and 'sweeps' is on the held-out rows, except train_value: the "
@@ -199,7 +200,7 @@ def run_demo(out_dir="fastcon-results/demo", seed=0, n_samples=20_000, tolerance
                "versions": {"fastcon": __version__, "scikit-learn": sklearn.__version__}}
     written = [out / "table.csv", out / "results.json"]
     try:
-        _plot(out / "demo.png", rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta)
+        _plot(out / "demo.png", rows, dp_sweep, eo_sweep, np_sweep, fair_bound, delta)
         written.insert(0, out / "demo.png")
     except ImportError as exc:  # matplotlib is optional: the tables are still written
         say(f"(no figure: {exc})")
@@ -217,7 +218,7 @@ def _fmt(value, spec=".3f"):
     return "-" if value is None else format(value, spec)
 
 
-def _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed, tolerance, alpha, delta):
+def _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed, fair_bound, np_bound, delta):
     fair = [r for r in rows if r["problem"] == "fairness"]
     npc = [r for r in rows if r["problem"] == "neyman_pearson"]
     width = max(len(r["model"]) for r in rows)
@@ -249,10 +250,10 @@ def _print_tables(say, rows, data, train, test, np_data, np_train, np_test, seed
     say(f"2. Neyman-Pearson: {np_data.n_samples:,} rows x {np_data.n_features} features (make_neyman_pearson, "
         f"class_sep {CLASS_SEP:g}), class {CONSTRAINED_CLASS:g} {n_constrained:,} / class +1 {n_other:,};")
     say(f"   {np_train.n_samples:,} training rows, {np_test.n_samples:,} held-out. Type-I error: class "
-        f"{CONSTRAINED_CLASS:g} predicted +1 (bounded by alpha);")
+        f"{CONSTRAINED_CLASS:g} predicted +1 (at most bound);")
     say(f"   type-II error: class +1 predicted {CONSTRAINED_CLASS:g}. delta={delta:g}: the umbrella threshold, "
-        f"P(type-I > alpha) <= {delta:g}.")
-    say(f"   {'model':<{width}}  {'accuracy':>8}  {'type-I':>7}  {'type-II':>7}  {'alpha':>6}  {'train':>6}  held-out")
+        f"P(type-I > bound) <= {delta:g}.")
+    say(f"   {'model':<{width}}  {'accuracy':>8}  {'type-I':>7}  {'type-II':>7}  {'bound':>6}  {'train':>6}  held-out")
     for r in npc:
         verdict = "-" if r["bound"] is None else (
             "within bound" if r["type_one_error"] <= r["bound"] else "ABOVE bound")
@@ -277,7 +278,7 @@ def _finish_panel(ax, xlabel, ylabel, title, legend_loc):
     ax.grid(alpha=0.3)
 
 
-def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
+def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, fair_bound, delta):
     from ._results import _pyplot
 
     plt = _pyplot()
@@ -290,11 +291,11 @@ def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
     gaps, accs = [r["dp_gap"] for r in dp_sweep], [r["accuracy"] for r in dp_sweep]
     ax.plot(gaps, accs, "o-", color="C0", label="FairClassifier(\"demographic_parity\")")
     for r in dp_sweep:
-        ax.annotate(f"tol {r['bound']:g}", (r["dp_gap"], r["accuracy"]), textcoords="offset points", xytext=(6, -12),
+        ax.annotate(f"bound {r['bound']:g}", (r["dp_gap"], r["accuracy"]), textcoords="offset points", xytext=(6, -12),
                     fontsize=8, color="C0", bbox=_LABEL_BOX)
     ax.plot(fair_base["dp_gap"], fair_base["accuracy"], "*", ms=14, color="C3",
             label="LogisticRegression (unconstrained)")
-    ax.axvline(tolerance, color="0.4", ls=":", lw=1, label=f"tolerance {tolerance:g} (the table's)")
+    ax.axvline(fair_bound, color="0.4", ls=":", lw=1, label=f"bound {fair_bound:g} (the table's)")
     ax.set_xlim(left=0)
     ax.margins(y=0.08)
     _finish_panel(ax, "demographic-parity gap, held-out rows", "accuracy, held-out rows",
@@ -305,7 +306,7 @@ def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
     right = max(r["bound"] for r in dp_sweep + eo_sweep) * 1.1
     top = max([fair_base["dp_gap"], fair_base["eo_gap"], right] + [r["dp_gap"] for r in dp_sweep]
               + [r["eo_gap"] for r in eo_sweep]) * 1.1
-    ax.plot([0, right], [0, right], "k--", lw=0.9, label="gap = tolerance")
+    ax.plot([0, right], [0, right], "k--", lw=0.9, label="gap = bound")
     for sweep, key, colour, label in ((dp_sweep, "dp_gap", "C0", "demographic_parity"),
                                       (eo_sweep, "eo_gap", "C1", "equalized_odds")):
         ax.plot([r["bound"] for r in sweep], [r[key] for r in sweep], "o-", color=colour,
@@ -315,16 +316,16 @@ def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
                     textcoords="offset points", xytext=(0, 3), fontsize=8, color=colour, bbox=_LABEL_BOX)
     ax.set_xlim(0, right)
     ax.set_ylim(0, top)
-    _finish_panel(ax, "tolerance", "gap of the bounded metric, held-out rows", "held-out gap against the tolerance",
+    _finish_panel(ax, "bound", "gap of the bounded metric, held-out rows", "held-out gap against the bound",
                   "lower right")
 
     # (c) Neyman-Pearson: the type-I bound
     ax = axes[2]
-    alphas = [r["bound"] for r in np_sweep]
-    top = max(alphas + [np_base["type_one_error"]]) * 1.1
-    ax.plot([0, top], [0, top], "k--", lw=0.9, label="type-I = alpha")
-    ax.plot(alphas, [r["type_one_error"] for r in np_sweep], "o-", color="C2",
-            label=f"NeymanPearsonClassifier(alpha, delta={delta:g})")
+    np_levels = [r["bound"] for r in np_sweep]
+    top = max(np_levels + [np_base["type_one_error"]]) * 1.1
+    ax.plot([0, top], [0, top], "k--", lw=0.9, label="type-I = bound")
+    ax.plot(np_levels, [r["type_one_error"] for r in np_sweep], "o-", color="C2",
+            label=f"NeymanPearsonClassifier(bound, delta={delta:g})")
     for r in np_sweep:
         ax.annotate(f"type-II {r['type_two_error']:.2f}", (r["bound"], r["type_one_error"]),
                     textcoords="offset points", xytext=(6, -12), fontsize=8, color="C2", bbox=_LABEL_BOX)
@@ -332,7 +333,7 @@ def _plot(path, rows, dp_sweep, eo_sweep, np_sweep, tolerance, delta):
                label=f"LogisticRegression (type-II {np_base['type_two_error']:.2f})")
     ax.set_xlim(0, top)
     ax.set_ylim(0, top)
-    _finish_panel(ax, "alpha", "type-I error, held-out rows", "Neyman-Pearson: held-out type-I error against alpha",
+    _finish_panel(ax, "bound", "type-I error, held-out rows", "Neyman-Pearson: held-out type-I error against the bound",
                   "upper left")
 
     fig.tight_layout()

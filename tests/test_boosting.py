@@ -214,7 +214,7 @@ def _np_data(n, seed):
 def test_neyman_pearson_gbm_lowers_the_violation(name):
     X, y = _np_data(600, 0)
     Xt, yt = _np_data(3000, 1)
-    clf = NeymanPearsonGBMClassifier(name, alpha=0.1, rounds=5, max_iter=15, params=PARAMS[name]).fit(X, y)
+    clf = NeymanPearsonGBMClassifier(name, bound=0.1, rounds=5, max_iter=15, params=PARAMS[name]).fit(X, y)
     assert list(clf.classes_) == ["no", "yes"]
     report = clf.constraint_report(Xt, yt)
     # vanilla: the library's own logistic objective, same tree parameters, as many trees
@@ -240,9 +240,9 @@ def test_neyman_pearson_gbm_calibration_meets_alpha_with_less_type_two_error(nam
     X, y = _np_data(600, 0)
     Xt, yt = _np_data(3000, 1)
     # the training-row calibration itself: no held-out threshold (delta=None)
-    paper = NeymanPearsonGBMClassifier(name, alpha=0.1, delta=None, rounds=5, max_iter=15, params=PARAMS[name],
+    paper = NeymanPearsonGBMClassifier(name, bound=0.1, delta=None, rounds=5, max_iter=15, params=PARAMS[name],
                                        max_calibration=1).fit(X, y)
-    tuned = NeymanPearsonGBMClassifier(name, alpha=0.1, delta=None, rounds=5, max_iter=15,
+    tuned = NeymanPearsonGBMClassifier(name, bound=0.1, delta=None, rounds=5, max_iter=15,
                                        params=PARAMS[name]).fit(X, y)
     assert tuned.calibration_["met"] and tuned.fit_errors_["no"] <= 0.1
     # the paper's bound is met with room to spare; the calibrated one uses the room for the other class
@@ -254,9 +254,9 @@ def test_neyman_pearson_gbm_calibration_meets_alpha_with_less_type_two_error(nam
 def test_neyman_pearson_gbm_multiclass_bounds():
     X, y = _data(600, 3, seed=2)
     Xt, yt = _data(2000, 3, seed=3)
-    clf = NeymanPearsonGBMClassifier("lightgbm", alpha={1: 0.05}, delta=None, rounds=5, max_iter=15,
+    clf = NeymanPearsonGBMClassifier("lightgbm", bound={1: 0.05}, delta=None, rounds=5, max_iter=15,
                                      params=PARAMS["lightgbm"]).fit(X, y)
-    free = NeymanPearsonGBMClassifier("lightgbm", alpha={1: 0.999}, delta=None, rounds=5, max_iter=15,
+    free = NeymanPearsonGBMClassifier("lightgbm", bound={1: 0.999}, delta=None, rounds=5, max_iter=15,
                                       params=PARAMS["lightgbm"]).fit(X, y)
     assert clf.decision_function(Xt).shape == (2000, 3)
     err = clf.constraint_report(Xt, yt).per_group[1]["error"]
@@ -279,7 +279,7 @@ def test_fair_gbm_lowers_the_group_loss_gap(name):
     with warnings.catch_warnings():
         # 24 steps may end a hair above the bound (0.02004 with LightGBM): the assertion below allows 0.025
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = FairGBMClassifier("mean_loss_gap", backend=name, tolerance=0.02, rounds=5, max_iter=4, inner_iter=6,
+        clf = FairGBMClassifier("mean_loss_gap", backend=name, bound=0.02, rounds=5, max_iter=4, inner_iter=6,
                                 params=PARAMS[name]).fit(X, y, sensitive_features=g)
     # vanilla: the same score model and tree parameters, unit weights, no constraint
     model = MODELS[name](X, y, 2, rounds=5, params=PARAMS[name])
@@ -304,7 +304,7 @@ def test_fair_gbm_default_dual_step_keeps_a_large_fit_feasible():
     Xt, yt, _ = _fair_data(4000, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        clf = FairGBMClassifier("mean_loss_gap", backend="xgboost", tolerance=0.05).fit(X, y, sensitive_features=g)
+        clf = FairGBMClassifier("mean_loss_gap", backend="xgboost", bound=0.05).fit(X, y, sensitive_features=g)
     res = clf.solve_result_
     n0, n1 = np.bincount((g == "b").astype(int))
     Lg = min(n0, n1) * np.sqrt(2 * (1 / n0 + 1 / n1))
@@ -315,8 +315,8 @@ def test_fair_gbm_default_dual_step_keeps_a_large_fit_feasible():
 
 def test_fair_gbm_warns_when_the_gap_exceeds_the_tolerance():
     X, y, g = _fair_data(4000, 1)
-    clf = FairGBMClassifier("mean_loss_gap", backend="lightgbm", tolerance=0.02, rounds=5, max_iter=4, inner_iter=6, params=PARAMS["lightgbm"])
-    with pytest.warns(ConvergenceWarning, match=r"^tolerance: the training mean-loss gap reached 0\.02\d+ > 0\.02"):
+    clf = FairGBMClassifier("mean_loss_gap", backend="lightgbm", bound=0.02, rounds=5, max_iter=4, inner_iter=6, params=PARAMS["lightgbm"])
+    with pytest.warns(ConvergenceWarning, match=r"^bound: the training mean-loss gap reached 0\.02\d+ > 0\.02"):
         clf.fit(X, y, sensitive_features=g)
     assert clf.fit_gap_ > 0.02
 
@@ -324,7 +324,7 @@ def test_fair_gbm_warns_when_the_gap_exceeds_the_tolerance():
 def test_fair_gbm_multiclass_many_groups_and_errors():
     X, y, g = _fair_data(450, 4, n_groups=3)
     y3 = y + (X[:, 2] > 0.5)
-    clf = FairGBMClassifier("mean_loss_gap", backend="xgboost", tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
+    clf = FairGBMClassifier("mean_loss_gap", backend="xgboost", bound=0.05, rounds=3, max_iter=2, inner_iter=3,
                             params=PARAMS["xgboost"]).fit(X, y3, sensitive_features=g)
     assert clf.decision_function(X).shape == (450, 3)
     assert clf.fit_gap_ <= 0.06
@@ -334,12 +334,12 @@ def test_fair_gbm_multiclass_many_groups_and_errors():
         FairGBMClassifier("mean_loss_gap", max_iter=1, inner_iter=1).fit(X, y, sensitive_features=np.zeros(450))
     with pytest.raises(ValueError, match=r"^backend: expected one of"):
         FairGBMClassifier(backend="sklearn").fit(X, y, sensitive_features=g)
-    with pytest.raises(ValueError, match=r"^tolerance: must be positive"):
-        FairGBMClassifier(tolerance=0.0).fit(X, y, sensitive_features=g)
-    with pytest.raises(ValueError, match=r"^alpha: 'maybe' is not a class of y"):
-        NeymanPearsonGBMClassifier(alpha={"maybe": 0.1}, delta=None).fit(X, y)
-    with pytest.raises(ValueError, match=r"^alpha: a single bound needs two classes"):
-        NeymanPearsonGBMClassifier(alpha=0.1).fit(X, y3)
+    with pytest.raises(ValueError, match=r"^bound: must be positive"):
+        FairGBMClassifier(bound=0.0).fit(X, y, sensitive_features=g)
+    with pytest.raises(ValueError, match=r"^bound: 'maybe' is not a class of y"):
+        NeymanPearsonGBMClassifier(bound={"maybe": 0.1}, delta=None).fit(X, y)
+    with pytest.raises(ValueError, match=r"^bound: a single bound needs two classes"):
+        NeymanPearsonGBMClassifier(bound=0.1).fit(X, y3)
     with pytest.raises(ValueError, match=r"^params: \['seed'\] are set by the score model"):
         NeymanPearsonGBMClassifier(params={"seed": 3}, max_iter=1).fit(X, y)
 
@@ -347,9 +347,9 @@ def test_fair_gbm_multiclass_many_groups_and_errors():
 @pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
 def test_save_load_round_trip(name, tmp_path):
     X, y, g = _fair_data(300, 5)
-    fair = FairGBMClassifier("mean_loss_gap", backend=name, tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
+    fair = FairGBMClassifier("mean_loss_gap", backend=name, bound=0.05, rounds=3, max_iter=2, inner_iter=3,
                              params=PARAMS[name]).fit(X, y, sensitive_features=g)
-    npc = NeymanPearsonGBMClassifier(name, alpha=0.1, rounds=3, max_iter=4, params=PARAMS[name],
+    npc = NeymanPearsonGBMClassifier(name, bound=0.1, rounds=3, max_iter=4, params=PARAMS[name],
                                      random_state=2).fit(X, np.where(y == 1, "pos", "neg"))
     for clf in (fair, npc):
         path = tmp_path / f"{type(clf).__name__}.zip"
@@ -377,7 +377,7 @@ def test_load_reads_format_version_1(name, tmp_path):
     import json
 
     X, y, g = _fair_data(300, 5)
-    clf = FairGBMClassifier("mean_loss_gap", backend=name, tolerance=0.05, rounds=3, max_iter=2, inner_iter=3,
+    clf = FairGBMClassifier("mean_loss_gap", backend=name, bound=0.05, rounds=3, max_iter=2, inner_iter=3,
                             params=PARAMS[name]).fit(X, y, sensitive_features=g)
     # the estimator keeps only the rounds it uses, on a booster of its own
     assert backend(name).n_rounds(clf.ensemble_.boosters[0]) == clf.n_rounds_ == 18

@@ -113,7 +113,7 @@ def test_fair_on_dask_equals_in_memory(client, backend):
     X, y, g = _data(seed=2)
     Xs = sp.csr_matrix(X)
     Xd = guarded(da.from_array(Xs, chunks=((700, 300, 0, 1000), (X.shape[1],)), asarray=False))
-    kw = dict(constraint="mean_loss_gap", backend=backend, tolerance=0.02, rounds=3, max_iter=2, inner_iter=3,
+    kw = dict(constraint="mean_loss_gap", backend=backend, bound=0.02, rounds=3, max_iter=2, inner_iter=3,
               params=PARAMS[backend])
     ref = FairGBMClassifier(**kw).fit(Xs, y, sensitive_features=g)
     model = FairGBMClassifier(**kw).fit(Xd, y, sensitive_features=g)
@@ -131,7 +131,7 @@ def test_fair_on_dask_equals_in_memory(client, backend):
 def test_xgboost_multiclass_neyman_pearson_on_dask_equals_in_memory(client):
     """Three classes (scores of shape (n, 3)), one bound, bounds on the training rows (delta=None)."""
     X, y = _data3()
-    kw = dict(backend="xgboost", alpha={0: 0.15}, delta=None, rounds=3, max_iter=6, max_calibration=2,
+    kw = dict(backend="xgboost", bound={0: 0.15}, delta=None, rounds=3, max_iter=6, max_calibration=2,
               params={"max_depth": 3, "eta": 0.3})
     ref = NeymanPearsonGBMClassifier(**kw).fit(X, y)
     model = NeymanPearsonGBMClassifier(**kw).fit(da.from_array(X, chunks=(400, X.shape[1])), y)
@@ -157,7 +157,7 @@ def test_lightgbm_multiclass_neyman_pearson_on_dask_meets_the_same_bounds(client
     anchor :math:`F^k` moved class 1's error from 0.50 to 0.80 (measured).
     """
     X, y = _data3()
-    kw = dict(backend="lightgbm", alpha={0: 0.15}, delta=None, rounds=3, max_iter=6, max_calibration=2,
+    kw = dict(backend="lightgbm", bound={0: 0.15}, delta=None, rounds=3, max_iter=6, max_calibration=2,
               params={"num_leaves": 7, "min_data_in_leaf": 5, "learning_rate": 0.3})
     ref = NeymanPearsonGBMClassifier(**kw).fit(X, y)
     model = NeymanPearsonGBMClassifier(**kw).fit(da.from_array(X, chunks=(400, X.shape[1])), y)
@@ -211,7 +211,7 @@ def test_score_model_follows_the_library_when_a_block_trains_elsewhere(client, b
 def test_dask_fitted_model_predicts_saves_and_loads(client, tmp_path):
     X, y, g = _data(seed=4)
     Xd = da.from_array(X, chunks=(600, X.shape[1]))
-    model = FairGBMClassifier("mean_loss_gap", backend="lightgbm", tolerance=0.05, rounds=2, max_iter=1, inner_iter=2,
+    model = FairGBMClassifier("mean_loss_gap", backend="lightgbm", bound=0.05, rounds=2, max_iter=1, inner_iter=2,
                               params=PARAMS["lightgbm"]).fit(Xd, y, sensitive_features=g)
     s = model.decision_function(Xd)                        # scored on the workers, returned in memory
     assert isinstance(s, np.ndarray) and s.shape == (X.shape[0],)
@@ -262,9 +262,9 @@ def test_import_fastcon_does_not_import_dask():
 def test_convergence_warnings_on_dask_name_the_bound(client):
     """An unmet bound warns as in memory (the warning names the parameter)."""
     X, y, _ = _data(n=800, seed=5)
-    with pytest.warns(ConvergenceWarning, match="alpha: the training error rates"):
+    with pytest.warns(ConvergenceWarning, match="bound: the training error rates"):
         # a dual step too small to move the multiplier: class 0 keeps no weight and is misclassified
-        NeymanPearsonGBMClassifier("lightgbm", alpha=0.01, delta=None, rounds=1, max_iter=1, max_calibration=1,
+        NeymanPearsonGBMClassifier("lightgbm", bound=0.01, delta=None, rounds=1, max_iter=1, max_calibration=1,
                                    dual_step=1e-9, params=PARAMS["lightgbm"]).fit(da.from_array(X, chunks=(400, 8)), y)
 
 

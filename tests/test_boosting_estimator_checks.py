@@ -48,7 +48,7 @@ def test_multi_class_tag_follows_the_parameters(backend):
         return estimator.__sklearn_tags__().classifier_tags.multi_class
 
     assert not tags(NeymanPearsonGBMClassifier(backend))
-    assert tags(NeymanPearsonGBMClassifier(backend, alpha={0: 0.1}, delta=None))
+    assert tags(NeymanPearsonGBMClassifier(backend, bound={0: 0.1}, delta=None))
     assert tags(FairGBMClassifier(backend=backend))
     assert tags(FairGBMClassifier("mean_loss_gap", 0.05, backend=backend))
     assert not tags(FairGBMClassifier(backend=backend, confidence=0.9))

@@ -217,7 +217,7 @@ def test_estimators_fit_30_rows(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         # delta=None: 15 rows of class 0 are too few to hold out for the umbrella threshold
-        npc = NeymanPearsonGBMClassifier(name, alpha=0.2, delta=None, rounds=3, max_iter=5,
+        npc = NeymanPearsonGBMClassifier(name, bound=0.2, delta=None, rounds=3, max_iter=5,
                                          max_calibration=2).fit(X, y)
         fair = FairGBMClassifier("mean_loss_gap", backend=name, rounds=3, max_iter=2, inner_iter=3).fit(X, y, sensitive_features=g)
     assert npc.n_rounds_ > 0 and fair.n_rounds_ > 0
@@ -262,7 +262,7 @@ def test_a_constant_model_is_warned(name, params):
     assert np.unique(clf.predict(X)).size == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        FairGBMClassifier("mean_loss_gap", backend="lightgbm", rounds=2, max_iter=1, inner_iter=2, tolerance=1.0).fit(
+        FairGBMClassifier("mean_loss_gap", backend="lightgbm", rounds=2, max_iter=1, inner_iter=2, bound=1.0).fit(
             X, y, sensitive_features=np.arange(200) % 2)
 
 

@@ -268,7 +268,7 @@ def _fit_confident(backend, X, y, g, tol, seed):
         clf = FairGBMClassifier("demographic_parity", tol, backend=backend, n_estimators=30, confidence=0.9,
                                 params=CONFIDENCE_PARAMS[backend], random_state=seed).fit(X, y, sensitive_features=g)
     uncertified = [w for w in caught if issubclass(w.category, UserWarning)
-                   and str(w.message).startswith(f"tolerance: {tol} cannot be certified at confidence 0.9")]
+                   and str(w.message).startswith(f"bound: {tol} cannot be certified at confidence 0.9")]
     return clf, len(uncertified)
 
 
@@ -299,7 +299,7 @@ def test_the_certified_bound_fails_in_at_most_delta_of_the_draws(backend):
         is_certified = clf.certified_gap_ <= tol
         # the verdict in words, and the warning, follow the certified bound
         assert clf.guarantee_.startswith("certified: population demographic_parity gap <= ") == is_certified
-        assert clf.guarantee_.startswith("not certified (tolerance 0.15") == (not is_certified)
+        assert clf.guarantee_.startswith("not certified (bound 0.15") == (not is_certified)
         assert warned == (not is_certified)
         assert clf.solve_result_.info["measured_on"] == "validation rows"
         above_certificate += population > clf.certified_gap_

@@ -123,13 +123,13 @@ def test_errors_name_the_parameter():
     y3 = np.where(X[:, 3] > 1.0, 2, y)
     with pytest.raises(ValueError, match=r"^delta: the held-out \(umbrella\) guarantee is implemented for two "
                                          r"classes.*delta=None"):
-        NeymanPearsonGBMClassifier(alpha={0: 0.1, 2: 0.2}).fit(X, y3)
+        NeymanPearsonGBMClassifier(bound={0: 0.1, 2: 0.2}).fit(X, y3)
     with pytest.raises(ValueError, match=r"^delta: .*set delta=None"):
-        NeymanPearsonGBMClassifier(alpha={0: 0.1}).fit(X, y)
+        NeymanPearsonGBMClassifier(bound={0: 0.1}).fit(X, y)
     k0 = int(round(0.5 * np.sum(y[:40] == 0)))
     with pytest.raises(ValueError, match=rf"^calibration_fraction: {k0} held-out rows of the constrained class, "
-                                         r"but the umbrella rule at alpha=0.1, delta=0.05 needs at least 29"):
-        NeymanPearsonGBMClassifier(alpha=0.1).fit(X[:40], y[:40])
+                                         r"but the umbrella rule at bound=0.1, delta=0.05 needs at least 29"):
+        NeymanPearsonGBMClassifier(bound=0.1).fit(X[:40], y[:40])
     with pytest.raises(ValueError, match=r"^delta: must be below 1"):
         NeymanPearsonGBMClassifier(delta=1.0).fit(X, y)
     with pytest.raises(ValueError, match=r"^calibration_fraction: must be positive"):

@@ -58,7 +58,7 @@ def saved(tmp_path_factory):
     X, y = _data()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = NeymanPearsonGBMClassifier("lightgbm", alpha=0.2, rounds=2, max_iter=3, max_calibration=1,
+        clf = NeymanPearsonGBMClassifier("lightgbm", bound=0.2, rounds=2, max_iter=3, max_calibration=1,
                                          params=PARAMS).fit(X, np.where(y == 1, "yes", "no"))
     clf.save(folder / "model.zip")
     return {"path": folder / "model.zip", "clf": clf, "X": X, "npy_bomb": npy_bomb(),
@@ -276,7 +276,7 @@ def _groups_data(n=240, seed=5):
 
 
 def _fair(**kw):
-    return FairGBMClassifier("mean_loss_gap", backend="lightgbm", tolerance=0.05, rounds=2, max_iter=2, inner_iter=2, params=PARAMS, **kw)
+    return FairGBMClassifier("mean_loss_gap", backend="lightgbm", bound=0.05, rounds=2, max_iter=2, inner_iter=2, params=PARAMS, **kw)
 
 
 def _fit(est, *args, **kw):

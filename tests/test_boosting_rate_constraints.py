@@ -284,7 +284,7 @@ def test_errors_name_the_argument():
     X, y, g = _data(200)
     with pytest.raises(ValueError, match="^y:"):
         FairGBMClassifier("equal_opportunity").fit(X, np.zeros(200, dtype=np.int64), sensitive_features=g)
-    with pytest.raises(ValueError, match="^tolerance:"):
+    with pytest.raises(ValueError, match="^bound:"):
         FairGBMClassifier("demographic_parity", 1.5).fit(X, y, sensitive_features=g)
     with pytest.raises(ValueError, match="^constraint:"):
         FairGBMClassifier("dp").fit(X, y, sensitive_features=g)

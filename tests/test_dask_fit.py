@@ -83,8 +83,8 @@ def test_fair_dp_fit_on_dask_equals_in_memory_fit(client, gathered):
     X, y, g = _data()
     n, d = X.shape
     Xd = guarded(da.from_array(X, chunks=(700, d), asarray=False))
-    ref = FairClassifier("demographic_parity", tolerance=0.05).fit(X, y, sensitive_features=g)
-    model = FairClassifier("demographic_parity", tolerance=0.05).fit(Xd, y, sensitive_features=g)
+    ref = FairClassifier("demographic_parity", bound=0.05).fit(X, y, sensitive_features=g)
+    model = FairClassifier("demographic_parity", bound=0.05).fit(Xd, y, sensitive_features=g)
     assert ref.calibration_["bounds"] == pytest.approx(model.calibration_["bounds"], rel=1e-8)
     _close(model.coef_, ref.coef_)
     _close(model.intercept_, ref.intercept_)
@@ -105,8 +105,8 @@ def test_neyman_pearson_fit_on_dask_equals_in_memory_fit(client, gathered):
     # the default umbrella fit: a ridge path on one row subset, a refit on another, scores of held-out rows
     X, y, _ = _data(n=2500, seed=3)
     Xd = guarded(da.from_array(X.toarray(), chunks=((900, 800, 800), (X.shape[1],))))
-    ref = NeymanPearsonClassifier(alpha=0.1, random_state=0).fit(X, y)
-    model = NeymanPearsonClassifier(alpha=0.1, random_state=0).fit(Xd, y)
+    ref = NeymanPearsonClassifier(bound=0.1, random_state=0).fit(X, y)
+    model = NeymanPearsonClassifier(bound=0.1, random_state=0).fit(Xd, y)
     assert model.selection_["chosen_ridge"] == ref.selection_["chosen_ridge"]
     _close(model.coef_, ref.coef_)
     _close(model.intercept_, ref.intercept_)
@@ -128,7 +128,7 @@ def test_clear_errors_for_unsupported_dask_inputs(client):
     with pytest.raises(ValueError, match="sensitive_features: with a dask X"):
         FairClassifier().fit(Xd, y, sensitive_features=2)
     with pytest.raises(ValueError, match="not supported with constraint='partial_dp'"):
-        FairClassifier("partial_dp", tolerance=0.1).fit(Xd, y, sensitive_features=g)
+        FairClassifier("partial_dp", bound=0.1).fit(Xd, y, sensitive_features=g)
     with pytest.raises(ValueError, match="row chunk sizes are unknown"):
         NeymanPearsonClassifier().fit(Xd[Xd[:, 2] >= 0], y)
     bad = X.toarray()

@@ -9,7 +9,7 @@ import fastcon.demo
 from fastcon.cli import main
 from fastcon.demo import run_demo
 
-SMALL = {"n_samples": 4000, "tolerances": (0.05, 0.2), "alphas": (0.05, 0.2)}
+SMALL = {"n_samples": 4000, "fair_bounds": (0.05, 0.2), "np_bounds": (0.05, 0.2)}
 
 
 @pytest.fixture(scope="module")
@@ -26,21 +26,21 @@ def test_demo_bounds_the_gaps_and_the_type_one_error(small):
     _, summary = small
     rows = _rows(summary)
     assert [r["model"] for r in summary["table"]] == [
-        "LogisticRegression()", 'FairClassifier("demographic_parity", tolerance=0.05)',
-        'FairClassifier("equalized_odds", tolerance=0.05)', "LogisticRegression()",
-        "NeymanPearsonClassifier(alpha=0.05, delta=None)", "NeymanPearsonClassifier(alpha=0.05, delta=0.05)"]
+        "LogisticRegression()", 'FairClassifier("demographic_parity", bound=0.05)',
+        'FairClassifier("equalized_odds", bound=0.05)', "LogisticRegression()",
+        "NeymanPearsonClassifier(bound=0.05, delta=None)", "NeymanPearsonClassifier(bound=0.05, delta=0.05)"]
     fair_base = summary["table"][0]
     np_base = summary["table"][3]
-    dp = rows['FairClassifier("demographic_parity", tolerance=0.05)']
-    eo = rows['FairClassifier("equalized_odds", tolerance=0.05)']
-    # The data are unfair by construction: the unconstrained model is far above the tolerance.
+    dp = rows['FairClassifier("demographic_parity", bound=0.05)']
+    eo = rows['FairClassifier("equalized_odds", bound=0.05)']
+    # The data are unfair by construction: the unconstrained model is far above the bound.
     assert fair_base["dp_gap"] > 0.2 and fair_base["eo_gap"] > 0.06 and fair_base["accuracy"] > 0.85
     # The bound holds on the training rows (where it is enforced) and the held-out gap falls.
     assert dp["train_value"] <= 0.05 and eo["train_value"] <= 0.05
     assert dp["dp_gap"] < fair_base["dp_gap"] / 3 and eo["eo_gap"] < fair_base["eo_gap"] / 1.5
-    # Neyman-Pearson: the unconstrained model's type-I error is above alpha; the estimators' is not on training rows.
+    # Neyman-Pearson: the unconstrained model's type-I error is above the bound; the estimators' is not on training rows.
     assert np_base["type_one_error"] > 0.05
-    for name in ("NeymanPearsonClassifier(alpha=0.05, delta=None)", "NeymanPearsonClassifier(alpha=0.05, delta=0.05)"):
+    for name in ("NeymanPearsonClassifier(bound=0.05, delta=None)", "NeymanPearsonClassifier(bound=0.05, delta=0.05)"):
         assert rows[name]["train_value"] <= 0.05
         assert rows[name]["type_one_error"] < np_base["type_one_error"]
         assert rows[name]["type_two_error"] > np_base["type_two_error"]   # the price of the bound
@@ -74,7 +74,7 @@ def test_demo_prints_the_same_tables_for_the_same_seed(tmp_path, capsys):
     assert outputs[0] == outputs[1]
     text = outputs[0]
     assert "LogisticRegression()" in text and "demographic_parity: DP gap " in text
-    assert "NeymanPearsonClassifier(alpha=0.05, delta=0.05): type-I " in text
+    assert "NeymanPearsonClassifier(bound=0.05, delta=0.05): type-I " in text
     assert text.endswith("\nwrote demo.png, table.csv, results.json\n")
 
 
@@ -86,8 +86,8 @@ def test_demo_command(tmp_path, capsys):
     summary = json.loads((tmp_path / "results.json").read_text())
     assert summary["n_samples"] == 20_000 and (tmp_path / "demo.png").exists()
     rows = {r["model"]: r for r in summary["table"]}
-    assert rows['FairClassifier("demographic_parity", tolerance=0.05)']["dp_gap"] <= 0.05   # held-out, seed 0
-    assert rows["NeymanPearsonClassifier(alpha=0.05, delta=0.05)"]["type_one_error"] <= 0.05
+    assert rows['FairClassifier("demographic_parity", bound=0.05)']["dp_gap"] <= 0.05   # held-out, seed 0
+    assert rows["NeymanPearsonClassifier(bound=0.05, delta=0.05)"]["type_one_error"] <= 0.05
 
 
 def test_demo_ctrl_c_prints_one_line(tmp_path, monkeypatch, capsys):
@@ -120,7 +120,7 @@ def test_demo_without_matplotlib_writes_the_tables(tmp_path, monkeypatch, capsys
         raise ImportError("plotting needs matplotlib")
 
     monkeypatch.setattr(fastcon._results, "_pyplot", no_pyplot)
-    run_demo(out_dir=tmp_path, n_samples=2000, tolerances=(0.1,), alphas=(0.1,))
+    run_demo(out_dir=tmp_path, n_samples=2000, fair_bounds=(0.1,), np_bounds=(0.1,))
     assert "(no figure: plotting needs matplotlib)" in capsys.readouterr().out
     assert (tmp_path / "table.csv").exists() and (tmp_path / "results.json").exists()
     assert not (tmp_path / "demo.png").exists()

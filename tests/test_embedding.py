@@ -149,7 +149,7 @@ _FORK_AFTER_FIT = """
     from fastcon.problems import hinge_risk
 
     train = fastcon.load("a9a", subset="train", data_home=sys.argv[1])
-    clf = fastcon.FairClassifier("demographic_parity", tolerance=0.05).fit(
+    clf = fastcon.FairClassifier("demographic_parity", bound=0.05).fit(
         train.X, train.y, sensitive_features=train.groups)
     risk = hinge_risk(train)
     w = np.asarray(clf.coef_, dtype=np.float64).ravel()
@@ -251,7 +251,7 @@ _THREADS = """
     data = [make_fair_classification(n_samples=24000, n_features=12, seed=s) for s in (0, 1)]
 
     def fit(d):
-        clf = fastcon.FairClassifier("demographic_parity", tolerance=0.05, max_iter=40)
+        clf = fastcon.FairClassifier("demographic_parity", bound=0.05, max_iter=40)
         return clf.fit(d.X, d.y, sensitive_features=d.groups).coef_.copy()
 
     alone = [fit(d) for d in data]

@@ -120,15 +120,15 @@ def test_hinge_constrained_problem_invariants():
     prob = hinge_constrained_problem(quad, ds)
     info = prob.info
     assert info["erm"].status == "optimal"
-    assert info["kappa"] == pytest.approx(1e-3 * info["L_star"], rel=1e-15)
+    assert info["bound"] == pytest.approx(1e-3 * info["L_star"], rel=1e-15)
     assert info["radius"] == pytest.approx(5.0 * np.linalg.norm(info["w_erm"]), rel=1e-15)
     assert prob.domain.radius == info["radius"]
     np.testing.assert_array_equal(prob.x0, info["w_erm"])
     g0, _ = prob.g(prob.x0)
-    assert g0 == pytest.approx(-info["kappa"], abs=1e-14)
-    assert prob.g(np.zeros(6))[0] == pytest.approx(1.0 - info["L_star"] - info["kappa"], abs=1e-14)
+    assert g0 == pytest.approx(-info["bound"], abs=1e-14)
+    assert prob.g(np.zeros(6))[0] == pytest.approx(1.0 - info["L_star"] - info["bound"], abs=1e-14)
     # A non-convex objective term, a precomputed ERM and the overrides.
-    p2 = hinge_constrained_problem(sigmoid_risk(ds), ds, kappa_rel=1e-2, radius_factor=2.0, erm=info["erm"],
+    p2 = hinge_constrained_problem(sigmoid_risk(ds), ds, relative_bound=1e-2, radius_factor=2.0, erm=info["erm"],
                                    x0=None, radius=3.0)
     assert p2.info["radius"] == 3.0 and np.all(p2.x0 == 0)
     assert p2.g(info["w_erm"])[0] == pytest.approx(-1e-2 * info["L_star"], abs=1e-14)
@@ -143,6 +143,6 @@ def test_hinge_constrained_problem_errors():
     X = rng.standard_normal((50, 6))
     sep = Dataset(X, np.where(X[:, 0] >= 0, 1.0, -1.0))
     _, quad = _problem_data()
-    with pytest.warns(RuntimeWarning, match="kappa = 0"):
+    with pytest.warns(RuntimeWarning, match="bound = 0"):
         hinge_constrained_problem(quad, sep)
-    assert hinge_constrained_problem(quad, sep, kappa=0.01).info["kappa"] == 0.01
+    assert hinge_constrained_problem(quad, sep, bound=0.01).info["bound"] == 0.01

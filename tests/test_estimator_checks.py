@@ -50,9 +50,9 @@ def test_fair_sample_weight_is_refused_where_the_hard_gap_is_unweighted():
 def test_fit_without_groups_warns_and_is_the_unconstrained_model():
     X, y, g = _data(200, 1)
     with pytest.warns(UserWarning, match="^sensitive_features: not given"):
-        alone = FairClassifier(tolerance=0.01).fit(X, y)
+        alone = FairClassifier(bound=0.01).fit(X, y)
     assert alone.groups_ == [0]
-    one_group = FairClassifier(tolerance=0.01).fit(X, y, sensitive_features=np.zeros(len(y)))
+    one_group = FairClassifier(bound=0.01).fit(X, y, sensitive_features=np.zeros(len(y)))
     np.testing.assert_array_equal(alone.coef_, one_group.coef_)
     np.testing.assert_array_equal(alone.intercept_, one_group.intercept_)
 
@@ -77,8 +77,8 @@ def _rate_gap(pred, g):
 def test_get_set_params_and_clone(estimator):
     params = estimator.get_params()
     assert params == type(estimator)().get_params()          # the defaults, nothing else
-    new = {"FairClassifier": {"tolerance": 0.07, "constraint": "equal_opportunity", "max_iter": 5},
-           "NeymanPearsonClassifier": {"alpha": 0.2, "delta": 0.1, "max_iter": 5}}[type(estimator).__name__]
+    new = {"FairClassifier": {"bound": 0.07, "constraint": "equal_opportunity", "max_iter": 5},
+           "NeymanPearsonClassifier": {"bound": 0.2, "delta": 0.1, "max_iter": 5}}[type(estimator).__name__]
     assert estimator.set_params(**new) is estimator
     copy = clone(estimator)
     assert copy is not estimator and copy.get_params() == estimator.get_params()
@@ -98,15 +98,15 @@ def test_pipeline_routes_sensitive_features_to_the_classifier(sparse):
     X, y, g = _data(400, 3)
     if sparse:
         X = sp.csr_matrix(X)
-    pipe = Pipeline([("scale", StandardScaler(with_mean=False)), ("clf", FairClassifier(tolerance=0.05))])
+    pipe = Pipeline([("scale", StandardScaler(with_mean=False)), ("clf", FairClassifier(bound=0.05))])
     pipe.fit(X, y, clf__sensitive_features=g)
     # the same as scaling by hand and fitting the classifier
     scaler = StandardScaler(with_mean=False).fit(X)
-    by_hand = FairClassifier(tolerance=0.05).fit(scaler.transform(X), y, sensitive_features=g)
+    by_hand = FairClassifier(bound=0.05).fit(scaler.transform(X), y, sensitive_features=g)
     np.testing.assert_array_equal(pipe.named_steps["clf"].coef_, by_hand.coef_)
     np.testing.assert_array_equal(pipe.predict(X), by_hand.predict(scaler.transform(X)))
     assert _rate_gap(pipe.predict(X), g) <= 0.05
-    assert _rate_gap(FairClassifier(tolerance=1.0).fit(X, y, sensitive_features=g).predict(X), g) > 0.2
+    assert _rate_gap(FairClassifier(bound=1.0).fit(X, y, sensitive_features=g).predict(X), g) > 0.2
     proba = pipe.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
@@ -115,17 +115,17 @@ def test_pipeline_routes_sensitive_features_to_the_classifier(sparse):
 def test_grid_search_slices_sensitive_features_per_fold():
     X, y, g = _data(450, 4)
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
-    search = GridSearchCV(FairClassifier(), {"tolerance": [0.05, 0.1, 1.0]}, cv=cv)
+    search = GridSearchCV(FairClassifier(), {"bound": [0.05, 0.1, 1.0]}, cv=cv)
     # an unsliced array of 450 groups would fail fit on 300 rows ("expected 300 values")
     search.fit(X, y, sensitive_features=g)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
     scores = search.cv_results_["mean_test_score"]
     # a looser fairness bound costs no accuracy: the unconstrained end of the grid scores best
     assert scores[2] >= scores[0]
-    assert search.best_params_["tolerance"] == 1.0
+    assert search.best_params_["bound"] == 1.0
     best = search.best_estimator_
     assert best.coef_.shape == (1, 3)
     # each fold's model is the one fitted on that fold's rows and groups
     train, test = next(cv.split(X, y))
-    fold = FairClassifier(tolerance=0.05).fit(X[train], y[train], sensitive_features=g[train])
+    fold = FairClassifier(bound=0.05).fit(X[train], y[train], sensitive_features=g[train])
     assert search.cv_results_["split0_test_score"][0] == pytest.approx(fold.score(X[test], y[test]), abs=0)

@@ -181,17 +181,17 @@ def test_the_default_ridge_of_a_vanishing_total_weight_is_refused_by_name():
 def test_a_plain_list_of_string_labels_is_read_as_labels():
     X, y, g = make_groups_data(300, 5)
     labels = ["female" if k else "male" for k in g]
-    reference = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=np.array(labels, dtype=object))
-    est = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=labels)
+    reference = FairClassifier(bound=0.05).fit(X, y, sensitive_features=np.array(labels, dtype=object))
+    est = FairClassifier(bound=0.05).fit(X, y, sensitive_features=labels)
     assert est.groups_ == ["female", "male"]
     np.testing.assert_array_equal(est.coef_, reference.coef_)
     assert est.constraint_report(X, y, labels).per_group.keys() == {"female", "male"}
     # with a DataFrame X: the labels are not its columns, and there is one per row
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    framed = FairClassifier(tolerance=0.05).fit(frame, y, sensitive_features=labels)
+    framed = FairClassifier(bound=0.05).fit(frame, y, sensitive_features=labels)
     np.testing.assert_array_equal(framed.coef_, reference.coef_)
     # a list of the frame's column names still names columns
-    by_name = FairClassifier(tolerance=0.05, drop_sensitive=True).fit(frame, y, sensitive_features=["c"])
+    by_name = FairClassifier(bound=0.05, drop_sensitive=True).fit(frame, y, sensitive_features=["c"])
     assert by_name.feature_names_in_.tolist() == ["a", "b"]
     with pytest.raises(ValueError, match=r"^sensitive_features: column\(s\) \['nope'\] not in X's columns"):
         FairClassifier().fit(frame, y, sensitive_features=["c", "nope"])
@@ -200,16 +200,16 @@ def test_a_plain_list_of_string_labels_is_read_as_labels():
 @pytest.mark.parametrize("position", [2, -1])
 def test_drop_sensitive_with_a_column_position_predicts_on_the_same_X(position):
     X, y, g = make_groups_data(300, 7)
-    est = FairClassifier(tolerance=0.05, drop_sensitive=True).fit(X, y, sensitive_features=position)
+    est = FairClassifier(bound=0.05, drop_sensitive=True).fit(X, y, sensitive_features=position)
     assert est.n_features_in_ == 2 and est.coef_.shape == (1, 2)
-    reference = FairClassifier(tolerance=0.05).fit(X[:, :2], y, sensitive_features=g)
+    reference = FairClassifier(bound=0.05).fit(X[:, :2], y, sensitive_features=g)
     np.testing.assert_array_equal(est.coef_, reference.coef_)
     np.testing.assert_array_equal(est.predict(X), reference.predict(X[:, :2]))
     np.testing.assert_array_equal(est.decision_function(X), reference.decision_function(X[:, :2]))
     report = est.constraint_report(X, y, position)
     assert report.value == pytest.approx(est.fit_gap_)
     frame = pd.DataFrame(X, columns=["a", "b", "group"])
-    framed = FairClassifier(tolerance=0.05, drop_sensitive=True).fit(frame, y, sensitive_features=position)
+    framed = FairClassifier(bound=0.05, drop_sensitive=True).fit(frame, y, sensitive_features=position)
     np.testing.assert_array_equal(framed.predict(frame), reference.predict(X[:, :2]))
 
 
@@ -228,13 +228,13 @@ def test_constraint_report_before_fit_is_not_fitted():
                                         "equalized_odds", "roc", "partial_dp", "weak_partial_dp"])
 def test_a_rate_tolerance_above_one_is_refused(constraint):
     X, y, g = make_groups_data(100, 9)
-    with pytest.raises(ValueError, match="^tolerance: "):
-        FairClassifier(constraint, tolerance=1.5).fit(X, y, sensitive_features=g)
+    with pytest.raises(ValueError, match="^bound: "):
+        FairClassifier(constraint, bound=1.5).fit(X, y, sensitive_features=g)
 
 
 def test_a_wasserstein_tolerance_above_one_is_a_distance():
     X, y, g = make_groups_data(200, 9)
-    est = FairClassifier("wasserstein", tolerance=1.5).fit(X, y, sensitive_features=g)
+    est = FairClassifier("wasserstein", bound=1.5).fit(X, y, sensitive_features=g)
     assert est.calibration_["met"]
 
 
@@ -255,7 +255,7 @@ def test_good_random_states_are_accepted():
     by_gen = FairClassifier(validation_fraction=0.3, random_state=np.random.default_rng(3)).fit(
         X, y, sensitive_features=g)
     np.testing.assert_array_equal(by_int.coef_, by_gen.coef_)
-    FairClassifier(tolerance=0.05, validation_fraction=0.3, random_state=np.random.RandomState(0)).fit(
+    FairClassifier(bound=0.05, validation_fraction=0.3, random_state=np.random.RandomState(0)).fit(
         X, y, sensitive_features=g)
 
 

@@ -55,7 +55,7 @@ def _fitted():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fair = FairClassifier("demographic_parity", 0.1).fit(X, y, sensitive_features=groups)
-        np_clf = NeymanPearsonClassifier(alpha=0.1, delta=0.1, constrained_class="denied",
+        np_clf = NeymanPearsonClassifier(bound=0.1, delta=0.1, constrained_class="denied",
                                          random_state=3).fit(X, y)
         rng = np.random.default_rng(1)
         labels = np.array(["low", "mid", "high"])[rng.integers(0, 3, len(y))]
@@ -119,7 +119,7 @@ def test_numeric_and_bool_labels(tmp_path):
     y_num = (y == "approved").astype(np.int64) * 7
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = FairClassifier(tolerance=0.05).fit(X.to_numpy(), y_num, sensitive_features=groups["sex"] == "male")
+        clf = FairClassifier(bound=0.05).fit(X.to_numpy(), y_num, sensitive_features=groups["sex"] == "male")
     clf.save(tmp_path / "m.npz")
     back = load_model(tmp_path / "m.npz")
     assert _same(back.classes_, clf.classes_) and back.groups_ == [False, True]
@@ -292,3 +292,29 @@ def test_a_file_from_before_a_behaviour_changing_parameter_loads_with_the_old_be
     assert old.get_params()["delta"] is None
     assert _same(old.predict(X), clf.predict(X))
     assert old.constraint_report(X, y).guarantee == ""      # unknown for a file that did not record it
+
+
+@pytest.mark.parametrize("name, renamed", [("fair", {"bound": "tolerance"}), ("np", {"bound": "alpha"}),
+                                           ("multi", {"bound": "class_bounds", "bound_": "class_bounds_"})])
+def test_a_file_with_the_former_parameter_names_loads(fitted, tmp_path, name, renamed):
+    # files written before the constraint level was named `bound` name it tolerance, alpha or class_bounds
+    clf, data = fitted[name]
+    clf.save(tmp_path / "new.zip")
+
+    def as_old(header):
+        for new, old in renamed.items():
+            part = header["attributes"] if new.endswith("_") else header["params"]
+            part[old] = part.pop(new)
+    _as_npz(tmp_path / "new.zip", tmp_path / "old.npz", as_old)
+    old = load_model(tmp_path / "old.npz")
+    assert old.get_params() == clf.get_params()
+    assert _same(old.decision_function(data[0]), clf.decision_function(data[0]))
+    if name == "multi":
+        assert old.bound_ == clf.bound_
+
+    def both(header):
+        as_old(header)
+        header["params"]["bound"] = header["params"][renamed["bound"]]
+    _rewrite(tmp_path / "new.zip", tmp_path / "both.zip", both)
+    with pytest.raises(ValueError, match=f"^path: .*parameter 'bound' given twice .*'{renamed['bound']}'"):
+        load_model(tmp_path / "both.zip")

@@ -140,11 +140,11 @@ def test_report_flags_a_violation_out_of_sample():
                          ids=["01", "pm1", "bool", "str", "3-7"])
 def test_any_two_labels_through_classes(labels):
     X, y, g = make_groups_data(600, 1)
-    reference = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=g)
+    reference = FairClassifier(bound=0.05).fit(X, y, sensitive_features=g)
     y_mapped = np.array(labels, dtype=object if isinstance(labels[0], str) else None)[y]
     if isinstance(labels[0], str):
         assert y_mapped.dtype == object
-    est = FairClassifier(tolerance=0.05).fit(X, y_mapped, sensitive_features=g)
+    est = FairClassifier(bound=0.05).fit(X, y_mapped, sensitive_features=g)
     assert est.classes_.tolist() == list(labels)
     # the encoding of the labels changes nothing but their names
     np.testing.assert_array_equal(est.coef_, reference.coef_)
@@ -158,11 +158,11 @@ def test_any_two_labels_through_classes(labels):
 
 def test_group_labels_of_any_hashable_type_give_the_same_model():
     X, y, g = make_groups_data(600, 0, 3)
-    by_int = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=g)
+    by_int = FairClassifier(bound=0.05).fit(X, y, sensitive_features=g)
     names = np.array(["a", "b", "c"], dtype=object)[g]
-    by_str = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=names)
+    by_str = FairClassifier(bound=0.05).fit(X, y, sensitive_features=names)
     as_tuples = [(("t", k), k) for k in g]                 # tuple labels: one column of tuples
-    by_tuple = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=as_tuples)
+    by_tuple = FairClassifier(bound=0.05).fit(X, y, sensitive_features=as_tuples)
     assert by_str.groups_ == ["a", "b", "c"]
     assert by_tuple.groups_ == [(("t", 0), 0), (("t", 1), 1), (("t", 2), 2)]
     for est in (by_str, by_tuple):
@@ -202,11 +202,11 @@ def test_dataframe_with_string_sensitive_column_name():
     frame["indicator"] = X[:, 2]
     # kept among the features, a string column is not numeric: the validation of X says so
     with pytest.raises(ValueError, match="could not convert string to float: '[pq]'"):
-        FairClassifier(tolerance=0.05).fit(frame, y, sensitive_features="group")
-    est = FairClassifier(tolerance=0.05, drop_sensitive=True).fit(frame, y, sensitive_features="group")
+        FairClassifier(bound=0.05).fit(frame, y, sensitive_features="group")
+    est = FairClassifier(bound=0.05, drop_sensitive=True).fit(frame, y, sensitive_features="group")
     assert est.feature_names_in_.tolist() == ["score", "noise", "indicator"]
     assert est.groups_ == ["p", "q"]
-    reference = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=frame["group"])
+    reference = FairClassifier(bound=0.05).fit(X, y, sensitive_features=frame["group"])
     np.testing.assert_array_equal(est.coef_, reference.coef_)
     pred = est.predict(frame)                               # the full frame, group column included
     np.testing.assert_array_equal(pred, reference.predict(X))
@@ -218,12 +218,12 @@ def test_dataframe_with_string_sensitive_column_name():
 def test_dataframe_keeps_a_numeric_sensitive_column_unless_dropped():
     X, y, g = make_groups_data(600, 0)
     frame = pd.DataFrame(X, columns=["score", "noise", "group"])
-    kept = FairClassifier(tolerance=0.05).fit(frame, y, sensitive_features="group")
-    dropped = FairClassifier(tolerance=0.05, drop_sensitive=True).fit(frame, y, sensitive_features="group")
+    kept = FairClassifier(bound=0.05).fit(frame, y, sensitive_features="group")
+    dropped = FairClassifier(bound=0.05, drop_sensitive=True).fit(frame, y, sensitive_features="group")
     assert kept.coef_.shape == (1, 3) and dropped.coef_.shape == (1, 2)
-    np.testing.assert_array_equal(kept.coef_, FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=g).coef_)
+    np.testing.assert_array_equal(kept.coef_, FairClassifier(bound=0.05).fit(X, y, sensitive_features=g).coef_)
     np.testing.assert_array_equal(dropped.coef_,
-                                  FairClassifier(tolerance=0.05).fit(X[:, :2], y, sensitive_features=g).coef_)
+                                  FairClassifier(bound=0.05).fit(X[:, :2], y, sensitive_features=g).coef_)
     for est in (kept, dropped):
         np.testing.assert_array_equal(est.predict(frame), est.predict(frame.copy()))
         assert hard_gap("demographic_parity", est.decision_function(frame), y, g) <= 0.05
@@ -276,8 +276,8 @@ def test_csr_too_large_to_densify_stays_sparse(no_densify):
 @pytest.mark.parametrize("kind", [sp.csr_array, sp.coo_matrix, sp.csc_array])
 def test_other_sparse_kinds_are_accepted_without_densifying(kind, no_densify):
     X, y, g = sparse_groups_data(3000, 50_000, 11, n_noise=50)
-    reference = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=g)
-    est = FairClassifier(tolerance=0.05).fit(kind(X), y, sensitive_features=g)
+    reference = FairClassifier(bound=0.05).fit(X, y, sensitive_features=g)
+    est = FairClassifier(bound=0.05).fit(kind(X), y, sensitive_features=g)
     np.testing.assert_array_equal(est.coef_, reference.coef_)
     np.testing.assert_array_equal(est.decision_function(kind(X)), reference.decision_function(X))
 
@@ -297,13 +297,13 @@ def test_two_fits_give_the_same_bits(constraint):
 
 def test_predict_proba_rows_sum_to_one_and_hinge_has_none():
     X, y, g = make_groups_data(400, 12)
-    est = FairClassifier(tolerance=0.05).fit(X, y, sensitive_features=g)
+    est = FairClassifier(bound=0.05).fit(X, y, sensitive_features=g)
     proba = est.predict_proba(X)
     assert proba.shape == (400, 2) and np.all((proba >= 0) & (proba <= 1))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-15)
     np.testing.assert_array_equal(est.classes_[proba.argmax(axis=1)], est.predict(X))
     np.testing.assert_allclose(np.exp(est.predict_log_proba(X)), proba, rtol=1e-12)
-    hinge = FairClassifier(tolerance=0.05, loss="hinge").fit(X, y, sensitive_features=g)
+    hinge = FairClassifier(bound=0.05, loss="hinge").fit(X, y, sensitive_features=g)
     assert not hasattr(hinge, "predict_proba") and not hasattr(hinge, "predict_log_proba")
     with pytest.raises(AttributeError) as info:
         hinge.predict_proba(X)
@@ -313,7 +313,7 @@ def test_predict_proba_rows_sum_to_one_and_hinge_has_none():
 def test_predict_proba_agrees_with_predict_at_tiny_scores():
     # a score of +5.6e-17 predicts classes_[1]; expit rounds it to exactly 1/2
     X, y, g = make_groups_data(50, 13)
-    est = FairClassifier(tolerance=1.0).fit(X, y, sensitive_features=g)
+    est = FairClassifier(bound=1.0).fit(X, y, sensitive_features=g)
     est.coef_ = np.zeros_like(est.coef_)
     for b, expected in ((5.6e-17, 1), (0.0, 0), (-5.6e-17, 0)):
         est.intercept_ = np.array([b])
@@ -323,7 +323,7 @@ def test_predict_proba_agrees_with_predict_at_tiny_scores():
 
 # ----------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("params, field", [
-    ({"tolerance": -1}, "tolerance"), ({"tolerance": float("nan")}, "tolerance"), ({"constraint": "foo"}, "constraint"),
+    ({"bound": -1}, "bound"), ({"bound": float("nan")}, "bound"), ({"constraint": "foo"}, "constraint"),
     ({"validation_fraction": 1.5}, "validation_fraction"), ({"loss": "squared"}, "loss"), ({"ridge": -1.0}, "ridge"),
     ({"solver": "magic"}, "solver"), ({"smoothing": 0}, "smoothing"), ({"max_calibration": 0}, "max_calibration"),
     ({"n_thresholds": 2.5}, "n_thresholds"), ({"constraint": "roc", "n_thresholds": 10**13}, "n_thresholds")])
@@ -334,7 +334,7 @@ def test_fair_bad_parameters_name_the_field(params, field):
 
 
 @pytest.mark.parametrize("params, field", [
-    ({"alpha": 2}, "alpha"), ({"alpha": 0.0}, "alpha"), ({"delta": 1.0}, "delta"),
+    ({"bound": 2}, "bound"), ({"bound": 0.0}, "bound"), ({"delta": 1.0}, "delta"),
     ({"calibration_fraction": 1.5}, "calibration_fraction"), ({"loss": "squared"}, "loss"),
     ({"constrained_class": 5}, "constrained_class")])
 def test_np_bad_parameters_name_the_field(params, field):
@@ -355,7 +355,7 @@ def test_bad_data_is_rejected_by_name():
         FairClassifier().fit(X_nan, y, sensitive_features=g)
     with pytest.raises(ValueError, match="^sensitive_features: expected 100 values"):
         FairClassifier().fit(X, y, sensitive_features=g[:-1])
-    est = FairClassifier(tolerance=0.1).fit(X, y, sensitive_features=g)
+    est = FairClassifier(bound=0.1).fit(X, y, sensitive_features=g)
     with pytest.raises(ValueError, match="X contains NaN"):
         est.predict(X_nan)
     with pytest.raises(ValueError, match="^sensitive_features: group 7 was not seen at fit"):

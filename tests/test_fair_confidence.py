@@ -75,7 +75,7 @@ def test_the_certified_bound_fails_in_at_most_delta_of_the_draws(constraint):
         X, y, g = make_groups_data(8000, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            clf = FairClassifier(constraint, tolerance=tolerance, confidence=1 - delta, random_state=seed).fit(
+            clf = FairClassifier(constraint, bound=tolerance, confidence=1 - delta, random_state=seed).fit(
                 X, y, sensitive_features=g)
         population = population_gap(constraint, clf)
         if seed == 0:   # the closed form against 200,000 fresh rows (their own noise: about 0.003)
@@ -91,7 +91,7 @@ def test_the_certified_bound_fails_in_at_most_delta_of_the_draws(constraint):
 
 def test_too_few_rows_warn_with_the_smallest_certifiable_tolerance():
     X, y, g = make_groups_data(600, 1)
-    with pytest.warns(UserWarning, match=r"^tolerance: 0\.02 cannot be certified at confidence 0\.95 .* the "
+    with pytest.warns(UserWarning, match=r"^bound: 0\.02 cannot be certified at confidence 0\.95 .* the "
                                          r"certified bound on the demographic_parity gap is 0\.\d+"):
         clf = FairClassifier("demographic_parity", 0.02, confidence=0.95, random_state=0).fit(
             X, y, sensitive_features=g)

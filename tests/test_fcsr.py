@@ -389,13 +389,13 @@ def wide(tmp_path_factory):
 def _fair():
     from fastcon.estimators import FairClassifier
 
-    return FairClassifier("demographic_parity", tolerance=0.05, max_iter=4)
+    return FairClassifier("demographic_parity", bound=0.05, max_iter=4)
 
 
 def _neyman_pearson():
     from fastcon.estimators import NeymanPearsonClassifier
 
-    return NeymanPearsonClassifier(alpha=0.1, max_iter=4, random_state=0)
+    return NeymanPearsonClassifier(bound=0.1, max_iter=4, random_state=0)
 
 
 @pytest.mark.parametrize("make", [_fair, _neyman_pearson], ids=["fair", "neyman-pearson"])

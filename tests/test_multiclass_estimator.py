@@ -61,7 +61,7 @@ def test_bounds_met_on_training_where_violated_unconstrained(loss, C):
 def test_unreachable_bounds_warn_and_are_reported():
     X, y = _blobs(C=3, spread=0.2)   # heavily overlapping classes
     clf = MultiClassNeymanPearsonClassifier({1: 0.01, 2: 0.01}, delta=None, max_calibration=3)
-    with pytest.warns(ConvergenceWarning, match="class_bounds"):
+    with pytest.warns(ConvergenceWarning, match="bound"):
         clf.fit(X, y)
     assert not clf.calibration_["met"]
     assert 1 <= len(clf.calibration_["errors"]) <= 3
@@ -144,22 +144,22 @@ def test_two_classes_follow_binary_convention():
 
 
 @pytest.mark.parametrize("params, message", [
-    (dict(class_bounds={5: 0.1}), "^class_bounds: 5 is not a class"),
-    (dict(class_bounds={1: 0.0}), "^class_bounds: the bound of class 1"),
-    (dict(class_bounds={1: 1.5}), "^class_bounds: the bound of class 1"),
-    (dict(class_bounds={1: 0.1}), "^priority_class: required"),
-    (dict(class_bounds={0: 0.1, 1: 0.1, 2: 0.1}), "^priority_class: required"),
-    (dict(class_bounds={1: 0.1}, priority_class=0), "^class_bounds: classes \\[2\\] have no bound"),
-    (dict(class_bounds={1: 0.1, 2: 0.1}, priority_class=1), "^priority_class: 1 also has a bound"),
-    (dict(class_bounds={1: 0.1, 2: 0.1}, priority_class=9), "^priority_class: 9 is not a class"),
+    (dict(bound={5: 0.1}), "^bound: 5 is not a class"),
+    (dict(bound={1: 0.0}), "^bound: the bound of class 1"),
+    (dict(bound={1: 1.5}), "^bound: the bound of class 1"),
+    (dict(bound={1: 0.1}), "^priority_class: required"),
+    (dict(bound={0: 0.1, 1: 0.1, 2: 0.1}), "^priority_class: required"),
+    (dict(bound={1: 0.1}, priority_class=0), "^bound: classes \\[2\\] have no bound"),
+    (dict(bound={1: 0.1, 2: 0.1}, priority_class=1), "^priority_class: 1 also has a bound"),
+    (dict(bound={1: 0.1, 2: 0.1}, priority_class=9), "^priority_class: 9 is not a class"),
     (dict(loss="hinge"), "^loss:"),
     (dict(ridge=-1.0), "^ridge:"),
     (dict(max_calibration=0), "^max_calibration:"),
-    (dict(class_bounds={1: 0.1, 2: 0.1}, delta=1.0), "^delta:"),
-    (dict(class_bounds={1: 0.1, 2: 0.1}, calibration_fraction=0.0), "^calibration_fraction:"),
-    (dict(class_bounds={1: 0.1, 2: 0.1}, random_state=-1), "^random_state:"),
-    (dict(class_bounds={1: 0.01, 2: 0.1}), "^calibration_fraction: 1[0-9] held-out rows of class 1, but the umbrella "
-                                            "rule at alpha=0.01, delta=0.05 needs at least 299"),
+    (dict(bound={1: 0.1, 2: 0.1}, delta=1.0), "^delta:"),
+    (dict(bound={1: 0.1, 2: 0.1}, calibration_fraction=0.0), "^calibration_fraction:"),
+    (dict(bound={1: 0.1, 2: 0.1}, random_state=-1), "^random_state:"),
+    (dict(bound={1: 0.01, 2: 0.1}), "^calibration_fraction: 1[0-9] held-out rows of class 1, but the umbrella "
+                                            "rule at bound=0.01, delta=0.05 needs at least 299"),
 ])
 def test_invalid_parameters(params, message):
     X, y = _blobs(n=90, C=3)
@@ -167,9 +167,9 @@ def test_invalid_parameters(params, message):
         MultiClassNeymanPearsonClassifier(**params).fit(X, y)
 
 
-def test_class_bounds_type_and_clone():
+def test_bound_type_and_clone():
     X, y = _blobs(n=90, C=3)
-    with pytest.raises(TypeError, match="^class_bounds:"):
+    with pytest.raises(TypeError, match="^bound:"):
         MultiClassNeymanPearsonClassifier([0.1, 0.1]).fit(X, y)
     clf = MultiClassNeymanPearsonClassifier({1: 0.2, 2: 0.2}, ridge=1e-3)
     assert clone(clf).get_params() == clf.get_params()

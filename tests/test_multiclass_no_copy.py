@@ -45,7 +45,7 @@ def small():
     ({"loss": "logistic"}, 1e-9),
     ({"loss": "sigmoid"}, 1e-9),
     # nine solves of the level calibration carry the round-off of a reordered sum (1e-16) to about 1e-7
-    ({"class_bounds": {1: 0.2, 2: 0.2}, "max_calibration": 3, "delta": None}, 1e-5),
+    ({"bound": {1: 0.2, 2: 0.2}, "max_calibration": 3, "delta": None}, 1e-5),
 ], ids=["logistic", "sigmoid", "bounded"])
 def test_implicit_intercepts_equal_a_stored_column_of_ones(small, sparse, params, rtol):
     X, y = small
@@ -113,7 +113,7 @@ def _peak(make, X, y):
     # builds the second while the first is held (a term's construction passes through SciPy copies
     # of its class's rows, about 0.55 of the input here at the peak): no copy of the whole X beyond
     # the terms
-    ({"class_bounds": {1: 0.3, 2: 0.3}, "max_calibration": 1}, 2, 1.0),
+    ({"bound": {1: 0.3, 2: 0.3}, "max_calibration": 1}, 2, 1.0),
 ], ids=["unconstrained", "bounded"])
 def test_fit_holds_no_copy_of_x_beyond_its_class_terms(wide, params, term_sets, beyond_terms):
     X, y = wide

@@ -104,7 +104,7 @@ def test_confusions_between_bounded_classes_cannot_be_shifted_away():
     rng = np.random.default_rng(5)
     y = rng.integers(0, 3, 3000)
     X = np.array([[0.0, 0.0], [3.0, 0.0], [3.2, 0.0]])[y] + rng.normal(size=(3000, 2))
-    with pytest.warns(UserWarning, match=r"^class_bounds: not certified at delta=0\.05: even the most "
+    with pytest.warns(UserWarning, match=r"^bound: not certified at delta=0\.05: even the most "
                                          r"conservative shift leaves held-out errors"):
         clf = MultiClassNeymanPearsonClassifier({1: 0.05, 2: 0.05}, random_state=0).fit(X, y)
     assert not clf.certification_["certified"]
@@ -164,7 +164,7 @@ def test_the_report_describes_the_fitted_model_not_later_parameters():
         fair = FairClassifier("demographic_parity", 0.1, confidence=0.9, random_state=0).fit(
             X, y, sensitive_features=g)
         stated = fair.constraint_report(X, y, g).guarantee
-        fair.set_params(confidence=None, tolerance=0.5)
+        fair.set_params(confidence=None, bound=0.5)
         assert fair.constraint_report(X, y, g).guarantee == stated
         # a refit without confidence (here a partial constraint) drops the old certificate
         fair.set_params(constraint="partial_dp", interval=(0.2, 0.8), max_calibration=1).fit(

@@ -34,10 +34,10 @@ def data():
 
 
 @pytest.mark.parametrize("make, fair", [
-    (lambda: NeymanPearsonClassifier(alpha=0.1, delta=None, max_iter=3), False),
-    (lambda: NeymanPearsonClassifier(alpha=0.1, delta=0.1, max_iter=3), False),
-    (lambda: FairClassifier("demographic_parity", tolerance=0.05, max_iter=3), True),
-    (lambda: FairClassifier("demographic_parity", tolerance=0.05, validation_fraction=0.3, max_iter=3), True),
+    (lambda: NeymanPearsonClassifier(bound=0.1, delta=None, max_iter=3), False),
+    (lambda: NeymanPearsonClassifier(bound=0.1, delta=0.1, max_iter=3), False),
+    (lambda: FairClassifier("demographic_parity", bound=0.05, max_iter=3), True),
+    (lambda: FairClassifier("demographic_parity", bound=0.05, validation_fraction=0.3, max_iter=3), True),
 ], ids=["np", "np-umbrella", "fair", "fair-validation"])
 def test_fit_peak_stays_below_the_size_of_x(data, make, fair):
     X, y, groups = data

@@ -31,7 +31,7 @@ def _sparse_generator():
 
 def test_defaults_are_the_umbrella_guarantee():
     clf = NeymanPearsonClassifier()
-    assert (clf.alpha, clf.delta) == (ALPHA, DELTA)
+    assert (clf.bound, clf.delta) == (ALPHA, DELTA)
 
 
 def test_violation_rate_over_200_draws_is_at_most_delta():

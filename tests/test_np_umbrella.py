@@ -119,17 +119,17 @@ def test_guarantee_holds_with_ties_under_the_strict_rule():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    (dict(scores_constrained=np.zeros(58), alpha=0.05, delta=0.05), ValueError,
+    (dict(scores_constrained=np.zeros(58), bound=0.05, delta=0.05), ValueError,
      r"^scores_constrained: n: 58 held-out samples .* needs n >= 59"),
-    (dict(scores_constrained=np.zeros(0), alpha=0.05, delta=0.05), ValueError, r"^scores_constrained: n: 0 held-out"),
-    (dict(scores_constrained=np.zeros(100), alpha=0.0, delta=0.05), ValueError,
-     r"^alpha: expected a number in \(0, 1\)"),
-    (dict(scores_constrained=np.zeros(100), alpha=0.05, delta=1.0), ValueError,
+    (dict(scores_constrained=np.zeros(0), bound=0.05, delta=0.05), ValueError, r"^scores_constrained: n: 0 held-out"),
+    (dict(scores_constrained=np.zeros(100), bound=0.0, delta=0.05), ValueError,
+     r"^bound: expected a number in \(0, 1\)"),
+    (dict(scores_constrained=np.zeros(100), bound=0.05, delta=1.0), ValueError,
      r"^delta: expected a number in \(0, 1\)"),
-    (dict(scores_constrained=np.zeros(100), alpha="0.05", delta=0.05), TypeError, r"^alpha: expected a number"),
-    (dict(scores_constrained=np.r_[np.zeros(99), np.nan], alpha=0.05, delta=0.05), ValueError,
+    (dict(scores_constrained=np.zeros(100), bound="0.05", delta=0.05), TypeError, r"^bound: expected a number"),
+    (dict(scores_constrained=np.r_[np.zeros(99), np.nan], bound=0.05, delta=0.05), ValueError,
      r"^scores_constrained: contains NaN or inf"),
-    (dict(scores_constrained=np.zeros((10, 10)), alpha=0.05, delta=0.05), ValueError,
+    (dict(scores_constrained=np.zeros((10, 10)), bound=0.05, delta=0.05), ValueError,
      r"^scores_constrained: expected a 1-D array"),
 ])
 def test_threshold_errors(kwargs, error, message):

@@ -74,7 +74,7 @@ def test_weak_partial_dp_below_a_band_under_one_half_does_not_overpredict():
     g = (rng.random(N) < 0.1).astype(int)
     y = (rng.random(N) < np.where(g == 1, 0.35, 0.10)).astype(int)
     X = rng.normal(size=(N, 4)) + 1.5 * y[:, None] * np.array([1.0, 0.5, 0.0, 0.0])
-    est = FairClassifier(constraint="weak_partial_dp", tolerance=0.05, interval=(0.0, 0.25), max_iter=40,
+    est = FairClassifier(constraint="weak_partial_dp", bound=0.05, interval=(0.0, 0.25), max_iter=40,
                          max_calibration=2).fit(X, y, sensitive_features=g)
     s = est.decision_function(X)
     assert est.calibration_["met"]
@@ -197,11 +197,11 @@ def test_ridge_skips_the_ones_column_and_scales_with_the_model():
     ({"n_levels": 2.5}, r"^n_levels: must be an integer >= 1"),
     ({"solver": "augmented_lagrangian"}, r"^solver: constraint='partial_dp' is solved by 'idca'"),
     ({"solver": "switching_subgradient"}, r"^solver: constraint='partial_dp' is solved by 'idca'"),
-    ({"tolerance": 1.0}, r"^tolerance: must be below 1"),
+    ({"bound": 1.0}, r"^bound: must be below 1"),
 ])
 def test_bad_parameters_name_the_field(data, kwargs, match):
     X, y, g = data
-    params = {"constraint": "partial_dp", "tolerance": 0.1} | kwargs
+    params = {"constraint": "partial_dp", "bound": 0.1} | kwargs
     with pytest.raises(ValueError, match=match):
         FairClassifier(**params).fit(X[:50], y[:50], sensitive_features=g[:50])
 

@@ -60,7 +60,7 @@ def saved(tmp_path_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         X, y = _data()
-        binary = NeymanPearsonClassifier(alpha=0.2, constrained_class="no").fit(X, y)
+        binary = NeymanPearsonClassifier(bound=0.2, constrained_class="no").fit(X, y)
         Xm, ym = _data(classes=3)
         multi = MultiClassNeymanPearsonClassifier({"b": 0.4, "c": 0.4}, loss="logistic").fit(Xm, ym)
         # the deepest header save writes: an interval choice, a group encoding of label tuples

@@ -238,7 +238,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     ABPP runs (``calibration_`` has the trace); the run with the lowest objective among those meeting
     every bound is kept.
 
-    **Threshold on held-out rows (two classes, float** ``alpha`` **, default** ``delta=0.05`` **).** As
+    **Threshold on held-out rows (two classes, float** ``bound`` **, default** ``delta=0.05`` **).** As
     in `fastcon.estimators.NeymanPearsonClassifier`: a random ``calibration_fraction`` of the
     constrained class is held out and never enters ABPP (the calibration above then only tunes the
     scores on the other rows); the threshold is the umbrella order statistic of Tong, Feng & Li on
@@ -251,17 +251,17 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     Parameters
     ----------
     backend : {"lightgbm", "xgboost"}
-    alpha : float or dict
+    bound : float or dict
         A float bounds the error rate of ``constrained_class`` (two classes only); a dict maps class
         labels to error-rate bounds :math:`e_j \in (0, 1)` (any number of classes, at least one).
     delta : float or None, default 0.05
         Violation probability of the held-out guarantee, in (0, 1); it needs
-        `fastcon.metrics._neyman_pearson.np_umbrella_min_samples` (alpha, delta) held-out rows of the
+        `fastcon.metrics._neyman_pearson.np_umbrella_min_samples` (bound, delta) held-out rows of the
         constrained class (59 at 0.05 and 0.05; fewer is a ValueError naming
-        ``calibration_fraction`` and the count). Only with a float ``alpha`` (two classes): with a
+        ``calibration_fraction`` and the count). Only with a float ``bound`` (two classes): with a
         dict it is a ValueError, set ``delta=None`` (error rates bounded on the training rows).
     constrained_class : label, optional
-        With a float ``alpha``: the bounded class, default ``classes_[0]``.
+        With a float ``bound``: the bounded class, default ``classes_[0]``.
     rounds : int
         Boosting rounds per proximal step (default 10; `XGBoostScoreModel` says why).
     max_iter : int
@@ -292,7 +292,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     calibration_ : dict
         The factors :math:`\kappa` tried (``bounds``), the training ``hard_values``
         :math:`\max_j \mathrm{err}_j/e_j`, objectives, statuses, the ``chosen`` run and ``met``.
-    class_bounds_ : dict
+    bound_ : dict
         Class label -> error-rate bound :math:`e_j`.
     surrogate_bounds_ : dict
         Class label -> :math:`\alpha_j`, the bound on the class's summed training loss.
@@ -317,11 +317,11 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         What holds on new data, in words (`fastcon.estimators.ConstraintReport.guarantee`).
     """
 
-    def __init__(self, backend="lightgbm", alpha=0.05, delta=0.05, *, constrained_class=None, rounds=DEFAULT_ROUNDS,
+    def __init__(self, backend="lightgbm", bound=0.05, delta=0.05, *, constrained_class=None, rounds=DEFAULT_ROUNDS,
                  max_iter=50, primal_step=0.1, dual_step=0.1, max_calibration=8, calibration_fraction=0.5, params=None,
                  n_threads=1, random_state=0, verbose=False):
         self.backend = backend
-        self.alpha = alpha
+        self.bound = bound
         self.delta = delta
         self.constrained_class = constrained_class
         self.calibration_fraction = calibration_fraction
@@ -336,35 +336,35 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         self.verbose = verbose
 
     def _multi_class(self):
-        # a float alpha bounds one class of two; a dict alpha takes any number of classes
-        return isinstance(self.alpha, dict)
+        # a float bound bounds one class of two; a dict bound takes any number of classes
+        return isinstance(self.bound, dict)
 
     def _class_bounds(self):
-        """Class index -> error-rate bound, from ``alpha`` / ``constrained_class``."""
+        """Class index -> error-rate bound, from ``bound`` / ``constrained_class``."""
         J = self.classes_.size
-        if isinstance(self.alpha, dict):
-            if not self.alpha:
-                raise ValueError("alpha: the dict of class bounds is empty")
+        if isinstance(self.bound, dict):
+            if not self.bound:
+                raise ValueError("bound: the dict of class bounds is empty")
             if self.constrained_class is not None:
-                raise ValueError("constrained_class: only with a float alpha (a dict names its classes)")
+                raise ValueError("constrained_class: only with a float bound (a dict names its classes)")
             bounds = {}
-            for label, e in self.alpha.items():
+            for label, e in self.bound.items():
                 hits = np.flatnonzero(self.classes_ == label)
                 if hits.size == 0:
-                    raise ValueError(f"alpha: {label!r} is not a class of y ({self.classes_.tolist()})")
-                bounds[int(hits[0])] = check_fraction(f"alpha[{label!r}]", e)
+                    raise ValueError(f"bound: {label!r} is not a class of y ({self.classes_.tolist()})")
+                bounds[int(hits[0])] = check_fraction(f"bound[{label!r}]", e)
             return bounds
-        alpha = check_fraction("alpha", self.alpha)
+        bound = check_fraction("bound", self.bound)
         if J != 2:
-            raise ValueError(f"alpha: a single bound needs two classes; y has {J}. Only binary classification is "
-                             "supported with a float alpha: pass a dict class -> bound")
+            raise ValueError(f"bound: a single bound needs two classes; y has {J}. Only binary classification is "
+                             "supported with a float bound: pass a dict class -> bound")
         if self.constrained_class is None:
-            return {0: alpha}
+            return {0: bound}
         hits = np.flatnonzero(self.classes_ == self.constrained_class)
         if hits.size == 0:
             raise ValueError(f"constrained_class: {self.constrained_class!r} is not a class of y "
                              f"({self.classes_.tolist()})")
-        return {int(hits[0]): alpha}
+        return {int(hits[0]): bound}
 
     def fit(self, X, y):
         """Fit the boosted ensemble by ABPP under the class bounds (class docstring).
@@ -383,9 +383,9 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
         self._common_checks()
         if self.delta is not None:
             check_fraction("delta", self.delta)
-            if isinstance(self.alpha, dict):
+            if isinstance(self.bound, dict):
                 raise ValueError("delta: the held-out (umbrella) guarantee is implemented for two classes with a "
-                                 "float alpha; with a dict alpha set delta=None (error rates bounded on the "
+                                 "float bound; with a dict bound set delta=None (error rates bounded on the "
                                  "training rows)")
             check_fraction("calibration_fraction", self.calibration_fraction)
             check_random_state(self.random_state, draw=False)
@@ -457,7 +457,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
 
         The steps of `fit` that need the score model, the same for an in-memory and a Dask model:
         the bound calibration (`fastcon.estimators._solve.calibrate_bound`, at most ``rounds`` ABPP
-        runs), then ``calibration_``, ``class_bounds_``, ``surrogate_bounds_``, `_finish` and, with
+        runs), then ``calibration_``, ``bound_``, ``surrogate_bounds_``, `_finish` and, with
         held-out rows, the umbrella threshold (``threshold_``, ``umbrella_``).
 
         Parameters
@@ -516,7 +516,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
             state, _, record = calibrate_bound(solve_at, hard, 1.0, 1.0, max_rounds=rounds, adapt_smoothing=False)
         problem, result = problems[record.bounds[record.chosen]]
         self.calibration_ = record.as_dict("training rows")
-        self.class_bounds_ = {_python(self.classes_[j]): e for j, e in bounds.items()}
+        self.bound_ = {_python(self.classes_[j]): e for j, e in bounds.items()}
         self.surrogate_bounds_ = {_python(self.classes_[j]): float(a) for j, a in zip(problem.classes, problem.bounds)}
         self._finish(model, result, stacklevel=4)
         self.threshold_, self.umbrella_ = 0.0, None
@@ -553,26 +553,26 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
                                f"probability >= {1 - self.umbrella_['delta']:g} (umbrella rule on "
                                f"{self.umbrella_['calibration_rows']} held-out rows)")
         if not record.met:
-            warnings.warn(f"alpha: the training error rates reached {hard_value:.3g} x their bounds after "
+            warnings.warn(f"bound: the training error rates reached {hard_value:.3g} x their bounds after "
                           f"{len(record.bounds)} ABPP runs (calibration_ has the trace); raise max_calibration or "
                           "max_iter", ConvergenceWarning, stacklevel=stacklevel)
 
-    def _holdout(self, labels, constrained, alpha):
+    def _holdout(self, labels, constrained, bound):
         """The calibration rows: a random ``calibration_fraction`` of the constrained class (sorted row indices)."""
         rows0 = np.flatnonzero(labels == constrained)
-        return calibration_rows(rows0, self.calibration_fraction, alpha, float(self.delta),
+        return calibration_rows(rows0, self.calibration_fraction, bound, float(self.delta),
                                 check_random_state(self.random_state))
 
     def _sign(self):
         """+1 when the constrained class is ``classes_[0]`` (the ensemble's score is the other class's), else -1."""
         return 1.0 if self.constrained_class is None or self.classes_[0] == self.constrained_class else -1.0
 
-    def _set_threshold(self, X_cal, constrained, alpha, n_fit):
+    def _set_threshold(self, X_cal, constrained, bound, n_fit):
         """The umbrella threshold on the held-out rows' ensemble scores (``threshold_``, ``umbrella_``)."""
         delta = float(self.delta)
         sign = 1.0 if constrained == 0 else -1.0
         s0 = sign * self._ensemble_scores(X_cal)   # higher: the other class
-        self.threshold_ = strict_threshold(s0, float(np_umbrella_threshold(s0, alpha, delta)))
+        self.threshold_ = strict_threshold(s0, float(np_umbrella_threshold(s0, bound, delta)))
         self.umbrella_ = {"calibration_rows": int(s0.size), "fit_rows": int(n_fit), "delta": delta,
                           "calibration_type_one_error": float(np.mean(s0 > self.threshold_))}
 
@@ -624,12 +624,12 @@ class FairGBMClassifier(_GBMClassifier):
     Sridharan, "Optimization with Non-Differentiable Constraints with Applications to Fairness,
     Recall, Churn, and Other Goals" (JMLR 2019) — the trees descend the loss plus multipliers times *smoothed* group rates, the
     multipliers ascend on the *hard* gaps between rounds — and the kept model is the round of least
-    loss (on the rows the gap is measured on) whose gap is within ``tolerance``, round 0 (no tree)
+    loss (on the rows the gap is measured on) whose gap is within ``bound``, round 0 (no tree)
     excepted (`fastcon.boosting._rate_fit` has the math):
 
     .. math::
 
-        \min_F\ \sum_i \ell(F_i; y_i)\quad\text{s.t.}\quad r_a(F) - r_b(F) \le \text{tolerance}
+        \min_F\ \sum_i \ell(F_i; y_i)\quad\text{s.t.}\quad r_a(F) - r_b(F) \le \text{bound}
         \quad\text{for all groups } a \ne b,
 
     :math:`r_k` the rate of ``predict``'s labels in group :math:`k`. Prediction is group-blind:
@@ -637,7 +637,7 @@ class FairGBMClassifier(_GBMClassifier):
 
     **Mean-loss gap** (``constraint="mean_loss_gap"``): the fairness problem of Lin & Deng,
     "GBM-based Bregman Proximal Algorithms for Constrained Learning" (2023), Section 4 — every
-    group's mean cross-entropy within ``tolerance`` (nats) of every other's, binary or multi-class —
+    group's mean cross-entropy within ``bound`` (nats) of every other's, binary or multi-class —
     solved by CBPR (`fastcon.solvers.cbpr`, Algorithm 2) from the empty ensemble, each outer step
     a convexified subproblem (4.2) solved by ``inner_iter`` ABPP iterations of ``rounds`` boosting
     rounds each. It bounds a loss gap, not a rate gap: on Adult it lowers the loss gap from 0.174
@@ -648,7 +648,7 @@ class FairGBMClassifier(_GBMClassifier):
     constraint : str
         ``"demographic_parity"`` (default), ``"equal_opportunity"``, ``"false_positive_parity"``,
         ``"equalized_odds"`` or ``"mean_loss_gap"``.
-    tolerance : float
+    bound : float
         The bound: on the hard rate gap (in (0, 1]), or on the mean-loss gap (nats, > 0).
     backend : {"lightgbm", "xgboost"}
     n_estimators : int
@@ -672,9 +672,9 @@ class FairGBMClassifier(_GBMClassifier):
         does. The held-out part (``validation_fraction``, default 0.4 here) is split in half: one
         half steers (its Clopper-Pearson bound, widened by 1.28 standard errors, in place of the
         hard gap), the other bounds the population gap once, with probability at least
-        ``confidence`` over the draw of the rows (``certified_gap_``, ``guarantee_``). A bound
-        that does not certify the tolerance warns (``UserWarning``).
-    rounds, max_iter, inner_iter, primal_step, prox, scale
+        ``confidence`` over the draw of the rows (``certified_gap_``, ``guarantee_``). A certified
+        gap above ``bound`` warns (``UserWarning``).
+    rounds, max_iter, inner_iter, primal_step, prox_weight, scale
         Mean-loss gap only: boosting rounds per proximal step, CBPR outer iterations, ABPP
         iterations per outer one, :math:`\tau_0`, CBPR's :math:`L` (default: the curvature bound of
         the concave parts) and the constraints' :math:`\beta` (default :math:`\min_a n_a`).
@@ -688,7 +688,7 @@ class FairGBMClassifier(_GBMClassifier):
     classes_, groups_ : list of the group labels, ensemble_, n_rounds_, solve_result_
     fit_gap_ : float
         The hard gap (rate constraints; on the validation rows with ``validation_fraction``) or
-        the mean-loss gap on the training rows; above ``tolerance``, `fit` warns
+        the mean-loss gap on the training rows; above ``bound``, `fit` warns
         (``ConvergenceWarning``).
     certified_gap_ : float or None
         With ``confidence``: the certified bound on the population gap; None otherwise.
@@ -697,13 +697,13 @@ class FairGBMClassifier(_GBMClassifier):
         on new data: ..."`` (the gap is met on the rows it was measured on).
     """
 
-    def __init__(self, constraint="demographic_parity", tolerance=0.02, *, backend="lightgbm", n_estimators=100,
+    def __init__(self, constraint="demographic_parity", bound=0.02, *, backend="lightgbm", n_estimators=100,
                  smoothing=0.5, dual_step="auto", validation_fraction=None, confidence=None, rounds=DEFAULT_ROUNDS,
                  max_iter=10,
-                 inner_iter=10, primal_step=0.1, prox=None, scale=None, params=None, n_threads=1, random_state=0,
+                 inner_iter=10, primal_step=0.1, prox_weight=None, scale=None, params=None, n_threads=1, random_state=0,
                  drop_sensitive=False, verbose=False):
         self.constraint = constraint
-        self.tolerance = tolerance
+        self.bound = bound
         self.backend = backend
         self.n_estimators = n_estimators
         self.smoothing = smoothing
@@ -714,7 +714,7 @@ class FairGBMClassifier(_GBMClassifier):
         self.max_iter = max_iter
         self.inner_iter = inner_iter
         self.primal_step = primal_step
-        self.prox = prox
+        self.prox_weight = prox_weight
         self.scale = scale
         self.params = params
         self.n_threads = n_threads
@@ -749,11 +749,11 @@ class FairGBMClassifier(_GBMClassifier):
         """
         self._common_checks()
         check_choice("constraint", self.constraint, RATE_CONSTRAINTS + ("mean_loss_gap",))
-        check_real("tolerance", self.tolerance, positive=True)
+        check_real("bound", self.bound, positive=True)
         if self.constraint == "mean_loss_gap":
             return self._fit_mean_loss_gap(X, y, sensitive_features)
-        if self.tolerance > 1:
-            raise ValueError(f"tolerance: a rate gap lies in [0, 1]; got {self.tolerance}")
+        if self.bound > 1:
+            raise ValueError(f"bound: a rate gap lies in [0, 1]; got {self.bound}")
         check_count("n_estimators", self.n_estimators)
         check_real("smoothing", self.smoothing, positive=True)
         if self.validation_fraction is not None:
@@ -777,7 +777,7 @@ class FairGBMClassifier(_GBMClassifier):
         groups = encode_fit_groups(sensitive, X.shape[0])
         self.group_encoder_, self.groups_ = groups, list(groups.labels)
         ensemble, result = fit_rate_constrained(
-            X, labels, groups.codes, self.constraint, float(self.tolerance), backend=self.backend,
+            X, labels, groups.codes, self.constraint, float(self.bound), backend=self.backend,
             n_estimators=int(self.n_estimators), params=self.params, seed=_check_seed(self.random_state),
             n_threads=self.n_threads, smoothing=float(self.smoothing), dual_step=_dual_step(self.dual_step),
             n_classes=self.classes_.size, validation_fraction=self.validation_fraction, confidence=self.confidence,
@@ -789,28 +789,28 @@ class FairGBMClassifier(_GBMClassifier):
         self.certified_gap_ = result.info.get("certified_gap")
         if self.certified_gap_ is None:
             self.guarantee_ = ("no guarantee on new data: the bound is "
-                               f"{'met' if self.fit_gap_ <= self.tolerance else 'NOT met'} on the {where}")
+                               f"{'met' if self.fit_gap_ <= self.bound else 'NOT met'} on the {where}")
         else:
             n_certify = result.info["certify_rows"]
-            self.guarantee_ = guarantee_text(self.constraint, self.certified_gap_, self.tolerance, self.confidence,
+            self.guarantee_ = guarantee_text(self.constraint, self.certified_gap_, self.bound, self.confidence,
                                              n_certify)
-            if self.certified_gap_ > self.tolerance:
-                warnings.warn(not_certified_message(self.constraint, self.certified_gap_, self.tolerance,
+            if self.certified_gap_ > self.bound:
+                warnings.warn(not_certified_message(self.constraint, self.certified_gap_, self.bound,
                                                     self.confidence, n_certify), UserWarning, stacklevel=2)
         if result.status == "no_feasible_iterate":
             what = (f"hard {self.constraint} gap" if self.confidence is None else
                     f"{self.constraint} bound (Clopper-Pearson, widened)")
-            warnings.warn(f"tolerance: the {what} on the {where} exceeded {self.tolerance} in every one of "
+            warnings.warn(f"bound: the {what} on the {where} exceeded {self.bound} in every one of "
                           f"{result.info['rounds_trained']} rounds; kept round {result.n_iter}, of the least, "
-                          f"{self.fit_gap_:.4g}; raise n_estimators or dual_step, or a larger tolerance",
+                          f"{self.fit_gap_:.4g}; raise n_estimators or dual_step, or a larger bound",
                           ConvergenceWarning, stacklevel=2)
         return self
 
     def _fit_mean_loss_gap(self, X, y, sensitive_features):
         """The CBPR fit of ``constraint="mean_loss_gap"`` (class docstring)."""
         check_count("inner_iter", self.inner_iter)
-        if self.prox is not None:
-            check_real("prox", self.prox, positive=True)
+        if self.prox_weight is not None:
+            check_real("prox_weight", self.prox_weight, positive=True)
         if self.scale is not None:
             check_real("scale", self.scale, positive=True)
         if sensitive_features is None:
@@ -857,7 +857,7 @@ class FairGBMClassifier(_GBMClassifier):
 
     def _gap_problem(self, problem_class, labels, groups):
         """The fairness problem of the training rows: ``problem_class`` (`GroupLossGap` or its Dask
-        version) with ``tolerance`` and ``scale``.
+        version) with ``bound`` and ``scale``.
 
         Parameters
         ----------
@@ -872,7 +872,7 @@ class FairGBMClassifier(_GBMClassifier):
         -------
         GroupLossGap
         """
-        return problem_class(labels, self.classes_.size, groups.codes, float(self.tolerance),
+        return problem_class(labels, self.classes_.size, groups.codes, float(self.bound),
                              scale=None if self.scale is None else float(self.scale))
 
     def _solve_cbpr(self, problem, model):
@@ -895,13 +895,13 @@ class FairGBMClassifier(_GBMClassifier):
         from ..solvers.cbpr import cbpr
 
         result = cbpr(problem, model, outer_iter=self.max_iter, inner_iter=self.inner_iter,
-                      prox=None if self.prox is None else float(self.prox), primal_step=float(self.primal_step),
+                      prox_weight=None if self.prox_weight is None else float(self.prox_weight), primal_step=float(self.primal_step),
                       dual_step=_dual_step(self.dual_step), verbose=bool(self.verbose))
         self._finish(model, result, stacklevel=5)
         return result.n_iter, problem.group_means(model, result.state)
 
     def _finish_gap(self, xi, n_iter, stacklevel):
-        """``fit_gap_`` from the groups' mean losses ``xi``, and the warning when it is above ``tolerance``.
+        """``fit_gap_`` from the groups' mean losses ``xi``, and the warning when it is above ``bound``.
 
         Parameters
         ----------
@@ -913,8 +913,8 @@ class FairGBMClassifier(_GBMClassifier):
             Of the ``ConvergenceWarning``, so that it names the line that called `fit`.
         """
         self.fit_gap_ = float(xi.max() - xi.min())
-        if self.fit_gap_ > self.tolerance:
-            warnings.warn(f"tolerance: the training mean-loss gap reached {self.fit_gap_:.4g} > {self.tolerance} after "
+        if self.fit_gap_ > self.bound:
+            warnings.warn(f"bound: the training mean-loss gap reached {self.fit_gap_:.4g} > {self.bound} after "
                           f"{n_iter} CBPR iterations of {self.inner_iter} ABPP steps; raise max_iter or "
                           "inner_iter", ConvergenceWarning, stacklevel=stacklevel)
 
@@ -928,7 +928,7 @@ class FairGBMClassifier(_GBMClassifier):
         return super()._features_for_predict(X)
 
     def constraint_report(self, X, y, sensitive_features):
-        """The gap on (X, y, groups) against ``tolerance``, with every group's rates (or mean loss and error rate).
+        """The gap on (X, y, groups) against ``bound``, with every group's rates (or mean loss and error rate).
 
         Returns
         -------
@@ -963,6 +963,6 @@ class FairGBMClassifier(_GBMClassifier):
             per_group[label] = {"n": int(rows.sum()), "mean_loss": means[-1],
                                 "error_rate": float(np.mean(predicted[rows] != labels[rows]))}
         value = float(max(means) - min(means)) if means else float("nan")
-        return ConstraintReport("mean_loss_gap", float(self.tolerance), value, bool(value <= self.tolerance),
+        return ConstraintReport("mean_loss_gap", float(self.bound), value, bool(value <= self.bound),
                                 per_group, *_solve_summary(self), fit_value=self.fit_gap_,
                                 guarantee="no guarantee on new data: the mean-loss gap is bounded on the training rows")

@@ -36,6 +36,9 @@ MAX_OUTPUTS = 2 ** 20
 #: (`fastcon.estimators._model_file.parts`): ``FairGBMClassifier`` files from before the rate
 #: constraints bounded the mean-loss gap.
 _LEGACY_DEFAULTS = {"FairGBMClassifier": {"constraint": "mean_loss_gap"}}
+#: Parameters renamed since files were written: old name -> new name (`fastcon.estimators._model_file.parts`).
+_RENAMED = {"FairGBMClassifier": {"tolerance": "bound", "prox": "prox_weight"},
+            "NeymanPearsonGBMClassifier": {"alpha": "bound", "class_bounds_": "bound_"}}
 
 
 def _estimators():
@@ -119,7 +122,7 @@ def _read(cls, header, entries):
     """A boosted estimator from its checked ``header``: every entry it reads is checked before any is decompressed."""
     from ._models import BoostedEnsemble
 
-    params, attributes = _model_file.parts(header, cls, _LEGACY_DEFAULTS.get(cls.__name__))
+    params, attributes = _model_file.parts(header, cls, _LEGACY_DEFAULTS.get(cls.__name__), _RENAMED.get(cls.__name__))
     spec = header["ensemble"]
     if not isinstance(spec, dict):
         raise ValueError("ensemble must be a JSON object")

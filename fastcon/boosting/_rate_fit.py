@@ -27,7 +27,7 @@ __all__ = ["RATE_CONSTRAINTS", "AIM", "AUTO_DUAL_STEP", "RateLagrangian", "Check
 
 #: Constraint names of the rate path (those of `fastcon.FairClassifier` with a hard rate gap).
 RATE_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds")
-#: The multipliers aim at this fraction of the tolerance (module docstring).
+#: The multipliers aim at this fraction of the bound (module docstring).
 AIM = 0.9
 
 
@@ -35,9 +35,9 @@ AIM = 0.9
 #: near the threshold is about :math:`\lambda\,\sigma'/(\pi_k\tau)` (:math:`\pi_k`: the group's
 #: share of the rows) against the loss's at most 1, so the scale of :math:`\eta` does not depend
 #: on the number of rows. Measured on Adult (docs/benchmarks.md, "Rate-constrained boosting"):
-#: 2 keeps demographic parity within tolerance in 60-80 of 100 rounds and equalized odds in 10-20
+#: 2 keeps demographic parity within bound in 60-80 of 100 rounds and equalized odds in 10-20
 #: on both libraries; 50 x the learning rate (15 for XGBoost's 0.3) made XGBoost's equalized-odds
-#: gap oscillate above the tolerance in every round but the constant first.
+#: gap oscillate above the bound in every round but the constant first.
 AUTO_DUAL_STEP = 2.0
 
 
@@ -56,7 +56,7 @@ class RateLagrangian:
         The smoothed rates of the training rows (on scores of shape (n,) or (n, J)).
     check : CheckRows
         Where the hard gap and the loss are measured (the training rows or held-out ones).
-    tolerance : float
+    bound : float
         :math:`\varepsilon`.
     dual_step : float
         :math:`\eta`.
@@ -70,12 +70,12 @@ class RateLagrangian:
         every call is a new round.
     """
 
-    def __init__(self, labels, block, check, tolerance, dual_step, history, tree_count=None):
+    def __init__(self, labels, block, check, bound, dual_step, history, tree_count=None):
         self.labels = labels
         self.tree_count = tree_count
         self.block = block
         self.check = check
-        self.tolerance = float(tolerance)
+        self.bound = float(bound)
         self.dual_step = float(dual_step)
         self.history = history
         self.n_classes = getattr(block, "n_classes", 2)
@@ -89,12 +89,12 @@ class RateLagrangian:
 
     def observe(self, F, rounds=None):
         """Record the model of ``rounds`` rounds (default: the booster's count) whose training scores are ``F``;
-        return the check rows' hard values (gaps minus tolerance)."""
+        return the check rows' hard values (gaps minus bound)."""
         if rounds is None:
             rounds = self.tree_count() if self.tree_count is not None else self.round
         self.round = rounds
         loss, hard = self.check.measure(F, rounds)
-        gap = float(hard.max()) + self.tolerance if hard.size else 0.0
+        gap = float(hard.max()) + self.bound if hard.size else 0.0
         self.trace[rounds] = (loss, gap)
         self.history.record(rounds, force=True, loss=loss, gap=gap,
                             max_multiplier=float(self.multipliers.max()) if self.multipliers.size else 0.0)
@@ -103,8 +103,8 @@ class RateLagrangian:
     def __call__(self, preds, data=None):
         F = np.ascontiguousarray(preds, dtype=np.float64).reshape(self.grad.shape)
         hard = self.observe(F)
-        # the hard gap minus aim * tolerance: hard + (1 - aim) * tolerance
-        self.multipliers += self.dual_step * (hard + (1.0 - AIM) * self.tolerance)
+        # the hard gap minus aim * bound: hard + (1 - aim) * bound
+        self.multipliers += self.dual_step * (hard + (1.0 - AIM) * self.bound)
         np.maximum(self.multipliers, 0.0, out=self.multipliers)
         loss_grad_hess = logistic_grad_hess if self.n_classes == 2 else softmax_grad_hess
         loss_grad_hess(F, self.labels, self.ones, None, 0.0, None, 0.0, self.grad, self.hess)
@@ -123,7 +123,7 @@ class CheckRows:
     labels : int64[m]
         Class ids of the check rows.
     block : RateGapConstraints or ClassRateConstraints
-        Their rates (``bound``: the tolerance).
+        Their rates (``bound``: the estimator's ``bound``).
     X : {ndarray, CSR matrix}, optional
         Held-out rows' features; None: the check rows are the training rows, whose scores the
         library hands over.
@@ -134,7 +134,7 @@ class CheckRows:
         ``(constraint, codes, n_groups, delta)``: measure every pair's gap as its Clopper-Pearson
         bound :math:`U_a - L_b`, each one-sided bound widened by `CERTIFY_AIM` standard errors
         (`fastcon.estimators._certify.certified_rate_bounds`), instead of the hard gap, so that the
-        multipliers steer toward a model whose bound on fresh rows meets the tolerance (two classes).
+        multipliers steer toward a model whose certified gap on fresh rows meets the bound (two classes).
     """
 
     def __init__(self, labels, block, X=None, predict=None, certify=None):
@@ -163,17 +163,17 @@ class CheckRows:
         return float(self.losses.mean()), self.block.hard_values_from_scores(F)
 
 
-def rate_block(labels, n_classes, codes, constraint, tolerance, smoothing, group_labels=None, class_labels=None):
+def rate_block(labels, n_classes, codes, constraint, bound, smoothing, group_labels=None, class_labels=None):
     """The smoothed-rate block of some rows: `RateGapConstraints` on the scores (two classes) or
-    `ClassRateConstraints` on every class's margins (J >= 3); ``bound`` = ``tolerance``."""
+    `ClassRateConstraints` on every class's margins (J >= 3); its ``bound`` is the estimator's."""
     if n_classes == 2:
-        return group_fairness_constraints(None, labels, codes, constraint, float(tolerance), smoothing=float(smoothing),
+        return group_fairness_constraints(None, labels, codes, constraint, float(bound), smoothing=float(smoothing),
                                           group_labels=group_labels)
-    return ClassRateConstraints(labels, n_classes, codes, constraint, float(tolerance), smoothing=float(smoothing),
+    return ClassRateConstraints(labels, n_classes, codes, constraint, float(bound), smoothing=float(smoothing),
                                 group_labels=group_labels, class_labels=class_labels)
 
 
-def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_estimators, params, seed, n_threads,
+def fit_rate_constrained(X, labels, codes, constraint, bound, *, backend, n_estimators, params, seed, n_threads,
                          smoothing, dual_step, n_classes=2, validation_fraction=None, confidence=None,
                          group_labels=None, class_labels=None, verbose=False):
     r"""Train one booster under a rate constraint (module docstring) and keep its best feasible round.
@@ -189,7 +189,7 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     constraint : str
         One of `RATE_CONSTRAINTS` (for J >= 3: every class's one-vs-rest rates,
         `fastcon.problems._class_rate_constraints`).
-    tolerance : float
+    bound : float
         :math:`\varepsilon`.
     backend : {"lightgbm", "xgboost"}
     n_estimators : int
@@ -251,18 +251,18 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     full = lib.params(params, n_outputs, seed, n_threads, n_rows=X_fit.shape[0])
     if dual_step == "auto":
         dual_step = AUTO_DUAL_STEP
-    block = rate_block(y_fit, n_classes, g_fit, constraint, tolerance, smoothing, group_labels, class_labels)
+    block = rate_block(y_fit, n_classes, g_fit, constraint, bound, smoothing, group_labels, class_labels)
     data = lib.dataset(X_fit, full)
     booster = lib.booster(full, data)
     if held is None:
         check = CheckRows(y_fit, block)
     else:
-        check = CheckRows(labels[held], rate_block(labels[held], n_classes, codes[held], constraint, tolerance,
+        check = CheckRows(labels[held], rate_block(labels[held], n_classes, codes[held], constraint, bound,
                                                    smoothing, group_labels, class_labels),
                           X[held], lambda rows, start, stop: lib.predict(booster, rows, start, stop, n_threads),
                           certify=None if confidence is None else (constraint, codes[held], n_groups, 1.0 - confidence))
     history = History()
-    objective = RateLagrangian(y_fit, block, check, tolerance, dual_step, history,
+    objective = RateLagrangian(y_fit, block, check, bound, dual_step, history,
                                tree_count=lambda: lib.n_rounds(booster))
     for start in range(0, int(n_estimators), 10):
         lib.boost(booster, data, objective, min(10, int(n_estimators) - start))
@@ -274,17 +274,17 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
     final = lib.training_scores(booster, data).reshape(objective.grad.shape)
     objective.observe(final, rounds)
     losses, gaps = np.array([objective.trace[r] for r in range(rounds + 1)]).T
-    # round 0 (no tree: every score 0, every rate 0) meets any tolerance and predicts one class; it is
+    # round 0 (no tree: every score 0, every rate 0) meets any bound and predicts one class; it is
     # kept only when the booster grew no tree at all
     first = 1 if rounds >= 1 else 0
-    feasible = first + np.flatnonzero(gaps[first:] <= tolerance)
+    feasible = first + np.flatnonzero(gaps[first:] <= bound)
     if feasible.size:
         kept = int(feasible[np.argmin(losses[feasible])])
         status, message = "converged", (f"round {kept} of {rounds}: the least loss among the {feasible.size} "
-                                        f"rounds whose gap is within {tolerance:g}")
+                                        f"rounds whose gap is within {bound:g}")
     else:
         kept = first + int(np.argmin(gaps[first:]))
-        status, message = "no_feasible_iterate", (f"no round's gap is within {tolerance:g}; kept round {kept}, of "
+        status, message = "no_feasible_iterate", (f"no round's gap is within {bound:g}; kept round {kept}, of "
                                                   f"the least gap {gaps[kept]:.4g}")
     ensemble = BoostedEnsemble(backend, [booster], [(0, 0, kept, 1.0)], n_outputs, n_threads).standalone()
     scores = final if kept == rounds and fit_rows is None else ensemble.predict_scores(X)
@@ -297,6 +297,6 @@ def fit_rate_constrained(X, labels, codes, constraint, tolerance, *, backend, n_
                                               1.0 - confidence)
         info["certify_rows"] = int(certify_rows.size)
     result = SolveResult(scores, status, message, n_iter=kept, objective=float(losses[kept]),
-                         max_violation=max(0.0, float(gaps[kept] - tolerance)), multipliers=objective.multipliers.copy(),
+                         max_violation=max(0.0, float(gaps[kept] - bound)), multipliers=objective.multipliers.copy(),
                          history=history.as_arrays(), info=info, solver="proxy_lagrangian")
     return ensemble, result

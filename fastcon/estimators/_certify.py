@@ -30,7 +30,7 @@ CONFIDENCE_HOLDOUT = 0.4
 #: With ``confidence``, the steering half's bound is widened by this many standard errors
 #: (`certified_gap`'s ``aim``): the certifying half's rates differ from the steering half's by
 #: about sqrt(2) standard errors of each, and 1.28 of them more makes the certificate pass in about
-#: 9 fits in 10 where the tolerance is within reach (instead of about half).
+#: 9 fits in 10 where the bound is within reach (instead of about half).
 CERTIFY_AIM = 1.2816
 #: The label sets of each rate family, per constraint: rows of a group with these labels.
 CERTIFIED_CONSTRAINTS = {"demographic_parity": [(0, 1)], "equal_opportunity": [(1,)],
@@ -98,7 +98,7 @@ def certified_gap(constraint, predicted, y01, codes, n_groups, delta, aim=0.0) -
         :math:`\ge 0`. Widen each one-sided bound by ``aim`` standard errors (in the normal
         approximation: the level :math:`a` becomes :math:`\bar\Phi(\bar\Phi^{-1}(a) + \text{aim})`).
         Not a certificate then but a target: a model tuned until this wider bound on one half of
-        the held-out rows meets the tolerance certifies on the other half, whose rates scatter
+        the held-out rows meets the bound certifies on the other half, whose rates scatter
         around the first's, in most fits rather than about half of them.
     """
     for labels in CERTIFIED_CONSTRAINTS[constraint]:
@@ -114,16 +114,16 @@ def certified_gap(constraint, predicted, y01, codes, n_groups, delta, aim=0.0) -
     return min(worst, 1.0)
 
 
-def guarantee_text(constraint, certified, tolerance, confidence, n_rows):
+def guarantee_text(constraint, certified, bound, confidence, n_rows):
     """``guarantee_`` of a certified fit: ``"certified: ..."`` or ``"not certified: ..."``."""
-    verdict = ("certified" if certified <= tolerance else
-               f"not certified (tolerance {tolerance:g}; no guarantee at the tolerance)")
+    verdict = ("certified" if certified <= bound else
+               f"not certified (bound {bound:g}; no guarantee at the bound)")
     return (f"{verdict}: population {constraint} gap <= {certified:.4g} with probability >= {confidence:g} "
             f"(Clopper-Pearson bounds on {n_rows} held-out rows)")
 
 
-def not_certified_message(constraint, certified, tolerance, confidence, n_rows):
-    """The UserWarning of a fit whose certified bound is above ``tolerance``."""
-    return (f"tolerance: {tolerance} cannot be certified at confidence {confidence} with the rows available: the "
+def not_certified_message(constraint, certified, bound, confidence, n_rows):
+    """The UserWarning of a fit whose certified bound is above ``bound``."""
+    return (f"bound: {bound} cannot be certified at confidence {confidence} with the rows available: the "
             f"certified bound on the {constraint} gap is {certified:.4g} ({n_rows} certifying rows), the smallest "
-            "tolerance this model certifies; use more rows, a lower confidence or a larger tolerance")
+            "bound this model certifies; use more rows, a lower confidence or a larger bound")

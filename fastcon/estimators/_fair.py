@@ -46,7 +46,7 @@ IDCA_OUTER_ITER, IDCA_INNER_ITER, IDCA_TOLERANCE = 100, 200, 1e-3
 #: Largest surrogate bound of the partial DP block: its theory-safe level grid
 #: [alpha, beta - kappa (beta - alpha)) is empty at kappa = 1.
 _MAX_PARTIAL_BOUND = 0.99
-#: Constraints whose hard gap is a difference of two rates in [0, 1] (a ``tolerance`` above 1 is a mistake).
+#: Constraints whose hard gap is a difference of two rates in [0, 1] (a ``bound`` above 1 is a mistake).
 _RATE_GAP_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "false_positive_parity", "equalized_odds", "roc")
 
 
@@ -68,7 +68,7 @@ class FairClassifier(LinearConstrainedClassifier):
     scores just above 0 in one group while the hard gap stays (`fastcon.problems.RateGapConstraints`),
     then
     adjusts :math:`\kappa` until the **hard** gap a user measures (rates of ``predict``) is within
-    ``tolerance`` on the training data (or on a held-out ``validation_fraction``).
+    ``bound`` on the training data (or on a held-out ``validation_fraction``).
 
     Every group is bounded against every other group: the constraint is on the largest rate minus
     the smallest, the gap of `fastcon.metrics` (and of fairlearn's ``*_difference`` metrics).
@@ -105,10 +105,10 @@ class FairClassifier(LinearConstrainedClassifier):
     scale of the scores while the surrogates are not, so a model can satisfy a tight :math:`\kappa`
     by shrinking its scores into the ramp's linear part without becoming fair in rank; sharpening
     the ramp is what lowers the hard metric then (synthetic data, 2,000 rows, ``partial_dp``
-    tolerance 0.05: the hard value stayed at 0.09-0.10 as :math:`\kappa` shrank at :math:`\tau = 1`;
+    bound 0.05: the hard value stayed at 0.09-0.10 as :math:`\kappa` shrank at :math:`\tau = 1`;
     on Adult it *rose* from 0.08 to 0.69). With ``n_levels`` :math:`= P` levels the hard partial DP
     of a solution of model (13) can exceed :math:`\kappa` by the level spacing,
-    :math:`(1 - \kappa)/P` (the group CCDFs are only pinned at the levels), so a tolerance below
+    :math:`(1 - \kappa)/P` (the group CCDFs are only pinned at the levels), so a bound below
     about :math:`1/P` needs more levels.
 
     Parameters
@@ -123,7 +123,7 @@ class FairClassifier(LinearConstrainedClassifier):
         between the groups' score distributions, same paper; in score units),
         ``"partial_dp"`` and ``"weak_partial_dp"`` (partial demographic parity on a rank band, see
         above; no ``sample_weight``).
-    tolerance : float
+    bound : float
         Bound on the hard gap (a rate difference in [0, 1], so at most 1 for the rate constraints
         and ``"roc"``; a distance for ``"wasserstein"``; below 1 for the partial constraints,
         whose metrics never exceed 1).
@@ -151,7 +151,7 @@ class FairClassifier(LinearConstrainedClassifier):
         Starting :math:`\tau > 0` of the smoothed rates (in score units; for ``"wasserstein"``
         :math:`\tau/50` is the Huber width of the matched-quantile distances; for the partial
         constraints the width of the ramp). The calibration halves it (at most four times; not for
-        ``"roc"``) when the smoothed rates track the hard ones too loosely to meet ``tolerance``
+        ``"roc"``) when the smoothed rates track the hard ones too loosely to meet ``bound``
         (`fastcon.estimators._solve.calibrate_bound`; measurements in docs/design.md, "Estimators").
     straddle : float, optional
         :math:`\mu \ge 0`, in units of the smoothing (above): the rate constraints compare the
@@ -162,7 +162,7 @@ class FairClassifier(LinearConstrainedClassifier):
         (docs/benchmarks.md, "Large data"): on a 50,000 x 1,000,000 sparse set (DP 0.02) straddle 0
         ran 12 solves whose hard training gaps stayed at 0.033-0.054 while the smoothed gap fell
         to :math:`2\cdot10^{-4}`; straddle 1 met 0.02 in 3 solves (held-out gap 0.014 against 0.042).
-        A fixed straddle 1 can cost accuracy on small samples where straddle 0 meets the tolerance
+        A fixed straddle 1 can cost accuracy on small samples where straddle 0 meets the bound
         (equalized odds on 500 rows: 0.816 -> 0.584 on one of seven draws), hence 0 first. Not
         used by ``"wasserstein"`` and the partial constraints.
     n_thresholds : int
@@ -183,7 +183,7 @@ class FairClassifier(LinearConstrainedClassifier):
     confidence : float, optional
         :math:`1 - \delta` in (0, 1), for the rate constraints (demographic parity, equal
         opportunity, false-positive parity, equalized odds, any number of groups): certify that the
-        gap on the *population* is at most ``tolerance`` with probability at least
+        gap on the *population* is at most ``bound`` with probability at least
         ``confidence``. The held-out part (``validation_fraction``, default 0.4 here) is split in
         two, stratified: the calibration steers by the bound on one half (widened by 1.28
         standard errors per rate, so that the other half, whose rates scatter around the first
@@ -191,14 +191,14 @@ class FairClassifier(LinearConstrainedClassifier):
         which no choice has seen
         (`fastcon.estimators._certify`: one-sided Clopper–Pearson bounds on every group rate, a
         union bound over the :math:`2R` bounds). ``certified_gap_`` is that bound; when it exceeds
-        ``tolerance`` a UserWarning says so and gives it, the smallest tolerance the model
+        ``bound`` a UserWarning says so and gives it, the smallest bound the model
         certifies. Not for ``"roc"``, ``"wasserstein"`` or the partial constraints (a ValueError),
         nor with ``sample_weight``.
     max_calibration : int, optional
         Largest number of solves in the bound calibration (each warm-started from the previous;
         for the partial constraints only when the previous solution is :math:`\epsilon`-feasible
         for the new bound, else from :math:`w = 0`). Default None: 12, and 6 for the partial
-        constraints, whose solves cost an IDCA run each (Adult, ``"partial_dp"``, tolerance 0.05:
+        constraints, whose solves cost an IDCA run each (Adult, ``"partial_dp"``, bound 0.05:
         about 30 s per solve on one core).
     drop_sensitive : bool
         With ``sensitive_features`` naming columns of X, drop them from the features.
@@ -224,8 +224,8 @@ class FairClassifier(LinearConstrainedClassifier):
         One entry per solve: ``bounds``, ``smoothings`` and ``straddles`` tried (``straddles`` empty
         for the partial constraints and in files saved before it existed), ``hard_values`` reached,
         ``objectives``, ``statuses``; the ``chosen`` index (the round kept: the lowest objective
-        among the solves at any smoothing that met the tolerance, converged ones first, else the
-        smallest hard value), ``met`` (tolerance met), ``converged`` (the kept solve ended as its
+        among the solves at any smoothing that met the bound, converged ones first, else the
+        smallest hard value), ``met`` (bound met), ``converged`` (the kept solve ended as its
         solver should; if not, ``fit`` warns) and where the hard gap was measured (``measured_on``).
     fit_gap_ : float
         The hard gap where calibration measured it; with ``confidence``, the certified bound on the
@@ -242,13 +242,13 @@ class FairClassifier(LinearConstrainedClassifier):
         band was given (or the constraint is not partial).
     """
 
-    def __init__(self, constraint="demographic_parity", tolerance=0.02, *, loss="logistic", ridge=None,
+    def __init__(self, constraint="demographic_parity", bound=0.02, *, loss="logistic", ridge=None,
                  fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.5, straddle=None,
                  n_thresholds=50,
                  interval=None, n_levels=10, validation_fraction=None, confidence=None, max_calibration=None,
                  drop_sensitive=False, random_state=None, verbose=False):
         self.constraint = constraint
-        self.tolerance = tolerance
+        self.bound = bound
         self.loss = loss
         self.ridge = ridge
         self.fit_intercept = fit_intercept
@@ -275,19 +275,19 @@ class FairClassifier(LinearConstrainedClassifier):
     def _check_params(self):
         check_choice("constraint", self.constraint, FAIRNESS_CONSTRAINTS + PARTIAL_CONSTRAINTS)
         check_choice("loss", self.loss, ("logistic", "hinge"))
-        for name in ("tolerance", "smoothing", "tol"):
+        for name in ("bound", "smoothing", "tol"):
             check_real(name, getattr(self, name), positive=True)
         if self.straddle is not None:
             check_real("straddle", self.straddle)
             if self.constraint not in _RATE_GAP_CONSTRAINTS:
                 raise ValueError(f"straddle: the rates of a pair straddle the threshold in the rate constraints "
                                  f"{_RATE_GAP_CONSTRAINTS}, not in {self.constraint!r}; use straddle=None")
-        if self.constraint in PARTIAL_CONSTRAINTS and not self.tolerance < 1.0:
-            raise ValueError(f"tolerance: must be below 1 for constraint={self.constraint!r} (the metric never "
-                             f"exceeds 1, so every model meets {self.tolerance!r}), got {self.tolerance!r}")
-        if self.constraint in _RATE_GAP_CONSTRAINTS and self.tolerance > 1.0:
-            raise ValueError(f"tolerance: at most 1 for constraint={self.constraint!r} (a gap between two rates "
-                             f"in [0, 1] is at most 1), got {self.tolerance!r}")
+        if self.constraint in PARTIAL_CONSTRAINTS and not self.bound < 1.0:
+            raise ValueError(f"bound: must be below 1 for constraint={self.constraint!r} (the metric never "
+                             f"exceeds 1, so every model meets {self.bound!r}), got {self.bound!r}")
+        if self.constraint in _RATE_GAP_CONSTRAINTS and self.bound > 1.0:
+            raise ValueError(f"bound: at most 1 for constraint={self.constraint!r} (a gap between two rates "
+                             f"in [0, 1] is at most 1), got {self.bound!r}")
         check_random_state(self.random_state, draw=False)
         if self.interval is not None:
             check_interval(self.interval)
@@ -404,7 +404,7 @@ class FairClassifier(LinearConstrainedClassifier):
         if self.constraint == "roc":
             thresholds = threshold_grid(scores.scores(free.x).copy(), self.n_thresholds)
         g_fit = check_all_groups_present(g_fit, n_groups)
-        block = group_fairness_constraints(scores, y_fit, g_fit, self.constraint, float(self.tolerance),
+        block = group_fairness_constraints(scores, y_fit, g_fit, self.constraint, float(self.bound),
                                            smoothing=float(self.smoothing), thresholds=thresholds,
                                            group_labels=self.groups_,
                                            sample_weight=None if sample_weight is None else w_fit)
@@ -444,7 +444,7 @@ class FairClassifier(LinearConstrainedClassifier):
 
             def hard(x):
                 s = scores.scores_on(x, check_rows, s_check)
-                if self.confidence is not None:     # aim at a model whose certified bound meets the tolerance
+                if self.confidence is not None:     # aim at a model whose certified gap meets the bound
                     return certified_gap(self.constraint, s > 0, y_check, g_check, n_groups, 1.0 - self.confidence,
                                          aim=CERTIFY_AIM)
                 return fairness_gap(self.constraint, s, y_check, g_check, w_check)
@@ -452,7 +452,7 @@ class FairClassifier(LinearConstrainedClassifier):
         if n_groups < 2:   # no pair of groups: no constraint, the unconstrained model is the answer
             x, result, record = free.x, free, Calibration(met=True)
         else:
-            x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
+            x, result, record = calibrate_bound(solve_at, hard, float(self.bound), float(self.smoothing),
                                                 max_rounds=self._calibration_rounds(),
                                                 adapt_smoothing=self.constraint != "roc",
                                                 converged=lambda r: converged(r, solver),
@@ -463,15 +463,15 @@ class FairClassifier(LinearConstrainedClassifier):
             self.certified_gap_ = (0.0 if n_groups < 2 else
                                    certified_gap(self.constraint, s > 0, y01[certify_rows], groups.codes[certify_rows],
                                                  n_groups, 1.0 - self.confidence))
-            self.guarantee_ = guarantee_text(self.constraint, self.certified_gap_, self.tolerance, self.confidence,
+            self.guarantee_ = guarantee_text(self.constraint, self.certified_gap_, self.bound, self.confidence,
                                              certify_rows.size)
-            if self.certified_gap_ > self.tolerance:
-                warnings.warn(not_certified_message(self.constraint, self.certified_gap_, self.tolerance,
+            if self.certified_gap_ > self.bound:
+                warnings.warn(not_certified_message(self.constraint, self.certified_gap_, self.bound,
                                                     self.confidence, certify_rows.size), UserWarning, stacklevel=2)
         return self
 
     def _set_fitted(self, x, X, result, record, check_rows, solver, ridge):
-        """Fitted attributes from the chosen solution ``x = (w, b, ...)``; warns when the tolerance was missed
+        """Fitted attributes from the chosen solution ``x = (w, b, ...)``; warns when the bound was missed
         or the kept solve did not converge (`fastcon.estimators._linear.warn_if_unconverged`)."""
         n_features = X.shape[1]
         self.coef_ = x[:n_features].reshape(1, -1).copy()
@@ -485,8 +485,8 @@ class FairClassifier(LinearConstrainedClassifier):
         if not record.met and self.confidence is None:   # with confidence: the certificate's warning (fit)
             hint = ("raise max_calibration or max_iter" if self.constraint in PARTIAL_CONSTRAINTS else
                     "raise max_calibration or max_iter, or start from a smaller smoothing")
-            warnings.warn(f"tolerance: the hard {self.constraint} gap reached {self.fit_gap_:.4g} > "
-                          f"{self.tolerance} after {len(record.bounds)} solves (calibration_ has the trace); {hint}",
+            warnings.warn(f"bound: the hard {self.constraint} gap reached {self.fit_gap_:.4g} > "
+                          f"{self.bound} after {len(record.bounds)} solves (calibration_ has the trace); {hint}",
                           ConvergenceWarning, stacklevel=3)
         warn_if_unconverged(self, result, solver, X, ridge, stacklevel=4)
         return self
@@ -576,7 +576,7 @@ class FairClassifier(LinearConstrainedClassifier):
                 s = np.asarray(X_check @ x[:n_features]).ravel() + (x[n_features] if self.fit_intercept else 0.0)
                 return fairness_gap(self.constraint, s, None, g_check, interval=interval)
 
-        x, result, record = calibrate_bound(solve_at, hard, float(self.tolerance), float(self.smoothing),
+        x, result, record = calibrate_bound(solve_at, hard, float(self.bound), float(self.smoothing),
                                             max_rounds=self._calibration_rounds(),
                                             max_bound=_MAX_PARTIAL_BOUND if self.constraint == "partial_dp" else None,
                                             converged=lambda r: converged(r, solver))
@@ -596,7 +596,7 @@ class FairClassifier(LinearConstrainedClassifier):
         X, y, sensitive_features
             As in `fit` (the groups must be among those seen in `fit`).
         sample_weight : array-like of shape (n_samples,), optional
-            Row weights of the rates and the gap, as in `fit` (a weighted fit that met its tolerance
+            Row weights of the rates and the gap, as in `fit` (a weighted fit that met its bound
             reports it met on its own rows with its own weights). Rate constraints only: ``"roc"``,
             ``"wasserstein"`` and the partial constraints compare unweighted distributions.
 

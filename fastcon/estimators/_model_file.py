@@ -490,17 +490,19 @@ def _read(archive, where, file_size, readers):
     return readers[name](header, entries)
 
 
-def parts(header, cls, legacy=None):
+def parts(header, cls, legacy=None, renamed=None):
     """The header's ``params`` (with ``legacy`` defaults for those it does not name) and ``attributes``, checked:
     JSON objects, parameters that ``cls`` has, attribute names like ``name_``.
 
     ``legacy``: parameters added after files were written whose default changed what ``fit`` does; a
     file that does not name one was fitted with the behaviour of the value given, so ``get_params`` and
-    a refit of the loaded estimator say and do what the saved one did.
+    a refit of the loaded estimator say and do what the saved one did. ``renamed``: old name -> new
+    name of parameters and attributes renamed since files were written (read under the new name).
     """
     params, attributes = header["params"], header["attributes"]
     if not isinstance(params, dict) or not isinstance(attributes, dict):
         raise ValueError("params and attributes must be JSON objects")
+    params, attributes = _rename(params, renamed, "parameter"), _rename(attributes, renamed, "attribute")
     params = {**{k: v for k, v in (legacy or {}).items() if k not in params}, **params}
     unknown = sorted(set(params) - set(cls().get_params(deep=False)))
     if unknown:
@@ -510,6 +512,17 @@ def parts(header, cls, legacy=None):
             raise ValueError(f"attribute {key!r:.80} is not a fitted attribute name (letters, digits, '_', "
                              "ending in '_')")
     return params, attributes
+
+
+def _rename(mapping, renamed, kind):
+    """``mapping`` with the old keys of ``renamed`` under their new names; a ValueError when both are present."""
+    out = {}
+    for key, value in mapping.items():
+        new = (renamed or {}).get(key, key)
+        if new in out or (new != key and new in mapping):
+            raise ValueError(f"{kind} {new!r} given twice (also as its former name {key!r})")
+        out[new] = value
+    return out
 
 
 def declare_arrays(entries, params, attributes):

@@ -82,7 +82,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
 
     With classes :math:`c = 0..C-1`, scores :math:`s_c(x) = w_c^\top x + b_c` and the prediction
     :math:`\hat y(x) = \arg\max_c s_c(x)`, the user bounds the **hard** error rate
-    :math:`P(\hat y \ne k \mid y = k) \le \alpha_k` of every class :math:`k` in ``class_bounds``
+    :math:`P(\hat y \ne k \mid y = k) \le \alpha_k` of every class :math:`k` in ``bound``
     and the fit minimises the error of the priority class :math:`p`. The fit has two levels:
 
     1. **Surrogate problem.** The multi-class Neyman–Pearson problem of Ma, Lin & Yang, "Quadratically
@@ -135,20 +135,20 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
        is set would void the guarantee; it is not offered. ``delta=None`` skips this level:
        the bounds then hold on the training rows only.
 
-    Without ``class_bounds`` the fit is the unconstrained model: the objective is
+    Without ``bound`` the fit is the unconstrained model: the objective is
     :math:`\sum_k (n_k/n) L_k`, the mean pairwise loss over all rows.
 
     Parameters
     ----------
-    class_bounds : dict, optional
+    bound : dict, optional
         Class label -> bound :math:`\alpha_k \in (0, 1]` on that class's hard error rate. Every
         class except the priority class needs a bound (a class with neither a bound nor the
         objective would be learnt from nothing); 1.0 bounds nothing. None: no bound (the
         unconstrained model).
     priority_class : label, optional
         The class :math:`p` whose error is minimised; default: the one class of ``y`` not in
-        ``class_bounds`` (required when ``class_bounds`` bounds every class); unused without
-        ``class_bounds`` (it must still be a class of ``y``).
+        ``bound`` (required when ``bound`` bounds every class); unused without
+        ``bound`` (it must still be a class of ``y``).
     delta : float or None, default 0.05
         Probability, over the draw of the rows, that some bounded class's error on new data
         exceeds its bound (level 3 above), in (0, 1). Each class with a bound :math:`\alpha_k < 1`
@@ -183,7 +183,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     classes_ : ndarray of shape (n_classes,)
     priority_class_ : label or None
         :math:`p` (None without bounds).
-    class_bounds_ : dict
+    bound_ : dict
         Class label -> :math:`\alpha_k`, in the order of ``classes_``.
     levels_ : dict
         Class label -> the surrogate level :math:`r_k` of the kept solve.
@@ -200,7 +200,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     guarantee_ : str
         What holds on new data, in words (`ConstraintReport.guarantee`).
     calibration_ : dict
-        ``levels`` (one list of :math:`r_k` per solve, in ``class_bounds_`` order), ``errors``
+        ``levels`` (one list of :math:`r_k` per solve, in ``bound_`` order), ``errors``
         (the :math:`h_k` reached), ``priority_errors``, ``statuses``, ``chosen``, ``met``.
     solve_result_ : fastcon.SolveResult
         The kept solve (status, multipliers, KKT residuals in ``info``).
@@ -222,10 +222,10 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
     True
     """
 
-    def __init__(self, class_bounds=None, *, delta=0.05, priority_class=None, loss="sigmoid", ridge=None,
+    def __init__(self, bound=None, *, delta=0.05, priority_class=None, loss="sigmoid", ridge=None,
                  fit_intercept=True, max_iter=None, max_calibration=8, calibration_fraction=0.5, random_state=None,
                  verbose=False):
-        self.class_bounds = class_bounds
+        self.bound = bound
         self.delta = delta
         self.priority_class = priority_class
         self.loss = loss
@@ -248,9 +248,9 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             check_fraction("delta", self.delta)
         check_fraction("calibration_fraction", self.calibration_fraction)
         check_random_state(self.random_state, draw=False)
-        if self.class_bounds is not None and not isinstance(self.class_bounds, dict):
-            raise TypeError(f"class_bounds: expected a dict of class label -> error bound, got "
-                            f"{type(self.class_bounds).__name__}")
+        if self.bound is not None and not isinstance(self.bound, dict):
+            raise TypeError(f"bound: expected a dict of class label -> error bound, got "
+                            f"{type(self.bound).__name__}")
 
     def _resolve_classes(self, classes):
         """``(priority index or None, {class index: bound})`` from the parameters and ``classes_``."""
@@ -264,10 +264,10 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
                 raise ValueError(f"{field}: {label!r} is not a class of y ({classes.tolist()})") from None
 
         bounds = {}
-        for label, bound in (self.class_bounds or {}).items():
-            k = index_of(label, "class_bounds")
+        for label, bound in (self.bound or {}).items():
+            k = index_of(label, "bound")
             if isinstance(bound, bool) or not isinstance(bound, numbers.Real) or not 0.0 < bound <= 1.0:
-                raise ValueError(f"class_bounds: the bound of class {label!r} must be a number in (0, 1], "
+                raise ValueError(f"bound: the bound of class {label!r} must be a number in (0, 1], "
                                  f"got {bound!r}")
             bounds[k] = float(bound)
         if not bounds:
@@ -277,18 +277,18 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         free = [k for k in range(classes.size) if k not in bounds]
         if self.priority_class is None:
             if len(free) != 1:
-                raise ValueError(f"priority_class: required, since class_bounds leaves "
+                raise ValueError(f"priority_class: required, since bound leaves "
                                  f"{'no class' if not free else f'{len(free)} classes'} without a bound "
                                  f"(classes {classes.tolist()})")
             p = free[0]
         else:
             p = index_of(self.priority_class, "priority_class")
             if p in bounds:
-                raise ValueError(f"priority_class: {self.priority_class!r} also has a bound in class_bounds; "
+                raise ValueError(f"priority_class: {self.priority_class!r} also has a bound (an entry of bound); "
                                  "the priority class's error is minimised, not bounded")
             if len(free) > 1:
                 others = [_python(classes[k]) for k in free if k != p]
-                raise ValueError(f"class_bounds: classes {others} have no bound; every class except "
+                raise ValueError(f"bound: classes {others} have no bound; every class except "
                                  "priority_class needs one (1.0 leaves a class's error free)")
         return p, dict(sorted(bounds.items()))
 
@@ -344,7 +344,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         # "features" (vec of W^T) is the CSR kernels' native layout; dense data costs the same in both
         layout = "features" if dataset.is_sparse else "classes"
         bounded = list(bounds)
-        alpha = np.array([bounds[k] for k in bounded])
+        bound_values = np.array([bounds[k] for k in bounded])
         if bounded:
             levels = np.ones(C - 1)   # [MLY20] order: every class but p, increasing; all are bounded here
             levels[:] = [bounds[k] for k in range(C) if k != p]
@@ -385,7 +385,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             return errors_of(raw_scores(W), b)
 
         x, multipliers = np.zeros(C * d_full), None
-        r = alpha.copy()
+        r = bound_values.copy()
         if bounded:
             # Start from the unconstrained model (pooled loss, same ridge): its surrogate values
             # L_k and hard errors h_k scale the first levels, r_k = L_k clip(alpha_k / h_k, 1/4, 4),
@@ -398,7 +398,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             x = augmented_lagrangian(free, x, verbose=self.verbose, **kwargs).x
             h_free = hard_errors(x)[bounded]
             surrogate = np.array([constraints[constraint_of[k]].term.value(x) for k in bounded])
-            r = surrogate * np.clip(alpha / np.maximum(h_free, 1e-300), 0.25, 4.0)
+            r = surrogate * np.clip(bound_values / np.maximum(h_free, 1e-300), 0.25, 4.0)
         record = {"levels": [], "errors": [], "priority_errors": [], "statuses": [], "chosen": 0, "met": True}
         solutions = []
         for _ in range(int(self.max_calibration) if bounded else 1):
@@ -418,22 +418,22 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             if not bounded:
                 break
             lam = np.array([multipliers[constraint_of[k]] for k in bounded])
-            tighten = h > alpha
-            loosen = (h < 0.8 * alpha) & (lam > 0)
+            tighten = h > bound_values
+            loosen = (h < 0.8 * bound_values) & (lam > 0)
             if not np.any(tighten | loosen):
                 break
             if (len(solutions) > 1 and np.array_equal(h_all, solutions[-2][2])
                     and result.status == solutions[-2][1].status == "no_feasible_iterate"):
                 break   # the surrogate levels are out of reach and tighter ones moved no prediction
             move = tighten | loosen
-            ratio = np.where(h > 0, 0.95 * alpha / np.maximum(h, 1e-300), 4.0)
+            ratio = np.where(h > 0, 0.95 * bound_values / np.maximum(h, 1e-300), 4.0)
             r = np.where(move, r * np.clip(ratio, 0.25, 4.0), r)
 
-        met = [j for j, e in enumerate(record["errors"]) if np.all(np.asarray(e) <= alpha)]
+        met = [j for j, e in enumerate(record["errors"]) if np.all(np.asarray(e) <= bound_values)]
         if met:
             chosen = min(met, key=lambda j: (record["priority_errors"][j], j))
         else:
-            chosen = int(np.argmin([np.max(np.asarray(e) / alpha) for e in record["errors"]]))
+            chosen = int(np.argmin([np.max(np.asarray(e) / bound_values) for e in record["errors"]]))
         record["chosen"], record["met"] = chosen, bool(met)
         x, result, h_all, r = solutions[chosen]
         h_solve = h_all    # the kept solve's training errors, before any shift
@@ -454,7 +454,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
                 "calibration_errors": {_python(classes[k]): e for k, e in certificate["errors"].items()}}
         self.intercept_ = b
         self.priority_class_ = None if p is None else _python(classes[p])
-        self.class_bounds_ = {_python(classes[k]): bounds[k] for k in bounded}
+        self.bound_ = {_python(classes[k]): bounds[k] for k in bounded}
         self.levels_ = {_python(classes[k]): float(level) for k, level in zip(bounded, r)}
         self.fit_errors_ = {_python(c): float(e) for c, e in zip(classes, h_all)}
         self.calibration_ = record
@@ -462,7 +462,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
         self.n_iter_ = result.n_iter
         if not record["met"]:
             excess = {_python(classes[k]): round(float(h_solve[k]), 4) for k in bounded if h_solve[k] > bounds[k]}
-            warnings.warn(f"class_bounds: the training error of class(es) {excess} exceeds its bound after "
+            warnings.warn(f"bound: the training error of class(es) {excess} exceeds its bound after "
                           f"{len(record['errors'])} solves (calibration_ has the trace); the bounds may be "
                           "unreachable by a linear model, or raise max_calibration / max_iter", ConvergenceWarning,
                           stacklevel=2)
@@ -478,7 +478,7 @@ class MultiClassNeymanPearsonClassifier(ConstrainedClassifier):
             self.guarantee_ = (f"not certified: the held-out rows could not show every bound at delta={self.delta:g} "
                                f"(largest p-value {self.certification_['p_value']:.3g}); no guarantee on new data")
         if calibration and not self.certification_["certified"]:
-            warnings.warn(f"class_bounds: not certified at delta={self.delta:g}: even the most conservative shift "
+            warnings.warn(f"bound: not certified at delta={self.delta:g}: even the most conservative shift "
                           f"leaves held-out errors {self.certification_['calibration_errors']} (binomial p-value "
                           f"{self.certification_['p_value']:.3g} > delta); use more rows, larger bounds or delta, "
                           "or delta=None for training-row bounds", UserWarning, stacklevel=2)

@@ -27,12 +27,12 @@ _RIDGE_FACTORS = (100.0, 10.0, 1.0, 0.1)
 
 
 class NeymanPearsonClassifier(LinearConstrainedClassifier):
-    r"""Neyman–Pearson linear classifier: type-I error at most ``alpha`` (with probability 1 - ``delta``).
+    r"""Neyman–Pearson linear classifier: type-I error at most ``bound`` (with probability 1 - ``delta``).
 
     The *constrained* class (``constrained_class``, default ``classes_[0]``, the class 0 of
     Tong, Feng & Li, "Neyman-Pearson classification algorithms and NP receiver operating
     characteristics", Science Advances 2018) is the one whose misclassification, the type-I error,
-    must stay below ``alpha``. By default (``delta=0.05``, nproc's default) the bound holds on new
+    must stay below ``bound``. By default (``delta=0.05``, nproc's default) the bound holds on new
     data: :math:`P(\text{type-I error} > \alpha) \le \delta` over the draw of the training rows.
 
     **With** ``delta`` **(default).** A ``calibration_fraction`` of the constrained class is held out.
@@ -68,13 +68,13 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
 
     Parameters
     ----------
-    alpha : float
-        Bound on the type-I error, in (0, 1).
+    bound : float
+        Bound :math:`\alpha` on the type-I error, in (0, 1).
     delta : float or None, default 0.05
         Violation probability of the umbrella guarantee, in (0, 1). It needs
         :math:`\lceil\log\delta/\log(1-\alpha)\rceil` held-out rows of the constrained class (59 at
         the defaults; a ValueError names the count). None thresholds on the training rows: the
-        training type-I error is at most ``alpha``, with no statement about new rows.
+        training type-I error is at most ``bound``, with no statement about new rows.
     constrained_class : label, optional
         The class whose error is bounded; default ``classes_[0]``.
     loss : {"logistic", "hinge"}
@@ -122,10 +122,10 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         What holds on new data, in words (`ConstraintReport.guarantee`).
     """
 
-    def __init__(self, alpha=0.05, delta=0.05, *, constrained_class=None, loss="logistic", ridge=None,
+    def __init__(self, bound=0.05, delta=0.05, *, constrained_class=None, loss="logistic", ridge=None,
                  fit_intercept=True, solver="auto", max_iter=None, tol=1e-4, smoothing=0.1, calibration_fraction=0.5,
                  random_state=None, verbose=False):
-        self.alpha = alpha
+        self.bound = bound
         self.delta = delta
         self.constrained_class = constrained_class
         self.loss = loss
@@ -140,7 +140,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         self.verbose = verbose
 
     def _check_params(self):
-        check_fraction("alpha", self.alpha)
+        check_fraction("bound", self.bound)
         if self.delta is not None:
             check_fraction("delta", self.delta)
         check_fraction("calibration_fraction", self.calibration_fraction)
@@ -208,9 +208,9 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         self.fit_type_one_error_ = float(w0[s0 > threshold].sum() / w0.sum())
         if self.delta is None:
             self.guarantee_ = (f"no guarantee on new data: type-I error {self.fit_type_one_error_:.4g} <= "
-                               f"{self.alpha:g} on the training rows (delta=None)")
+                               f"{self.bound:g} on the training rows (delta=None)")
         else:
-            self.guarantee_ = (f"certified: population type-I error <= {self.alpha:g} with probability >= "
+            self.guarantee_ = (f"certified: population type-I error <= {self.bound:g} with probability >= "
                                f"{1 - self.delta:g} (umbrella rule on {s0.size} held-out rows)")
         warn_if_unconverged(self, result, solver if self.delta is None else "augmented_lagrangian", X, ridge)
         return self
@@ -220,7 +220,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         scores = LinearScores(dataset, self.fit_intercept)
         ridge = ridge_for(self.ridge, float(weight.sum()) * weight_scale)
         objective = LinearLoss(scores, 2.0 * y01 - 1.0, weight * (y01 == 1), self.loss, ridge)
-        block = rate_bound_constraint(scores, np.flatnonzero(y01 == 0), float(self.alpha),
+        block = rate_bound_constraint(scores, np.flatnonzero(y01 == 0), float(self.bound),
                                       smoothing=float(self.smoothing), name="smoothed type-I error",
                                       sample_weight=weight if weighted else None)
         problem = LinearModelProblem(objective, [block], name="NeymanPearsonClassifier")
@@ -230,7 +230,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         s0 = scores.scores(result.x)[y01 == 0]       # the training scores (cached at the solution)
         w0 = weight[y01 == 0]
         s0, w0 = s0[w0 > 0], w0[w0 > 0]     # a row of weight 0 is a row left out
-        return result.x, result, ridge, s0, w0, _weighted_upper_quantile(s0, w0, float(self.alpha))
+        return result.x, result, ridge, s0, w0, _weighted_upper_quantile(s0, w0, float(self.bound))
 
     def _fit_umbrella(self, dataset, y01, weight, weight_scale, solver):
         r"""``delta``: scores by ridge-selected regression, the threshold by the umbrella rule (class docstring).
@@ -244,16 +244,16 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         The calibration rows never enter a fit, so each candidate's refit is a fixed function of the
         other rows, and :math:`P(\text{type-I} > \alpha) \le \sum_k \delta/K = \delta` whichever is chosen.
         """
-        alpha, delta = float(self.alpha), float(self.delta)
+        bound, delta = float(self.bound), float(self.delta)
         rng = check_random_state(self.random_state)
         rows0, rows1 = np.flatnonzero(y01 == 0), np.flatnonzero(y01 == 1)
-        calibration = calibration_rows(rows0, self.calibration_fraction, alpha, delta, rng)
+        calibration = calibration_rows(rows0, self.calibration_fraction, bound, delta, rng)
         k0 = calibration.size
         total = float(weight.sum()) * weight_scale
         if self.ridge is None:
             grid = [factor * ridge_for(None, total) for factor in _RIDGE_FACTORS]
             # fewer candidates when the calibration part is too small for the union bound over all
-            while len(grid) > 1 and k0 < np_umbrella_min_samples(alpha, delta / len(grid)):
+            while len(grid) > 1 and k0 < np_umbrella_min_samples(bound, delta / len(grid)):
                 grid = grid[1:-1] if len(grid) > 2 else grid[-1:]
         else:
             grid = [ridge_for(self.ridge, total)]
@@ -280,7 +280,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
 
         def calibrate(problem, x):
             s0 = problem.linear_scores.scores_on(x, calibration, cal_scores)
-            return s0, float(np_umbrella_threshold(s0, alpha, level))
+            return s0, float(np_umbrella_threshold(s0, bound, level))
 
         x0 = np.zeros(dataset.n_features + int(self.fit_intercept))
         path = []
@@ -309,7 +309,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
         return result.x, result, ridge, s0.copy(), np.ones(s0.size), threshold
 
     def constraint_report(self, X, y, sample_weight=None):
-        """Type-I error on (X, y) against ``alpha``, both class errors, and the solver's status.
+        """Type-I error on (X, y) against ``bound``, both class errors, and the solver's status.
 
         Parameters
         ----------
@@ -317,7 +317,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
             As in `fit`.
         sample_weight : array-like of shape (n_samples,), optional
             Row weights of the error rates, as in `fit` (with ``delta=None`` a weighted fit meets
-            ``alpha`` on its own rows with its own weights).
+            ``bound`` on its own rows with its own weights).
 
         Returns
         -------
@@ -341,7 +341,7 @@ class NeymanPearsonClassifier(LinearConstrainedClassifier):
                      for c in self.classes_.tolist()}
         result = self.solve_result_
         certificate = {k: result.info[k] for k in ("kkt_stationarity", "complementarity") if k in result.info}
-        return ConstraintReport("type_one_error", float(self.alpha), float(value), bool(value <= self.alpha),
+        return ConstraintReport("type_one_error", float(self.bound), float(value), bool(value <= self.bound),
                                 per_class, result.status, result.message, certificate,
                                 fit_value=self.fit_type_one_error_, guarantee=getattr(self, "guarantee_", ""))
 
@@ -353,7 +353,7 @@ def _weighted_error(y_pred, y, label, weight):
     return float(weight[rows] @ (y_pred[rows] != label)) / total if total > 0 else float("nan")
 
 
-def _weighted_upper_quantile(scores, weight, alpha):
+def _weighted_upper_quantile(scores, weight, bound):
     r"""The smallest score :math:`t` with :math:`\sum_{s_i > t} c_i \le \alpha\sum_i c_i`.
 
     With unit weights this is the :math:`\lceil(1-\alpha)n\rceil`-th smallest score: at most
@@ -363,6 +363,6 @@ def _weighted_upper_quantile(scores, weight, alpha):
     at_or_below = np.cumsum(np.bincount(inverse, weights=weight, minlength=values.size))
     above = at_or_below[-1] - at_or_below
     # the budget with a relative slack for the rounding of the cumulative sums
-    k = int(np.argmax(above <= alpha * at_or_below[-1] * (1.0 + 1e-12)))
+    k = int(np.argmax(above <= bound * at_or_below[-1] * (1.0 + 1e-12)))
     return float(values[k])
 

@@ -12,6 +12,9 @@ __all__ = ["readers", "save"]
 
 #: Parameters added after files were written whose default changed what ``fit`` does (`_model_file.parts`).
 _LEGACY_DEFAULTS = {"MultiClassNeymanPearsonClassifier": {"delta": None}, "FairClassifier": {"straddle": 0.0}}
+#: Parameters and attributes renamed since files were written: old name -> new name (`_model_file.parts`).
+RENAMED = {"FairClassifier": {"tolerance": "bound"}, "NeymanPearsonClassifier": {"alpha": "bound"},
+           "MultiClassNeymanPearsonClassifier": {"class_bounds": "bound", "class_bounds_": "bound_"}}
 
 
 def _estimators():
@@ -53,7 +56,7 @@ def save(estimator, path):
 
 def _reader(cls):
     def read(header, entries):
-        params, attributes = _model_file.parts(header, cls, _LEGACY_DEFAULTS.get(cls.__name__))
+        params, attributes = _model_file.parts(header, cls, _LEGACY_DEFAULTS.get(cls.__name__), RENAMED.get(cls.__name__))
         refs = _model_file.declare_arrays(entries, params, attributes)
         _check_shapes(entries.where, cls.__name__, attributes, entries.declared)
         return _model_file.build(cls, params, attributes, entries, refs)

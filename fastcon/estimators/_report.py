@@ -54,7 +54,7 @@ class ConstraintReport:
     constraint : str
         The constraint's name.
     bound : float
-        The requested tolerance on the hard metric.
+        The requested bound on the hard metric.
     value : float
         The hard metric on the data given to ``constraint_report``.
     satisfied : bool
@@ -109,7 +109,7 @@ class ConstraintReport:
             per_group[label] = {"n": int(rates.counts[r]), "selection_rate": float(rates.selection_rate[r]),
                                 "true_positive_rate": float(rates.true_positive_rate[r]),
                                 "false_positive_rate": float(rates.false_positive_rate[r])}
-        return cls(estimator.constraint, float(estimator.tolerance), float(value), bool(value <= estimator.tolerance),
+        return cls(estimator.constraint, float(estimator.bound), float(value), bool(value <= estimator.bound),
                    per_group, *_solve_summary(estimator), fit_value=float(estimator.fit_gap_),
                    guarantee=getattr(estimator, "guarantee_", ""),
                    interval=None if interval is None else tuple(float(v) for v in interval))
@@ -144,7 +144,7 @@ class ConstraintReport:
                         "selection_rate": float(rates.selection_rate[r]),
                         "true_positive_rate": float(rates.true_positive_rate[r]),
                         "false_positive_rate": float(rates.false_positive_rate[r])}
-        return cls(estimator.constraint, float(estimator.tolerance), float(value), bool(value <= estimator.tolerance),
+        return cls(estimator.constraint, float(estimator.bound), float(value), bool(value <= estimator.bound),
                    per_group, *_solve_summary(estimator), fit_value=float(estimator.fit_gap_),
                    guarantee=getattr(estimator, "guarantee_", ""))
 
@@ -176,7 +176,7 @@ def _solve_summary(estimator):
 
 
 def class_error_report(estimator, y, y_pred, sample_weight=None) -> ConstraintReport:
-    """Every class's error rate on ``(y, y_pred)`` against ``estimator.class_bounds_`` (the largest excess).
+    """Every class's error rate on ``(y, y_pred)`` against ``estimator.bound_`` (the largest excess).
 
     The report of the Neyman–Pearson estimators: ``per_group`` maps each class label to its row
     count, error rate and bound (None when unbounded); ``value`` is the largest error minus bound
@@ -192,12 +192,12 @@ def class_error_report(estimator, y, y_pred, sample_weight=None) -> ConstraintRe
         rows = (y == label) & (weight > 0)
         error = float(weight[rows] @ (y_pred[rows] != label)) / float(weight[rows].sum()) if np.any(rows) \
             else float("nan")
-        bound = estimator.class_bounds_.get(label)
+        bound = estimator.bound_.get(label)
         per_class[label] = {"n": int(np.sum(y == label)), "error": error, "bound": bound}
         if bound is not None and np.any(rows):
             excess.append(error - bound)
     value = max(excess) if excess else float("nan")
-    fit_excess = [estimator.fit_errors_[c] - a for c, a in estimator.class_bounds_.items()]
+    fit_excess = [estimator.fit_errors_[c] - a for c, a in estimator.bound_.items()]
     return ConstraintReport("class_error_rates", 0.0, float(value), bool(not excess or value <= 0.0), per_class,
                             *_solve_summary(estimator),
                             fit_value=float(max(fit_excess)) if fit_excess else float("nan"),

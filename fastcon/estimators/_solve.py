@@ -2,7 +2,7 @@
 
 `solve_linear` runs one solver on a `LinearModelProblem`; `calibrate_bound` wraps it in the loop
 that tightens (or loosens) the smoothed surrogate's bound until the *hard* metric a user measures
-is within the requested tolerance.
+is within the requested bound.
 """
 from __future__ import annotations
 
@@ -102,25 +102,25 @@ class Calibration:
                 "converged": self.converged, "measured_on": measured_on}
 
 
-def best_solve(hard_values, objectives, tolerance, converged):
+def best_solve(hard_values, objectives, hard_bound, converged):
     """Index of the solve to keep among all those seen: ``(index, met)``.
 
     Every solve is a candidate, whatever its bound or smoothing. Among those whose hard value
-    meets ``tolerance``, the lowest objective, counting the solves that did not converge
+    meets ``hard_bound``, the lowest objective, counting the solves that did not converge
     (``converged[k]`` False) only when no converged solve meets it; if none meets it, the
     smallest hard value (converged first among equal values). So the kept solve is never worse
     than one already seen.
     """
-    met = [k for k, h in enumerate(hard_values) if h <= tolerance]
+    met = [k for k, h in enumerate(hard_values) if h <= hard_bound]
     if met:
         return min(met, key=lambda k: (not converged[k], objectives[k], k)), True
     return min(range(len(hard_values)), key=lambda k: (hard_values[k], not converged[k], k)), False
 
 
-def _next_bound(points, tolerance, target):
+def _next_bound(points, hard_bound, target):
     """The next bound from ``(bound, hard value, active)`` points at one smoothing (`calibrate_bound`); None: stop."""
-    feasible = [(b, h) for b, h, _ in points if h <= tolerance]
-    infeasible = [(b, h) for b, h, _ in points if h > tolerance]
+    feasible = [(b, h) for b, h, _ in points if h <= hard_bound]
+    infeasible = [(b, h) for b, h, _ in points if h > hard_bound]
     if feasible:
         lo, h_lo = max(feasible)
         above = [b for b, _ in infeasible if b > lo]
@@ -138,39 +138,39 @@ def _next_bound(points, tolerance, target):
     return hi * float(np.clip(target / h_hi, 0.25, 0.8))
 
 
-def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8, lower=0.8, adapt_smoothing=True,
+def calibrate_bound(solve_at, hard_metric, hard_bound, smoothing, *, max_rounds=8, lower=0.8, adapt_smoothing=True,
                     max_bound=None, converged=None, straddles=None):
-    r"""Find a surrogate bound whose solution meets ``hard_metric <= tolerance``, as loose as the rounds allow.
+    r"""Find a surrogate bound whose solution meets ``hard_metric <= hard_bound``, as loose as the rounds allow.
 
     The hard gap :math:`h(\kappa)` of the solution at surrogate bound :math:`\kappa` is a step
     function of :math:`\kappa`, increasing on the whole but not everywhere. Round 0 solves at
-    :math:`\kappa = \text{tolerance}`; then, aiming at :math:`h = 0.9\,\text{tolerance}`:
+    :math:`\kappa = \text{hard bound}`; then, aiming at :math:`h = 0.9\,\text{hard bound}`:
 
-    * while every solve violates the tolerance, :math:`\kappa` shrinks by
-      :math:`\text{clip}(0.9\,\text{tolerance}/h, 1/4, 0.8)`;
+    * while every solve violates the hard bound, :math:`\kappa` shrinks by
+      :math:`\text{clip}(0.9\,\text{hard bound}/h, 1/4, 0.8)`;
     * while every solve meets it, :math:`\kappa` grows by :math:`\text{clip}(\cdot, 1.25, 4)`,
       unless the constraint was inactive (zero multipliers: a looser bound changes nothing);
     * once a met and a violated bound bracket the target, regula falsi between them (linear in
       :math:`h` against :math:`\log\kappa`, kept within the middle 80% of the bracket), until
       they are within 5% of each other.
 
-    The loop ends when :math:`h \in [\text{lower}\cdot\text{tolerance}, \text{tolerance}]` or after
+    The loop ends when :math:`h \in [\text{lower}\cdot\text{hard bound}, \text{hard bound}]` or after
     ``max_rounds`` solves. When the smoothed rates track the hard ones too loosely (an active
-    constraint whose hard gap exceeds :math:`\kappa` by more than 3/4 of the tolerance although a
-    tighter :math:`\kappa` lowered it by less than a fifth, a violated tolerance although
-    :math:`\kappa` fell below tolerance/16, or two shrinking steps that did not lower :math:`h`),
+    constraint whose hard gap exceeds :math:`\kappa` by more than 3/4 of the hard bound although a
+    tighter :math:`\kappa` lowered it by less than a fifth, a violated hard bound although
+    :math:`\kappa` fell below hard bound/16, or two shrinking steps that did not lower :math:`h`),
     the smoothing :math:`\tau` is halved (at most four times) and the search goes on from the
-    current point at :math:`\kappa = \min(\text{tolerance}, \kappa_{\text{last}})`, the last
-    bound tried: restarting at the tolerance spent the rounds re-solving bounds that had already
-    failed, so that a tolerance of 0.05 could end with no solve meeting it where the search for
+    current point at :math:`\kappa = \min(\text{hard bound}, \kappa_{\text{last}})`, the last
+    bound tried: restarting at the hard bound spent the rounds re-solving bounds that had already
+    failed, so that a hard bound of 0.05 could end with no solve meeting it where the search for
     0.03, which shrank the bound faster, met both (`best_solve` would then have kept that solve).
     Every solve, at any bound and smoothing, is a candidate (`best_solve`): among those that met
-    the tolerance the one with the smallest objective (converged solves first), else the one
+    the hard bound the one with the smallest objective (converged solves first), else the one
     with the smallest hard value; ``Calibration.chosen`` is its round.
 
     With ``straddles`` the same signals first move to the next straddle
     (`fastcon.problems.RateGapConstraints`: the two rates of a pair read on either side of the
-    threshold) and start again at the tolerance, and halve :math:`\tau` only once the straddles
+    threshold) and start again at the hard bound, and halve :math:`\tau` only once the straddles
     are used up: a tighter bound or a sharper sigmoid only moved the scores gathered just above
     the threshold closer to it (1M x 1M DP: hard gaps 0.030 -> 0.052 while the bound fell to
     :math:`1.7\cdot10^{-4}` and :math:`\tau` to 1/32), where a straddle counts them on the side
@@ -182,13 +182,13 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         ``(bound, smoothing) -> (x, SolveResult)``, warm-started by the caller; with ``straddles``,
         ``(bound, smoothing, straddle) -> (x, SolveResult)``.
     hard_metric : callable
-        ``x -> float``, the hard quantity bounded by ``tolerance``.
+        ``x -> float``, the hard quantity bounded by ``hard_bound``.
     smoothing : float
         The starting :math:`\tau`.
     adapt_smoothing : bool
         Whether :math:`\tau` may be halved. Not for the ROC constraint: there the hard gap is a
         supremum over all thresholds and the surrogate sees a grid, an offset that a tighter bound
-        fixes and a sharper sigmoid does not (Adult, tolerance 0.02: met at :math:`\tau = 0.5`,
+        fixes and a sharper sigmoid does not (Adult, bound 0.02: met at :math:`\tau = 0.5`,
         missed after halving).
     max_bound : float, optional
         Largest bound tried (the partial DP block of [HHYL25] model (13) needs :math:`\kappa < 1`):
@@ -207,9 +207,9 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
     """
     record = Calibration()
     solutions = []
-    tau, bound, halvings, points = smoothing, tolerance, 0, []
+    tau, bound, halvings, points = smoothing, hard_bound, 0, []
     straddle_at = 0
-    target = 0.9 * tolerance
+    target = 0.9 * hard_bound
     for _ in range(max_rounds):
         if straddles is None:
             x, result = solve_at(bound, tau)
@@ -225,25 +225,25 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         record.statuses.append(result.status)
         solutions.append((x, result))
         points.append((bound, h, active))
-        if lower * tolerance <= h <= tolerance or (h <= tolerance and not active):
+        if lower * hard_bound <= h <= hard_bound or (h <= hard_bound and not active):
             break
-        violated = [p for p in points if p[1] > tolerance]
-        # the hard gap exceeds the smoothed one by h - bound: more than 3/4 of the tolerance leaves
+        violated = [p for p in points if p[1] > hard_bound]
+        # the hard gap exceeds the smoothed one by h - bound: more than 3/4 of the hard bound leaves
         # less than a quarter for the bound, and when a tighter bound did not lower h by a fifth
         # the smoothed rates track the hard ones too loosely (they can be equal while the hard ones
         # are not): sharpen the rates instead.
         looser = [p for p in points[:-1] if p[0] > bound]
-        loose = active and h - bound > 0.75 * tolerance and bool(looser) and h > 0.8 * min(looser)[1]
+        loose = active and h - bound > 0.75 * hard_bound and bool(looser) and h > 0.8 * min(looser)[1]
         stuck = len(violated) == len(points) and (
-            bound < tolerance / 16 or (len(points) >= 3 and points[-1][1] >= 0.95 * points[-3][1]))
+            bound < hard_bound / 16 or (len(points) >= 3 and points[-1][1] >= 0.95 * points[-3][1]))
         if (loose or stuck) and straddles is not None and straddle_at + 1 < len(straddles):
-            # another surrogate, whose gap counts rows piled at the threshold: start again at the tolerance
-            straddle_at, bound, points = straddle_at + 1, tolerance, []
+            # another surrogate, whose gap counts rows piled at the threshold: start again at the hard bound
+            straddle_at, bound, points = straddle_at + 1, hard_bound, []
             continue
         if adapt_smoothing and (loose or stuck) and halvings < 4:
-            tau, bound, halvings, points = tau / 2, min(tolerance, bound), halvings + 1, []
+            tau, bound, halvings, points = tau / 2, min(hard_bound, bound), halvings + 1, []
             continue
-        bound = _next_bound(points, tolerance, target)
+        bound = _next_bound(points, hard_bound, target)
         if bound is not None and max_bound is not None:
             bound = min(bound, max_bound)
             if any(b == bound for b, _, _ in points):
@@ -254,7 +254,7 @@ def calibrate_bound(solve_at, hard_metric, tolerance, smoothing, *, max_rounds=8
         def converged(result):
             return result.status == "converged"
     ok = [bool(converged(result)) for _, result in solutions]
-    k, met = best_solve(record.hard_values, record.objectives, tolerance, ok)
+    k, met = best_solve(record.hard_values, record.objectives, hard_bound, ok)
     record.chosen, record.met, record.converged = k, met, ok[k]
     x, result = solutions[k]
     return x, result, record

@@ -37,7 +37,7 @@ def stratified_split(codes, labels, fraction, random_state):
 def check_all_groups_present(codes, n_groups, part="training"):
     """``codes`` of the training or validation rows, checked to hold every group: a split can leave
     a small group without training rows (its rates could not be constrained) or without validation
-    rows (the gap measured there would ignore it and could report the tolerance met)."""
+    rows (the gap measured there would ignore it and could report the bound met)."""
     present = np.unique(codes)
     if present.size == n_groups:
         return codes

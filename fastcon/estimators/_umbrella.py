@@ -13,7 +13,7 @@ from ..metrics._neyman_pearson import np_umbrella_min_samples
 __all__ = ["calibration_rows", "certified_class_shift", "strict_threshold"]
 
 
-def calibration_rows(rows, fraction, alpha, delta, rng, name="the constrained class"):
+def calibration_rows(rows, fraction, bound, delta, rng, name="the constrained class"):
     """A random ``fraction`` of the constrained class's ``rows`` to hold out (sorted), at least the rule's minimum.
 
     A ValueError naming ``calibration_fraction`` when the part is smaller than
@@ -21,12 +21,12 @@ def calibration_rows(rows, fraction, alpha, delta, rng, name="the constrained cl
     ``name`` names the class in the message.
     """
     k = int(round(fraction * rows.size))
-    need = np_umbrella_min_samples(alpha, delta)
+    need = np_umbrella_min_samples(bound, delta)
     if k < need:
         raise ValueError(f"calibration_fraction: {k} held-out rows of {name}, but the umbrella "
-                         f"rule at alpha={alpha:g}, delta={delta:g} needs at least {need} (about "
+                         f"rule at bound={bound:g}, delta={delta:g} needs at least {need} (about "
                          f"{need / max(fraction, 1e-12):.0f} rows of that class at this "
-                         "fraction); use more rows, a larger alpha or delta, or delta=None")
+                         "fraction); use more rows, a larger bound or delta, or delta=None")
     if k >= rows.size:
         raise ValueError(f"calibration_fraction: holds out all {rows.size} rows of {name}, "
                          "none is left to fit the scores; lower it")

@@ -146,7 +146,7 @@ def build(dataset, problem_key, cfg, data_home=None, seed=0, download=None):
         erm = erm_optimum(D)
         scores = np.asarray(D.X @ erm.w).ravel()
         obj = roc_fairness(p, u, int(cfg["n_thresholds"]), erm_scores=scores)
-        prob = hinge_constrained_problem(obj, D, kappa_rel=1e-3, radius_factor=5.0, erm=erm,
+        prob = hinge_constrained_problem(obj, D, relative_bound=1e-3, radius_factor=5.0, erm=erm,
                                          name=f"p1_roc_fairness({dataset})")
         rho_f, rho_g, extra = rho_groups, 0.0, {"L_star": float(erm.value), "radius": float(prob.domain.radius)}
     else:

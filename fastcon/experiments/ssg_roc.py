@@ -154,7 +154,7 @@ def build(dataset, options, data_home=None, seed=0, erm=None, download=True) -> 
         erm = erm_optimum(D)
     scores = np.asarray(D.X @ erm.w).ravel()
     objective = roc_fairness(p, u, int(options["n_thresholds"]), erm_scores=scores)
-    problem = hinge_constrained_problem(objective, D, kappa_rel=options["kappa_rel"],
+    problem = hinge_constrained_problem(objective, D, relative_bound=options["kappa_rel"],
                                         radius_factor=options["radius_factor"], erm=erm,
                                         name=f"roc_fairness({dataset})")
     rho = _row_norm_mean(D.X)
@@ -165,7 +165,7 @@ def build(dataset, options, data_home=None, seed=0, erm=None, download=True) -> 
         "n_rows": int(n_all), "n_used": int(D.n_samples + p.n_samples + u.n_samples), "n_constraint": int(D.n_samples),
         "n_p": int(p.n_samples), "n_u": int(u.n_samples), "n_features": int(D.n_features),
         "group_p": names[1], "group_u": names[0], "L_star": float(problem.info["L_star"]),
-        "kappa": float(problem.info["kappa"]), "radius": float(problem.info["radius"]),
+        "kappa": float(problem.info["bound"]), "radius": float(problem.info["radius"]),
         "norm_w_erm": float(np.linalg.norm(erm.w)), "erm_status": erm.status,
         "initial_objective": float(problem.f(problem.x0)), "initial_constraint": float(problem.g(problem.x0)[0]),
         "rho_heuristic": rho, "rho_ipp_base": max(rho, 1.0), "weak_convexity_bound": rho_bound,

@@ -49,7 +49,7 @@ def _binom_sf(k, n, p) -> float:
     return float(betainc(k + 1.0, n - k, p))
 
 
-def np_umbrella_min_samples(alpha, delta) -> int:
+def np_umbrella_min_samples(bound, delta) -> int:
     r"""Smallest held-out size :math:`n` for which the umbrella rule exists.
 
     The largest rank :math:`k = n` has :math:`v(n) = (1-\alpha)^n`, so
@@ -58,28 +58,28 @@ def np_umbrella_min_samples(alpha, delta) -> int:
 
     Parameters
     ----------
-    alpha : float
+    bound : float
         :math:`\alpha`, the type-I error bound, in (0, 1).
     delta : float
         :math:`\delta`, the allowed probability of violating it, in (0, 1).
     """
-    alpha, delta = _level(alpha, "alpha"), _level(delta, "delta")
-    n = max(1, math.ceil(math.log(delta) / math.log1p(-alpha)))
-    # The ratio may round across an integer: settle on (1-alpha)^n <= delta with `_binom_sf` itself,
+    bound, delta = _level(bound, "bound"), _level(delta, "delta")
+    n = max(1, math.ceil(math.log(delta) / math.log1p(-bound)))
+    # The ratio may round across an integer: settle on (1-bound)^n <= delta with `_binom_sf` itself,
     # the quantity np_umbrella_rank compares.
-    while n > 1 and _binom_sf(n - 2, n - 1, 1.0 - alpha) <= delta:
+    while n > 1 and _binom_sf(n - 2, n - 1, 1.0 - bound) <= delta:
         n -= 1
-    while _binom_sf(n - 1, n, 1.0 - alpha) > delta:
+    while _binom_sf(n - 1, n, 1.0 - bound) > delta:
         n += 1
     return n
 
 
-def np_umbrella_rank(n, alpha, delta) -> int:
+def np_umbrella_rank(n, bound, delta) -> int:
     r"""1-based rank :math:`k` of the umbrella threshold among :math:`n` held-out scores.
 
     The smallest :math:`k` with :math:`v(k) = P(\mathrm{Bin}(n, 1-\alpha) \ge k) \le \delta`
     (module docstring), found by bisection on :math:`k` (:math:`v` decreases in :math:`k`), each
-    :math:`v(k)` computed as ``scipy.stats.binom.sf(k - 1, n, 1 - alpha)`` (through `scipy.special.betainc`,
+    :math:`v(k)` computed as ``scipy.stats.binom.sf(k - 1, n, 1 - bound)`` (through `scipy.special.betainc`,
     bit for bit), which is accurate
     in relative terms even where :math:`v(k)` underflows a direct sum of terms.
 
@@ -87,10 +87,10 @@ def np_umbrella_rank(n, alpha, delta) -> int:
     ----------
     n : int
         Number of held-out scores of the constrained class.
-    alpha : float in (0, 1)
+    bound : float in (0, 1)
         Type-I error bound.
     delta : float in (0, 1)
-        Allowed probability that the type-I error exceeds ``alpha``.
+        Allowed probability that the type-I error exceeds ``bound``.
 
     Returns
     -------
@@ -104,13 +104,13 @@ def np_umbrella_rank(n, alpha, delta) -> int:
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"n: expected an integer, got {type(n).__name__}")
     n = int(n)
-    alpha, delta = _level(alpha, "alpha"), _level(delta, "delta")
-    p = 1.0 - alpha
+    bound, delta = _level(bound, "bound"), _level(delta, "delta")
+    p = 1.0 - bound
     if n < 1 or _binom_sf(n - 1, n, p) > delta:
-        raise ValueError(f"n: {n} held-out samples of the constrained class are too few for alpha={alpha:g}, "
-                         f"delta={delta:g}: even the largest score leaves P(type-I error > alpha) = "
-                         f"(1 - alpha)^n > delta; the umbrella rule needs n >= "
-                         f"{np_umbrella_min_samples(alpha, delta)}")
+        raise ValueError(f"n: {n} held-out samples of the constrained class are too few for bound={bound:g}, "
+                         f"delta={delta:g}: even the largest score leaves P(type-I error > bound) = "
+                         f"(1 - bound)^n > delta; the umbrella rule needs n >= "
+                         f"{np_umbrella_min_samples(bound, delta)}")
     lo, hi = 1, n  # invariant: v(hi) <= delta; v(k) > delta for every k < lo
     while lo < hi:
         mid = (lo + hi) // 2
@@ -121,11 +121,11 @@ def np_umbrella_rank(n, alpha, delta) -> int:
     return lo
 
 
-def np_umbrella_threshold(scores_constrained, alpha, delta) -> float:
+def np_umbrella_threshold(scores_constrained, bound, delta) -> float:
     r"""Umbrella threshold of Tong, Feng & Li [TFL18]: a high-probability type-I error bound.
 
     Predicting the other class iff :math:`s > t` with :math:`t = s_{(k)}`,
-    :math:`k` = :func:`np_umbrella_rank` (n, alpha, delta), gives a type-I error above
+    :math:`k` = :func:`np_umbrella_rank` (n, bound, delta), gives a type-I error above
     :math:`\alpha` with probability at most :math:`\delta` over the held-out sample (module
     docstring; any score distribution, ties included).
 
@@ -134,7 +134,7 @@ def np_umbrella_threshold(scores_constrained, alpha, delta) -> float:
     scores_constrained : array-like of shape (n,)
         Scores of :math:`n` held-out samples of the constrained class (higher score = predicted as
         the other class), independent of the data that fitted the scoring function.
-    alpha : float in (0, 1)
+    bound : float in (0, 1)
         Type-I error bound.
     delta : float in (0, 1)
         Violation probability.
@@ -156,7 +156,7 @@ def np_umbrella_threshold(scores_constrained, alpha, delta) -> float:
     if not np.all(np.isfinite(s)):
         raise ValueError("scores_constrained: contains NaN or inf")
     try:
-        k = np_umbrella_rank(s.shape[0], alpha, delta)
+        k = np_umbrella_rank(s.shape[0], bound, delta)
     except ValueError as exc:
         if str(exc).startswith("n:"):
             raise ValueError("scores_constrained: " + str(exc)) from None

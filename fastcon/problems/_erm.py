@@ -250,19 +250,19 @@ def erm_optimum(dataset, method="lp", radius=None, max_iter=10000, tol=1e-12, *,
     return ErmResult(value, w, "lp", status, elapsed, lp_value, str(res.message), n_iter, formulation)
 
 
-def hinge_constraint(constraint_data, kappa_rel=1e-3, *, erm=None, kappa=None):
+def hinge_constraint(constraint_data, relative_bound=1e-3, *, erm=None, bound=None):
     r"""The constraint term :math:`g(w) = L(w) - (L^* + \kappa)` and the ERM it is built on.
 
     Parameters
     ----------
     constraint_data : fastcon.Dataset
         The data :math:`\mathcal D` of the hinge risk.
-    kappa_rel : float
-        :math:`\kappa = \kappa_{rel} L^*` (paper: 0.001).
+    relative_bound : float
+        :math:`\kappa_{rel}`: the excess :math:`\kappa = \kappa_{rel} L^*` (paper: 0.001).
     erm : ErmResult, optional
         A precomputed `erm_optimum` (default: the exact LP).
-    kappa : float, optional
-        Absolute :math:`\kappa`, overriding ``kappa_rel`` (e.g. when :math:`L^* = 0`).
+    bound : float, optional
+        The excess :math:`\kappa` itself, overriding ``relative_bound`` (e.g. when :math:`L^* = 0`).
 
     Returns
     -------
@@ -275,23 +275,23 @@ def hinge_constraint(constraint_data, kappa_rel=1e-3, *, erm=None, kappa=None):
     if not np.isfinite(erm.value):
         raise ValueError(f"erm: no valid ERM solution (status {erm.status!r}: {erm.message})")
     L_star = float(erm.value)
-    if kappa is None:
-        kappa_rel = float(kappa_rel)
-        if not kappa_rel >= 0:
-            raise ValueError(f"kappa_rel: must be non-negative, got {kappa_rel}")
-        kappa = kappa_rel * L_star
-    kappa = float(kappa)
+    if bound is None:
+        relative_bound = float(relative_bound)
+        if not relative_bound >= 0:
+            raise ValueError(f"relative_bound: must be non-negative, got {relative_bound}")
+        bound = relative_bound * L_star
+    kappa = float(bound)
     if not kappa >= 0 or not np.isfinite(kappa):
-        raise ValueError(f"kappa: must be non-negative and finite, got {kappa}")
+        raise ValueError(f"bound: must be non-negative and finite, got {kappa}")
     if kappa == 0:
         # g(w_ERM) = 0: no Slater point (Assumption 3.1 B fails) and Lemma 3.3's multiplier bound is void.
-        warnings.warn("hinge_constraint: kappa = 0 (L* = 0, separable data?): the constraint has no "
-                      "strictly feasible point; pass kappa=... to relax it", RuntimeWarning, stacklevel=2)
+        warnings.warn("hinge_constraint: bound = 0 (L* = 0, separable data?): the constraint has no "
+                      "strictly feasible point; pass bound=... to relax it", RuntimeWarning, stacklevel=2)
     return less_equal(hinge_risk(constraint_data), L_star + kappa), erm, kappa
 
 
-def hinge_constrained_problem(objective, constraint_data, kappa_rel=1e-3, radius_factor=5.0, erm=None,
-                              x0="erm", *, kappa=None, radius=None, name="") -> ConstrainedProblem:
+def hinge_constrained_problem(objective, constraint_data, relative_bound=1e-3, radius_factor=5.0, erm=None,
+                              x0="erm", *, bound=None, radius=None, name="") -> ConstrainedProblem:
     r"""[HL23] §6.1: :math:`\min_{\|w\| \le r} f(w)` s.t. :math:`L(w) \le L^* + \kappa`.
 
     .. math::
@@ -308,27 +308,28 @@ def hinge_constrained_problem(objective, constraint_data, kappa_rel=1e-3, radius
         :math:`f` on :math:`w \in \mathbb R^d` (ROC fairness, a risk, a `custom_term`, ...); its
         ``n_features`` must equal ``constraint_data.n_features``.
     constraint_data : fastcon.Dataset
-    kappa_rel, radius_factor : float
+    relative_bound, radius_factor : float
+        :math:`\kappa_{rel}` and the radius factor.
     erm : ErmResult, optional
         Precomputed ERM (default: ``erm_optimum(constraint_data)``, the exact dual LP). The radius
         depends on which minimiser it holds when the minimiser is not unique.
     x0 : "erm", array-like or None
         Starting point: :math:`w_{ERM}` (default), a given vector, or None for zeros.
-    kappa, radius : float, optional
+    bound, radius : float, optional
         Absolute overrides of :math:`\kappa` and :math:`r`.
     name : str
 
     Returns
     -------
     ConstrainedProblem
-        With an ``info`` dict: ``L_star``, ``kappa``, ``w_erm``, ``radius``, ``erm`` (the ErmResult),
-        ``kappa_rel``, ``radius_factor``.
+        With an ``info`` dict: ``L_star``, ``bound`` (:math:`\kappa`), ``w_erm``, ``radius``, ``erm`` (the
+        ErmResult), ``relative_bound``, ``radius_factor``.
     """
     d = constraint_data.n_features
     if int(objective.n_features) != d:
         raise ValueError(f"objective: acts on dimension {objective.n_features} but constraint_data has "
                          f"{d} features; for x = (other blocks, w) compose hinge_constraint with BlockTerm")
-    term, erm, kappa = hinge_constraint(constraint_data, kappa_rel, erm=erm, kappa=kappa)
+    term, erm, kappa = hinge_constraint(constraint_data, relative_bound, erm=erm, bound=bound)
     w_erm = np.array(erm.w, dtype=np.float64)
     if radius is None:
         radius = float(radius_factor) * float(np.linalg.norm(w_erm))
@@ -342,6 +343,6 @@ def hinge_constrained_problem(objective, constraint_data, kappa_rel=1e-3, radius
         x0 = w_erm
     problem = ConstrainedProblem(objective, [term], domain=Ball(radius), x0=x0,
                                  name=name or f"hinge-constrained({getattr(constraint_data, 'name', '')})")
-    problem.info = {"L_star": float(erm.value), "kappa": kappa, "w_erm": w_erm, "radius": radius, "erm": erm,
-                    "kappa_rel": float(kappa_rel), "radius_factor": float(radius_factor)}
+    problem.info = {"L_star": float(erm.value), "bound": kappa, "w_erm": w_erm, "radius": radius, "erm": erm,
+                    "relative_bound": float(relative_bound), "radius_factor": float(radius_factor)}
     return problem
