@@ -103,9 +103,9 @@ def test_bad_input_errors_name_the_field(rng):
     X, y, groups = sample(rng)
     with pytest.raises(ValueError, match="^kind: expected one of"):
         pairwise_fairness_constraints(X, y, groups, "auc", 0.5)
-    with pytest.raises(ValueError, match="^kappa: must be finite"):
+    with pytest.raises(ValueError, match="^bound: must be finite"):
         pairwise_fairness_constraints(X, y, groups, "group_auc", np.nan)
-    with pytest.raises(TypeError, match="^kappa: expected a number"):
+    with pytest.raises(TypeError, match="^bound: expected a number"):
         pairwise_fairness_constraints(X, y, groups, "group_auc", "0.5")
     bad = X.copy()
     bad[3, 2] = np.inf

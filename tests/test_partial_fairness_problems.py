@@ -297,9 +297,9 @@ def test_bad_inputs_name_the_field(rng):
         ({"interval": (0.5, 0.5)}, r"^interval:"),
         ({"interval": (0.6, 0.5)}, r"^interval:"),
         ({"interval": 0.5}, r"^interval:"),
-        ({"kappa": -0.1}, r"^kappa:"),
-        ({"kappa": np.inf}, r"^kappa:"),
-        ({"kappa": np.nan}, r"^kappa:"),
+        ({"kappa": -0.1}, r"^bound:"),
+        ({"kappa": np.inf}, r"^bound:"),
+        ({"kappa": np.nan}, r"^bound:"),
         ({"surrogate": "hinge"}, r"^surrogate:"),
         ({"rho": -1.0}, r"^rho:"),
     ]
@@ -315,13 +315,13 @@ def test_bad_inputs_name_the_field(rng):
             partial_dp_constraints(scores, groups, (0.1, 0.5), 0.1, n_levels=levels)
     with pytest.raises(ValueError, match=r"^grid:"):
         partial_dp_constraints(scores, groups, (0.1, 0.5), 0.1, grid="uniform")
-    with pytest.raises(ValueError, match=r"^kappa: the 'safe' grid"):
+    with pytest.raises(ValueError, match=r"^bound: the 'safe' grid"):
         partial_dp_constraints(scores, groups, (0.1, 0.5), 1.0)
-    with pytest.raises(ValueError, match=r"^kappa: the logistic surrogate needs kappa > 0"):
+    with pytest.raises(ValueError, match=r"^bound: the logistic surrogate needs bound > 0"):
         partial_dp_constraints(scores, groups, (0.0, 0.5), 0.0, surrogate="logistic")
     with pytest.raises(ValueError, match=r"^threshold:"):
         weak_partial_dp_constraints(scores, groups, (0.1, 0.5), 0.1, threshold=np.nan)
-    with pytest.raises(TypeError, match=r"^kappa:"):
+    with pytest.raises(TypeError, match=r"^bound:"):
         partial_dp_constraints(scores, groups, (0.1, 0.5), "0.1")
     with pytest.raises(ValueError, match=r"^scores: build LinearScores with fit_intercept=False"):
         partial_dp_constraints(LinearScores(ds), groups, (0.1, 0.5), 0.1)

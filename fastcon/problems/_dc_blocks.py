@@ -57,7 +57,7 @@ class _DCBlock:
     rows, and the whole Jacobian the gradients of all base functions (one kernel pass).
     """
 
-    def _setup(self, scores, groups, interval, kappa, surrogate, rho):
+    def _setup(self, scores, groups, interval, bound, surrogate, rho):
         if getattr(scores, "fit_intercept", None) is not False:
             raise ValueError("scores: build LinearScores with fit_intercept=False (cross-term features carry "
                              "the constant column)")
@@ -69,9 +69,9 @@ class _DCBlock:
         self.inv_size = 1.0 / sizes.astype(np.float64)
         self.group_rows = [np.flatnonzero(self.groups == k) for k in range(self.n_groups)]
         self.band_start, self.band_end = check_interval(interval)
-        self.kappa = check_nonnegative(kappa, "kappa")
+        self.bound = check_nonnegative(bound, "bound")
         self.surrogate = check_choice("surrogate", surrogate, SURROGATES)
-        self.width = self.kappa * (self.band_end - self.band_start)
+        self.width = self.bound * (self.band_end - self.band_start)
         self.n_weights = scores.n_weights
         if rho is not None:
             self.rho = check_nonnegative(rho, "rho")

@@ -162,7 +162,7 @@ def _cell_moments(X, rows):
     return mean, 0.5 * (cov + cov.T)
 
 
-def pairwise_fairness_constraints(X, y, groups, kind, kappa) -> QuadraticConstraints:
+def pairwise_fairness_constraints(X, y, groups, kind, bound) -> QuadraticConstraints:
     r"""Pairwise quadratic fairness constraints of [HHYL25] eqs. (66), (69), (71), one per ordered group pair.
 
     See the module docstring for the three models. For a linear score :math:`h(\xi) = w^\top\tilde x`
@@ -192,7 +192,7 @@ def pairwise_fairness_constraints(X, y, groups, kind, kappa) -> QuadraticConstra
     groups : (n,) array of int
         Group ids :math:`0..G-1`, :math:`G \ge 2`, every group non-empty.
     kind : {"group_auc", "inter_group", "intra_group"}
-    kappa : float
+    bound : float
         The bound :math:`\kappa` (finite; the quadratic surrogate is unbounded, so it may exceed 1;
         [HHYL25] Appendix D.3.2 uses 0.06..15). A negative :math:`\kappa` can make the set empty.
 
@@ -206,17 +206,17 @@ def pairwise_fairness_constraints(X, y, groups, kind, kappa) -> QuadraticConstra
     ------
     ValueError
         Malformed X, y or groups (message starting with the argument's name); a cell
-        :math:`\mathcal D_{k,\pm}` that the model needs is empty; unknown ``kind``; non-finite ``kappa``.
+        :math:`\mathcal D_{k,\pm}` that the model needs is empty; unknown ``kind``; non-finite ``bound``.
     """
     from ..datasets import Dataset   # datasets sits below problems; lazy like _roc_fairness
 
     if kind not in PAIRWISE_KINDS:
         raise ValueError(f"kind: expected one of {tuple(PAIRWISE_KINDS)}, got {kind!r}")
-    if isinstance(kappa, (bool, np.bool_)) or not isinstance(kappa, (numbers.Real, np.floating, np.integer)):
-        raise TypeError(f"kappa: expected a number, got {type(kappa).__name__} {kappa!r}")
-    kappa = float(kappa)
-    if not math.isfinite(kappa):
-        raise ValueError(f"kappa: must be finite, got {kappa!r}")
+    if isinstance(bound, (bool, np.bool_)) or not isinstance(bound, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"bound: expected a number, got {type(bound).__name__} {bound!r}")
+    bound = float(bound)
+    if not math.isfinite(bound):
+        raise ValueError(f"bound: must be finite, got {bound!r}")
     if groups is None:
         raise ValueError("groups: pairwise fairness needs group ids 0..G-1, got None")
     # The Dataset checks X (shape, NaN, sparse structure), y (binary labels) and groups (ids, no
@@ -271,9 +271,9 @@ def pairwise_fairness_constraints(X, y, groups, kind, kappa) -> QuadraticConstra
             A[j] += Aj
             b[j] += bj
     names = [f"{kind}({k},{k2})" for k, k2 in pairs]
-    out = QuadraticConstraints(A, b, np.full(len(pairs), -kappa), names=names)
+    out = QuadraticConstraints(A, b, np.full(len(pairs), -bound), names=names)
     out.pairs = np.array(pairs, dtype=np.int64)
-    out.kind, out.kappa = kind, kappa
+    out.kind, out.bound = kind, bound
     return out
 
 

@@ -29,7 +29,7 @@ class PartialDPConstraints(_DCBlock):
 
     Parameters
     ----------
-    scores, groups, interval, kappa, n_levels, grid, surrogate, rho
+    scores, groups, interval, bound, n_levels, grid, surrogate, rho
         As in `partial_dp_constraints`.
 
     Attributes
@@ -42,8 +42,8 @@ class PartialDPConstraints(_DCBlock):
     rho : float
     """
 
-    def __init__(self, scores, groups, interval, kappa, *, n_levels=10, grid="safe", surrogate="ramp", rho=None):
-        self._setup(scores, groups, interval, kappa, surrogate, rho)
+    def __init__(self, scores, groups, interval, bound, *, n_levels=10, grid="safe", surrogate="ramp", rho=None):
+        self._setup(scores, groups, interval, bound, surrogate, rho)
         if isinstance(n_levels, bool) or not isinstance(n_levels, (int, np.integer)) or n_levels < 1:
             raise ValueError(f"n_levels: expected an integer >= 1, got {n_levels!r}")
         self.grid = check_choice("grid", grid, GRIDS)
@@ -52,16 +52,16 @@ class PartialDPConstraints(_DCBlock):
         self._check_size("n_levels" if G <= P else "groups", 2 * G * P, 2 * G * P, P)
         start, end = self.band_start, self.band_end
         if grid == "safe":
-            if self.kappa >= 1.0:
-                raise ValueError(f"kappa: the 'safe' grid [alpha, beta - kappa (beta - alpha)) is empty for "
-                                 f"kappa >= 1 (got {self.kappa}); partial DP <= kappa then holds for every model")
+            if self.bound >= 1.0:
+                raise ValueError(f"bound: the 'safe' grid [start, end - bound (end - start)) is empty for "
+                                 f"bound >= 1 (got {self.bound}); partial DP <= bound then holds for every model")
             top = end - self.width
         else:
             top = end
         self.levels = start + np.arange(P) * ((top - start) / P)
         if surrogate == "logistic" and self.levels[0] == 0.0 and self.width == 0.0:
-            raise ValueError("kappa: the logistic surrogate needs kappa > 0 when the grid holds p = 0 (alpha = 0): "
-                             "sigma(z - theta) < 0 + kappa (beta - alpha) has no finite theta")
+            raise ValueError("bound: the logistic surrogate needs bound > 0 when the grid holds p = 0 (start = 0): "
+                             "sigma(z - theta) < 0 + bound (end - start) has no finite theta")
         self.n_thresholds = P
         self.n_constraints = 2 * G * P
         self.names = [f"p={p:.3f},k={k},{side}" for p in self.levels for k in range(G) for side in ("lower", "upper")]
@@ -157,7 +157,7 @@ class PartialDPConstraints(_DCBlock):
 
 
 
-def partial_dp_constraints(scores, groups, interval, kappa, *, n_levels=10, grid="safe", surrogate="ramp",
+def partial_dp_constraints(scores, groups, interval, bound, *, n_levels=10, grid="safe", surrogate="ramp",
                            rho=None) -> PartialDPConstraints:
     r"""The constraint block of model (13) of He, Huang, Yao & Lin [HHYL25] (partial demographic parity).
 
@@ -169,7 +169,7 @@ def partial_dp_constraints(scores, groups, interval, kappa, *, n_levels=10, grid
         Group ids ``0..G-1``, every group non-empty.
     interval : (float, float)
         :math:`\mathcal I = [\alpha, \beta)`, :math:`0 \le \alpha < \beta \le 1` (rank 0: the top score).
-    kappa : float
+    bound : float
         :math:`\kappa \ge 0`, the allowed partial DP.
     n_levels : int
         :math:`P \ge 1`, the size of the level grid.
@@ -192,5 +192,5 @@ def partial_dp_constraints(scores, groups, interval, kappa, *, n_levels=10, grid
     -------
     PartialDPConstraints
     """
-    return PartialDPConstraints(scores, groups, interval, kappa, n_levels=n_levels, grid=grid, surrogate=surrogate,
+    return PartialDPConstraints(scores, groups, interval, bound, n_levels=n_levels, grid=grid, surrogate=surrogate,
                                 rho=rho)

@@ -32,12 +32,12 @@ class WeakPartialDPConstraints(_DCBlock):
 
     Parameters
     ----------
-    scores, groups, interval, kappa, threshold, surrogate, rho
+    scores, groups, interval, bound, threshold, surrogate, rho
         As in `weak_partial_dp_constraints`.
     """
 
-    def __init__(self, scores, groups, interval, kappa, *, threshold=0.0, surrogate="ramp", rho=None):
-        self._setup(scores, groups, interval, kappa, surrogate, rho)
+    def __init__(self, scores, groups, interval, bound, *, threshold=0.0, surrogate="ramp", rho=None):
+        self._setup(scores, groups, interval, bound, surrogate, rho)
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)):
             raise TypeError(f"threshold: expected a real number, got {type(threshold).__name__}")
         self.threshold = float(threshold)
@@ -135,13 +135,13 @@ class WeakPartialDPConstraints(_DCBlock):
 
 
 
-def weak_partial_dp_constraints(scores, groups, interval, kappa, *, threshold=0.0, surrogate="ramp",
+def weak_partial_dp_constraints(scores, groups, interval, bound, *, threshold=0.0, surrogate="ramp",
                                 rho=None) -> WeakPartialDPConstraints:
     r"""The constraint block of model (17) of He, Huang, Yao & Lin [HHYL25] (weak partial demographic parity).
 
     Parameters
     ----------
-    scores, groups, interval, kappa
+    scores, groups, interval, bound
         As in `partial_dp_constraints`.
     threshold : float
         :math:`\hat\theta`, the decision threshold (0 in the paper).
@@ -155,5 +155,5 @@ def weak_partial_dp_constraints(scores, groups, interval, kappa, *, threshold=0.
     -------
     WeakPartialDPConstraints
     """
-    return WeakPartialDPConstraints(scores, groups, interval, kappa, threshold=threshold, surrogate=surrogate,
+    return WeakPartialDPConstraints(scores, groups, interval, bound, threshold=threshold, surrogate=surrogate,
                                     rho=rho)
