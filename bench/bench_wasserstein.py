@@ -181,7 +181,7 @@ def test_wasserstein_minibatch_step(benchmark, compas, role):
         oracle(x0, rows)
         C = (x0[:m * m] - ETA_STEP * zeta[:m * m]).reshape(m, m)
         out = np.empty_like(C)
-        proj = lambda: project_transport(C, 1.0 / m, 1.0 / m, u0, v0, tol=poly.tol, out=out)  # noqa: E731
+        proj = lambda: project_transport(C, (1.0 / m, 1.0 / m), (u0, v0), tol=poly.tol, out=out)  # noqa: E731
         benchmark.extra_info[f"projection_only_ms_{role}"] = best_time(proj, 20) * 1e3
         benchmark.extra_info[f"projection_only_newton_{role}"] = proj().n_iter
 
@@ -262,9 +262,9 @@ def test_transport_projection(benchmark, projection_case, role):
     benchmark.extra_info["tol_used"] = tol
     if role == "fastcon":
         out = np.empty_like(C)
-        res0 = project_transport(C, alpha, beta, tol=tol, out=out)  # compile; the check below
+        res0 = project_transport(C, (alpha, beta), tol=tol, out=out)  # compile; the check below
         np.testing.assert_allclose(res0.P, case["P_lbfgs"], rtol=0, atol=1e3 * tol * alpha)
-        result = benchmark.pedantic(project_transport, args=(C, alpha, beta), kwargs=dict(tol=tol, out=out),
+        result = benchmark.pedantic(project_transport, args=(C, (alpha, beta)), kwargs=dict(tol=tol, out=out),
                                     rounds=3 if SMALL else 30, warmup_rounds=1)
         _record(benchmark, role)
         record_roofline(benchmark, 16 * m * m)
@@ -273,11 +273,11 @@ def test_transport_projection(benchmark, projection_case, role):
             cg_fastcon=result.n_cg, sweeps_fastcon=result.n_sweeps,
             active_fraction=float(np.mean(result.P > 0)))
         # Warm start: the duals of the previous step's projection.
-        prev = project_transport(case["C_prev"], alpha, beta, tol=tol)
-        warm = project_transport(C, alpha, beta, prev.u, prev.v, tol=tol, out=out)
+        prev = project_transport(case["C_prev"], (alpha, beta), tol=tol)
+        warm = project_transport(C, (alpha, beta), (prev.u, prev.v), tol=tol, out=out)
         benchmark.extra_info.update(newton_warm=warm.n_iter, residual_rel_warm=warm.residual / alpha)
         if benchmark.stats is not None:
-            t_warm = best_time(lambda: project_transport(C, alpha, beta, prev.u, prev.v, tol=tol, out=out), 30)
+            t_warm = best_time(lambda: project_transport(C, (alpha, beta), (prev.u, prev.v), tol=tol, out=out), 30)
             benchmark.extra_info["warm_ms_fastcon"] = t_warm * 1e3
             _lbfgs_cache[case["fraction"]] = t_warm
     else:

@@ -84,9 +84,8 @@ def run(m, reps):
               f"= {t / t_floor:6.1f} floor passes")
 
     def one(C, u=None, v=None, direction=None):
-        t, res = best(lambda: project_transport(C, alpha, alpha, None if u is None else u.copy(),
-                                                None if v is None else v.copy(), out=out, workspace=work,
-                                                direction=direction), reps)
+        t, res = best(lambda: project_transport(C, (alpha, alpha), None if u is None else (u.copy(), v.copy()),
+                                                out=out, workspace=work, direction=direction), reps)
         assert res.converged
         return res, (res.n_iter, res.n_cg, res.n_passes, t)
 

@@ -718,55 +718,55 @@ def marginal_residual(P, row_marginal, column_marginal) -> float:
     return float(np.linalg.norm(P.sum(axis=1) - row_marginal) + np.linalg.norm(P.sum(axis=0) - column_marginal))
 
 
-def project_transport(C, row_marginal=None, column_marginal=None, u=None, v=None, *, tol=1e-10, max_newton=100,
-                      max_sweeps=20000, out=None, workspace=None, method="newton", direction=None, retry=True):
+def project_transport(C, marginals=None, start=None, *, tol=1e-10, max_newton=100, max_sweeps=20000, out=None,
+                      workspace=None, direction=None, retry=True):
     r"""Euclidean projection of ``C`` onto :math:`\{P \ge 0: P1 = \alpha 1, P^T1 = \beta 1\}`.
 
     Parameters
     ----------
     C : array-like (m, n)
-    row_marginal, column_marginal : float, optional
-        Row and column sums; default :math:`1/m` and :math:`1/n` (a coupling of two uniform
-        distributions, [HL23] eq. 13). Must satisfy :math:`\alpha m = \beta n`.
-    u, v : arrays (m,), (n,), optional
-        Warm-start duals (e.g. those of the previous projection); copied. Without them the solver
-        starts from one exact block-ascent sweep from zero.
+    marginals : pair of float, optional
+        ``(row_marginal, column_marginal)``, the row and column sums :math:`\alpha, \beta`; default
+        :math:`(1/m, 1/n)` (a coupling of two uniform distributions, [HL23] eq. 13). Must satisfy
+        :math:`\alpha m = \beta n`.
+    start : pair of arrays (m,), (n,), optional
+        Warm-start duals ``(u, v)`` (e.g. those of the previous projection); copied. Without them
+        the solver starts from one exact block-ascent sweep from zero.
     tol : float
         Stop when the marginal residual is at most ``tol * max(row_marginal, column_marginal)``.
     max_newton, max_sweeps : int
-        Newton iterations, then fallback block-ascent sweeps.
+        Newton iterations, then fallback block-ascent sweeps (``max_newton=0``: block-coordinate
+        ascent only).
     out : float64 (m, n) array, optional
         Receives P (may be ``C`` itself when C is float64 C-contiguous).
     workspace : TransportWorkspace, optional
         From :func:`transport_workspace` (reused to avoid allocating ``4 m n`` bytes per call); a pair
         ``(work, idx)`` of such arrays is accepted too.
-    method : {"newton", "block"}
-        ``"block"`` skips Newton (block-coordinate ascent only).
     direction : pair of arrays (m,), (n,), optional
-        Ray start: before Newton, an exact line search on the dual from the start ``(u, v)`` along
+        Ray start: before Newton, an exact line search on the dual from ``start`` along
         this direction (typically zero duals and the previous projection's duals: the best multiple
         of them, 0 included, so the dual value never falls below the start's).
     retry : bool
-        With a given start (``u, v``) that does not converge, solve again from a cold start before
+        With a given ``start`` that does not converge, solve again from a cold start before
         reporting non-convergence.
     """
     C = np.ascontiguousarray(C, dtype=np.float64)
     if C.ndim != 2 or C.size == 0:
         raise ValueError(f"C: expected a non-empty 2-D array, got shape {C.shape}")
     m, n = C.shape
-    row_marginal = 1.0 / m if row_marginal is None else float(row_marginal)
-    column_marginal = row_marginal * m / n if column_marginal is None else float(column_marginal)
+    if marginals is None:
+        row_marginal = 1.0 / m
+        column_marginal = row_marginal * m / n
+    else:
+        row_marginal, column_marginal = (float(a) for a in marginals)
     if (not (row_marginal > 0 and column_marginal > 0)
             or abs(row_marginal * m - column_marginal * n) > 1e-12 * row_marginal * m):
-        raise ValueError(f"row_marginal, column_marginal: need positive values with row_marginal*m == "
+        raise ValueError(f"marginals: need positive (row_marginal, column_marginal) with row_marginal*m == "
                          f"column_marginal*n, got {row_marginal}, {column_marginal}")
-    if method not in ("newton", "block"):
-        raise ValueError(f"method: expected 'newton' or 'block', got {method!r}")
-    cold = u is None or v is None
-    u = np.zeros(m) if u is None else np.array(u, dtype=np.float64)
-    v = np.zeros(n) if v is None else np.array(v, dtype=np.float64)
+    cold = start is None
+    u, v = (np.zeros(m), np.zeros(n)) if cold else (np.array(a, dtype=np.float64) for a in start)
     if u.shape != (m,) or v.shape != (n,):
-        raise ValueError(f"u, v: expected shapes ({m},), ({n},), got {u.shape}, {v.shape}")
+        raise ValueError(f"start: expected shapes ({m},), ({n},), got {u.shape}, {v.shape}")
     if direction is None:
         wu, wv = u, v  # not read
     else:
@@ -782,7 +782,7 @@ def project_transport(C, row_marginal=None, column_marginal=None, u=None, v=None
         raise ValueError(f"out: expected a writeable float64 array of shape ({m}, {n})")
     workspace = transport_workspace(m, n) if workspace is None else _check_workspace(workspace, m, n)
     prm = TransportParameters(row_marginal, column_marginal, tol * max(row_marginal, column_marginal),
-                              max_newton if method == "newton" else 0, max_sweeps,
+                              max_newton, max_sweeps,
                               cold, direction is not None, bool(retry))
     it, n_cg, sweeps, passes, res, status = transport_solve(C, prm, u, v, wu, wv, out, workspace)
     if status == NONFINITE:

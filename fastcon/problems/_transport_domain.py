@@ -82,15 +82,15 @@ class TransportPolytope(Domain):
             raise ValueError("x: expected a writeable C-contiguous float64 array")
         if self._workspace is None:
             self._workspace = transport_workspace(self.m, self.n)
-        u = v = direction = None
+        duals = direction = None
         if self._u is not None and self.start == "previous":
-            u, v = self._u, self._v
+            duals = (self._u, self._v)
         elif self._u is not None and self.start in ("zero", "ray"):
-            u, v = np.zeros(self.m), np.zeros(self.n)
+            duals = (np.zeros(self.m), np.zeros(self.n))
             if self.start == "ray" and self._ray is not None:
                 direction = self._ray
         try:
-            res = project_transport(P, self.row_marginal, self.column_marginal, u, v, tol=self.tol, out=P,
+            res = project_transport(P, (self.row_marginal, self.column_marginal), duals, tol=self.tol, out=P,
                                     workspace=self._workspace, direction=direction)
         except ValueError as exc:
             raise ValueError(f"x: the plan block cannot be projected ({exc})") from exc
