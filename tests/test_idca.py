@@ -149,7 +149,7 @@ def test_direct_switching_polyak_static_and_diminishing():
 
 def test_penalty_subgradient_exact_penalty():
     p = QuadraticDC([2, 2], [0, 0], halfspaces=[([1, 1], 1)])
-    res = penalty_subgradient(p, 5.0, max_iter=20000, step_size=lambda t: 0.5 / math.sqrt(t + 1))
+    res = penalty_subgradient(p, penalty=5.0, max_iter=20000, step_size=lambda t: 0.5 / math.sqrt(t + 1))
     np.testing.assert_allclose(res.x, [0.5, 0.5], atol=0.02)
     assert res.info["penalty"] < 0.03
 
@@ -169,9 +169,9 @@ def test_argument_errors_name_the_field():
     with pytest.raises(TypeError, match="^problem"):
         idca(object())
     with pytest.raises(ValueError, match="^step_size"):
-        penalty_subgradient(p, 1.0, step_size=-1.0)
+        penalty_subgradient(p, penalty=1.0, step_size=-1.0)
     with pytest.raises(ValueError, match="^penalty"):
-        penalty_subgradient(p, -1.0)
+        penalty_subgradient(p, penalty=-1.0)
 
 
 def test_theory_parameters_follow_theorem_6_5():
@@ -235,7 +235,7 @@ def test_penalty_subgradient_on_partial_dp_lowers_the_penalty():
     from fastcon.solvers import penalty_subgradient as ps
 
     problem, _ = _partial_problem("pdp", 0.2)
-    weak = ps(problem, 0.0, max_iter=3000, step_size=0.05)
-    strong = ps(problem, 5.0, max_iter=3000, step_size=0.05)
+    weak = ps(problem, penalty=0.0, max_iter=3000, step_size=0.05)
+    strong = ps(problem, penalty=5.0, max_iter=3000, step_size=0.05)
     assert strong.info["penalty"] < weak.info["penalty"]
     assert strong.objective >= weak.objective - 1e-6

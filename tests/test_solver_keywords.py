@@ -1,8 +1,11 @@
 """One name, one meaning: the keywords every solver shares, one spelling each (no deprecated aliases).
 
-Signatures are introspected, then every public solver runs on one tiny fairness problem (logistic
-risk s.t. a smoothed demographic-parity bound) to check that ``x0``, ``max_iter``, ``switching_level``,
-``seed``, ``record_every``, ``callback``, ``verbose`` and ``step_size`` behave alike.
+Signatures are introspected, then every public solver runs on a tiny problem of the kind it takes
+(a `ConstrainedProblem`: logistic risk s.t. a smoothed demographic-parity bound; a DC partial-fairness
+problem for idca, switching_polyak and penalty_subgradient; a group-loss-gap score problem and a linear
+model for abpp and cbpr; quadratic pairwise-fairness constraints for projected_gradient) to check that
+``x0``, ``max_iter``, ``switching_level``, ``seed``, ``record_every``, ``callback``, ``verbose`` and
+``step_size`` behave alike. ``KEYWORDS`` states, as data, which solver lacks which keyword and why.
 """
 import inspect
 
@@ -10,11 +13,13 @@ import numpy as np
 import pytest
 
 from fastcon import metrics, problems, solvers
-from fastcon.datasets import make_fair_classification
-from fastcon.problems import ConstrainedProblem, Whole, less_equal, logistic_risk, \
-    smoothed_demographic_parity
-from fastcon.solvers import conex, exact_penalty_trust_region, iqrc, online_stochastic_subgradient, \
-    proximal_point, spider, switching_subgradient
+from fastcon.datasets import Dataset, make_fair_classification
+from fastcon.problems import ConstrainedProblem, GroupLossGap, LinearLoss, LinearScoreModel, LinearScores, \
+    PartialFairnessProblem, Whole, cross_term_features, less_equal, logistic_risk, pairwise_fairness_constraints, \
+    partial_dp_constraints, smoothed_demographic_parity
+from fastcon.solvers import abpp, augmented_lagrangian, cbpr, check_feasibility, conex, exact_penalty_trust_region, \
+    idca, iqrc, near_stationarity, online_stochastic_subgradient, penalty_subgradient, projected_gradient, \
+    proximal_point, spider, switching_polyak, switching_subgradient
 from fastcon.solvers._common import DEFAULT_RECORDS, RECORD_BUDGET, default_record_every
 from fastcon.solvers.conex import _conex
 from fastcon.solvers.online_stochastic import _online_stochastic_subgradient
@@ -23,10 +28,10 @@ from fastcon.solvers.switching import _switching_subgradient
 D = 5  # features
 
 
-def tiny_problem():
+def tiny_problem(bound=0.05):
     data = make_fair_classification(200, D, shift=1.5, seed=0)
     p, u = data.subset(data.groups == 1), data.subset(data.groups == 0)
-    return ConstrainedProblem(logistic_risk(data), [less_equal(smoothed_demographic_parity(p, u), 0.05)], Whole(),
+    return ConstrainedProblem(logistic_risk(data), [less_equal(smoothed_demographic_parity(p, u), bound)], Whole(),
                               x0=np.zeros(D))
 
 
@@ -290,3 +295,211 @@ def test_old_names_are_gone():
         run("iqrc", outer_iter=1, inner_iter=10, inner="switching")
     with pytest.raises(TypeError, match="'tolerance'"):
         exact_penalty_trust_region(tiny_problem(), tolerance=1e-6, **kw)
+
+
+# ---------------------------------------------------------------------------- every public solver
+# The names of fastcon.solvers.__all__ that do not solve: parameter rules, checks of given parameters,
+# schedules, smoothing functions and result types.
+NOT_SOLVERS = {"switching_theory_parameters", "check_certificate", "prox_weights_to_steps", "iqrc_step_size",
+               "spider_theory_parameters", "smoothed_plus", "smoothed_plus_derivative", "kkt_multiplier",
+               "as_schedule", "constant", "inverse_sqrt", "linear", "inverse_linear", "FeasibilityResult",
+               "idca_theory_parameters", "gradient_lipschitz_constant", "abpp_lipschitz_constant"}
+
+DETERMINISTIC = "deterministic (full oracles, no random draw): nothing to seed"
+SCORE_PAIR = ("a score problem is the pair (problem, model): the model owns the space x lives in, so it comes "
+              "before the start")
+#: Which solver has which shared keyword. An entry is True, or the reason the solver lacks it (for
+#: ``x0``: a pair (position, reason) where it is not second). ``iterations`` is "max_iter" or
+#: "nested" (``outer_iter`` x ``inner_iter``); ``n_iter`` says what the result counts; ``last_row``
+#: is the iterate the final history row describes (x_{T-1} before the last step, or x_T).
+KEYWORDS = {
+    "switching_subgradient": dict(iterations="max_iter", last_row="x_{T-1}"),
+    "conex": dict(iterations="max_iter", last_row="x_{T-1}"),
+    "online_stochastic_subgradient": dict(iterations="max_iter", last_row="x_{T-1}"),
+    "exact_penalty_trust_region": dict(iterations="max_iter", last_row="x_{T-1}"),
+    "spider": dict(iterations="max_iter", last_row="x_T"),
+    "proximal_point": dict(iterations="nested", n_iter="inner iterations"),
+    "iqrc": dict(iterations="nested", n_iter="inner iterations"),
+    "augmented_lagrangian": dict(iterations="max_iter", last_row="x_{T-1}", seed=DETERMINISTIC),
+    "projected_gradient": dict(
+        iterations="max_iter", last_row="x_T", seed=DETERMINISTIC,
+        problem="the problem is the pair (objective, constraints): the exact projection needs the quadratic "
+                "constraints' matrices (QuadraticConstraints), which a ConstrainedProblem does not expose",
+        x0=(2, "after the pair (objective, constraints)")),
+    "idca": dict(iterations="nested", n_iter="outer iterations (DC linearisations)", last_row="x_T",
+                 seed=DETERMINISTIC),
+    "switching_polyak": dict(iterations="max_iter", last_row="x_{T-1}", seed=DETERMINISTIC),
+    "penalty_subgradient": dict(iterations="max_iter", last_row="x_{T-1}", seed=DETERMINISTIC),
+    "abpp": dict(iterations="max_iter", last_row="x_T", seed=DETERMINISTIC, x0=(2, SCORE_PAIR)),
+    "cbpr": dict(iterations="nested", n_iter="outer iterations (proximal points)", last_row="x_T",
+                 seed=DETERMINISTIC, x0=(2, SCORE_PAIR)),
+    "check_feasibility": dict(
+        iterations="max_iter", last_row="x_{T-1}", seed=DETERMINISTIC,
+        callback="a check run to its verdict (feasible, certified infeasible, undecided): no user stop",
+        verbose="a check of a few hundred cheap steps, no progress to report"),
+    "near_stationarity": dict(
+        iterations="max_iter", seed="accepted, and ignored: the method is deterministic (same bits for any seed)",
+        x0=(None, "x is the point whose stationarity is measured, not a start"),
+        record_every="a measurement returning a distance (and details), not a run with a history",
+        callback="a measurement run to its tolerance: no user stop",
+        verbose="a measurement, no progress to report"),
+}
+SHARED_DEFAULTS = (("seed", 0), ("record_every", None), ("callback", None), ("verbose", False))
+
+
+def has(name, keyword):
+    return KEYWORDS[name].get(keyword, True) is True
+
+
+def dc_problem():
+    """Logistic loss s.t. a partial demographic-parity block on cross-term features (a DC problem)."""
+    rng = np.random.default_rng(0)
+    n = 120
+    X, groups = rng.normal(size=(n, 3)), np.arange(n) % 2
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    ds = Dataset(cross_term_features(X, groups), y, groups=groups)
+    scores = LinearScores(ds, fit_intercept=False)
+    block = partial_dp_constraints(scores, groups, (0.1, 0.45), 0.2, n_levels=3)
+    return PartialFairnessProblem(LinearLoss(scores, ds.y, np.ones(n), ridge=0.01), block)
+
+
+def pairwise_problem():
+    """(objective, QuadraticConstraints): ridge logistic loss s.t. a group-AUC pairwise-fairness bound."""
+    rng = np.random.default_rng(0)
+    n = 120
+    xi, g = rng.normal(size=(n, 2)), (rng.random(n) < 0.4).astype(int)
+    y = np.where(xi[:, 0] + 1.5 * g + 0.3 * rng.normal(size=n) > 0.5, 1.0, -1.0)
+    X = np.hstack([np.ones((n, 1)), xi, g[:, None]])
+    ds = Dataset(X, y, groups=g)
+    loss = LinearLoss(LinearScores(ds, fit_intercept=False), ds.y, np.ones(n), "logistic", ridge=1e-2)
+    return loss, pairwise_fairness_constraints(X, y, g, "group_auc", 0.5)
+
+
+def score_problem():
+    """(GroupLossGap, LinearScoreModel): a two-group loss-gap bound on a linear two-class model."""
+    rng = np.random.default_rng(0)
+    n = 80
+    g, X = rng.integers(0, 2, n), rng.normal(size=(n, 3))
+    X[:, 2] = g - 0.5
+    y = (X[:, 0] + g - 0.5 + 0.7 * rng.normal(size=n) > 0).astype(int)
+    return GroupLossGap(y, 2, g, 0.02), LinearScoreModel(X, y, 2)
+
+
+# The solvers not in SINGLE_LOOP / NESTED above: each called on its tiny problem with fast settings.
+OTHERS = {
+    "augmented_lagrangian": lambda **kw: augmented_lagrangian(tiny_problem(), **{"tol": 1e-300, **kw}),
+    "projected_gradient": lambda **kw: projected_gradient(*pairwise_problem(), **{"objective_tolerance": 0.0, **kw}),
+    "idca": lambda **kw: idca(dc_problem(), **kw),
+    "switching_polyak": lambda **kw: switching_polyak(dc_problem(), **kw),
+    "penalty_subgradient": lambda **kw: penalty_subgradient(dc_problem(), penalty=1.0, **kw),
+    "abpp": lambda **kw: abpp(*score_problem(), **kw),
+    "cbpr": lambda **kw: cbpr(*score_problem(), **kw),
+    # a gap below -1 is out of reach and the gap is not convex (no certificate): the check runs its budget
+    "check_feasibility": lambda **kw: check_feasibility(tiny_problem(bound=-1.0), **kw),
+    "near_stationarity": lambda **kw: near_stationarity(tiny_problem(), np.zeros(D), 1.0, return_details=True,
+                                                        **kw),
+}
+
+
+def budget(name, n):
+    """``n`` iterations of the solver's own count (outer ones, with short inner runs, where nested)."""
+    return dict(outer_iter=n, inner_iter=5) if KEYWORDS[name]["iterations"] == "nested" else dict(max_iter=n)
+
+
+def n_iter_of(res):
+    return res["n_iter"] if isinstance(res, dict) else res.n_iter
+
+
+def test_the_table_covers_every_public_solver():
+    assert set(KEYWORDS) == set(solvers.__all__) - NOT_SOLVERS
+    assert set(OTHERS) | set(SINGLE_LOOP) | set(NESTED) >= set(KEYWORDS)
+    assert {f.__name__ for f in PUBLIC} | set(OTHERS) == set(KEYWORDS)
+
+
+@pytest.mark.parametrize("name", sorted(KEYWORDS))
+def test_every_solver_has_the_shared_keywords_or_says_why_not(name):
+    entry = KEYWORDS[name]
+    params = inspect.signature(getattr(solvers, name)).parameters
+    names = list(params)
+    assert (names[0] == "problem") == has(name, "problem"), name
+    position, _why = entry.get("x0", (1, None))
+    if position is None:
+        assert "x0" not in params
+    else:
+        assert names.index("x0") == position and params["x0"].default is None
+        assert params["x0"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        # what comes before x0 is the problem (no method parameter ahead of the start)
+        assert all(params[n].default is inspect.Parameter.empty for n in names[:position])
+    for key, default in SHARED_DEFAULTS:
+        assert (key in params) == (has(name, key) or key == "seed" and "accepted" in entry["seed"]), (name, key)
+        if key in params:
+            assert params[key].default == default and params[key].kind is inspect.Parameter.KEYWORD_ONLY, (name, key)
+    if entry["iterations"] == "nested":
+        assert {"outer_iter", "inner_iter"} <= set(params) and "max_iter" not in params
+    else:
+        assert "max_iter" in params and params["max_iter"].kind is inspect.Parameter.KEYWORD_ONLY
+        assert not {"outer_iter", "inner_iter"} & set(params)
+    for key in ("max_iter", "outer_iter", "inner_iter", "step_size", "switching_level", "output"):
+        if key in params:
+            assert params[key].kind is inspect.Parameter.KEYWORD_ONLY, (name, key)
+
+
+@pytest.mark.parametrize("name", sorted(OTHERS))
+def test_max_iter_bounds_the_iterations_of_every_solver(name):
+    calls = []
+    kw = dict(callback=lambda t, x, info: calls.append(t) and False) if has(name, "callback") else {}
+    res = OTHERS[name](**budget(name, 7), **kw)
+    assert 1 <= n_iter_of(res) <= 7
+    if has(name, "callback"):
+        assert calls == list(range(n_iter_of(res)))  # called once per iteration, with t = 0, 1, ...
+
+
+@pytest.mark.parametrize("name", sorted(n for n in OTHERS if has(n, "record_every")))
+@pytest.mark.parametrize("k", [1, 3])
+def test_record_every_gives_rows_at_the_multiples_and_the_last(name, k):
+    res = OTHERS[name](**budget(name, 8), record_every=k)
+    last = res.n_iter if KEYWORDS[name]["last_row"] == "x_T" else res.n_iter - 1
+    expected = sorted(set(range(0, last + 1, k)) | {last})
+    np.testing.assert_array_equal(res.history["iteration"], expected)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in OTHERS if has(n, "callback")))
+def test_callback_true_stops_with_callback_stop_in_every_solver(name):
+    seen = []
+
+    def stop(t, x, info):
+        assert isinstance(x, np.ndarray) and isinstance(info, dict)
+        seen.append(t)
+        return t >= 3
+
+    res = OTHERS[name](**budget(name, 20), callback=stop)
+    assert seen == [0, 1, 2, 3]
+    assert res.status == "callback_stop" and res.n_iter == seen[-1] + 1
+    # the history ends at the last iterate however the run stopped
+    last = res.n_iter if KEYWORDS[name]["last_row"] == "x_T" else res.n_iter - 1
+    assert res.history["iteration"][-1] == last
+
+
+@pytest.mark.parametrize("name", sorted(OTHERS))
+def test_same_inputs_give_the_same_bits_in_every_solver(name):
+    kw = dict(seed=3) if "seed" in inspect.signature(getattr(solvers, name)).parameters else {}
+    a, b = OTHERS[name](**budget(name, 6), **kw), OTHERS[name](**budget(name, 6), **kw)
+    if isinstance(a, dict):  # near_stationarity's details
+        np.testing.assert_array_equal(a["x_hat"], b["x_hat"])
+        assert a["distance"] == b["distance"]
+        if kw:  # the seed is ignored
+            np.testing.assert_array_equal(a["x_hat"], OTHERS[name](**budget(name, 6), seed=4)["x_hat"])
+    else:
+        assert_same_bits(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in {**SINGLE_LOOP, **NESTED, **OTHERS} if n in KEYWORDS
+                                        and has(n, "verbose")))
+def test_verbose_prints_to_stderr_and_leaves_the_result(name, capsys):
+    call = OTHERS.get(name) or (lambda **kw: run(name, **kw))
+    quiet = call(**budget(name, 6))
+    assert capsys.readouterr().err == ""
+    loud = call(**budget(name, 6), verbose=True)
+    out = capsys.readouterr()
+    assert out.err and not out.out
+    np.testing.assert_array_equal(quiet.x, loud.x)

@@ -235,7 +235,7 @@ def test_every_status_returned_in_these_scenarios_is_listed(data):
     ok = QuadraticDC([0.2, 0.0], [0.0, 2.0], outside=[1.0], halfspaces=[([1.0, 0.0], 5.0)])
     seen["switching_polyak"] = switching_polyak(ok, max_iter=200).status
     seen["idca"] = idca(ok, outer_iter=3, inner_iter=50).status
-    seen["penalty_subgradient"] = penalty_subgradient(ok, 1.0, max_iter=50, output="best_penalised").status
+    seen["penalty_subgradient"] = penalty_subgradient(ok, penalty=1.0, max_iter=50, output="best_penalised").status
     feasibility = {key: seen.pop(key) for key in [k for k in seen if k[0] == "check_feasibility"]}
     assert set(feasibility.values()) == {"feasible", "certified_infeasible"}
     assert set(feasibility.values()) <= set(FEASIBILITY_STATUSES)

@@ -343,7 +343,7 @@ def run_penalty(data, model, lam, cfg):
     steps = pen["step_size"]
     if len(steps) > 1:
         for eta in steps:
-            res = penalty_subgradient(build_problem(data, model, 1.0, cfg), lam, max_iter=pen["tuning_iter"],
+            res = penalty_subgradient(build_problem(data, model, 1.0, cfg), penalty=lam, max_iter=pen["tuning_iter"],
                                       step_size=eta)
             tuning.append({"step_size": eta,
                            "validation_accuracy": evaluate(data, res.x, interval)["validation"]["accuracy"]})
@@ -351,7 +351,7 @@ def run_penalty(data, model, lam, cfg):
     else:
         eta = steps[0]
     problem = build_problem(data, model, 1.0, cfg)
-    res = penalty_subgradient(problem, lam, max_iter=pen["final_iter"], step_size=eta)
+    res = penalty_subgradient(problem, penalty=lam, max_iter=pen["final_iter"], step_size=eta)
     return {"params": {"step_size": eta, "max_iter": pen["final_iter"]}, "status": res.status,
             "n_iter": res.n_iter, "train_objective": res.objective, "train_max_violation": 0.0,
             "train_penalty": res.info["penalty"],

@@ -367,6 +367,10 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
                 run.status, message = "converged", f"every constrained class met half its target rate at iteration {k}"
                 break
     n_iter = k + 1
+    # the last iterate x_{n_iter} is a row however the run stopped (recording a row twice is a no-op)
+    run.record(n_iter, force=True, objective=problem.objective_value(model, state), max_violation=max(0.0, gmax),
+               multiplier_norm=float(np.linalg.norm(y)), primal_step=float(tau), dual_step=float(sigma),
+               theta=float(theta))
     out_state, out_y = (avg_state, avg_y) if output == "average" and avg_state is not None else (state, y)
     values = np.asarray(problem.constraint_values(model, out_state), dtype=np.float64)
     f = problem.objective_value(model, out_state)

@@ -205,6 +205,9 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
                 run.status = "converged"
                 message = f"every group's training error is below {early:g} at outer iteration {t}"
                 break
+    # the returned x^{t+1} is a row however the run stopped (recording a row twice is a no-op)
+    run.record(t + 1, force=True, objective=problem.objective_value(model, state), max_violation=g, step=step,
+               inner_max_violation=inner.max_violation, multiplier_norm=float(np.linalg.norm(y)))
     counters.add("inner_iterations", inner_total)
     values = np.asarray(problem.constraint_values(model, state), dtype=np.float64)
     info = {"prox_weight": L, "outer_iter": T, "inner_iter": K, "violations": np.array(violations),

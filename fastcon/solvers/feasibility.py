@@ -21,7 +21,7 @@ import numpy as np
 from .._results import FEASIBILITY_STATUSES, History
 from ..problems import BlockTerm, ProximalTerm, ShiftedTerm
 from ..problems import ClassPairwiseRisk, MarginRisk
-from ._common import PassMeter, start_point
+from ._common import PassMeter, default_record_every, start_point
 from ._schedules import Schedule, inverse_sqrt
 from ._step_rules import NormalizedStep
 from ._switching_core import FusedOracle, switching_loop
@@ -112,7 +112,7 @@ def is_known_convex(term) -> bool:
 
 # ---------------------------------------------------------------------------- the method
 def check_feasibility(problem, x0=None, *, max_iter=5000, feasibility_tolerance=0.0, step_size=None, convex=None,
-                      record_every=1) -> FeasibilityResult:
+                      record_every=None) -> FeasibilityResult:
     r"""Minimise :math:`g = \max_i g_i` over the domain; certify infeasibility when :math:`g` is convex.
 
     Projected subgradient method :math:`x_{k+1} = \operatorname{proj}_{\mathcal X}(x_k - a_k s_k)`,
@@ -148,8 +148,10 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, feasibility_tolerance=
         risks and their `less_equal`, block and proximal wrappers; a term may declare itself with a
         boolean ``convex`` attribute). Passing ``convex=True`` for a non-convex constraint makes
         the bound meaningless.
-    record_every : int
-        History period (a positive integer); the last iteration is always recorded.
+    record_every : int, optional
+        History period (a positive integer); the last iteration is always recorded. Default: the
+        shared rule `fastcon.solvers._common.default_record_every` (records read no data here:
+        about 100 rows).
 
     Returns
     -------
@@ -163,7 +165,8 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, feasibility_tolerance=
     """
     K = check_count("max_iter", max_iter)
     tol = check_real("feasibility_tolerance", feasibility_tolerance)
-    check_count("record_every", record_every)
+    record_every = (default_record_every(K, 0, 1) if record_every is None
+                    else check_count("record_every", record_every))
     if convex is not None and not isinstance(convex, (bool, np.bool_)):
         raise TypeError(f"convex: expected None, True or False, got {convex!r}")
     x = start_point(problem, x0)

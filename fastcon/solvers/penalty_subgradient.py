@@ -27,7 +27,7 @@ __all__ = ["penalty_subgradient"]
 _OUTPUTS = ("last", "best_penalised")
 
 
-def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1e-3, output="last",
+def penalty_subgradient(problem, x0=None, *, penalty, max_iter=1000, step_size=1e-3, output="last",
                         record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Subgradient descent on :math:`f + \lambda P` ([HHYL25] models (78) and (83)).
 
@@ -37,10 +37,10 @@ def penalty_subgradient(problem, penalty, x0=None, *, max_iter=1000, step_size=1
         With ``objective_value_and_gradient(x, out)`` and ``penalty_value_and_subgradient(x, out)``
         (e.g. `fastcon.problems.PartialFairnessProblem`, whose penalty is (78) or (83) according to
         its constraint block), ``dim`` and ``x0``.
-    penalty : float
-        :math:`\lambda \ge 0`.
     x0 : array-like, optional
         Default ``problem.x0``.
+    penalty : float
+        :math:`\lambda \ge 0` (required).
     max_iter : int
         Iterations (paper: as many as IDCA's :math:`K \cdot T`).
     step_size : float or callable of t

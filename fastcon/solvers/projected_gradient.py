@@ -146,8 +146,8 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
     projection_tolerance, projection_max_iter :
         ``tol`` and ``max_iter`` of every `qcqp_projection`.
     record_every : int, optional
-        History rows at the iterations :math:`k` with ``k % record_every == 0``, at the last one and
-        at ``n_iter`` for the returned iterate (row :math:`k` describes :math:`w_k`). Default None: the shared rule
+        History rows at the iterations :math:`k` with ``k % record_every == 0`` and at ``n_iter``
+        for the returned iterate (row :math:`k` describes :math:`w_k`). Default None: the shared rule
         (`fastcon.solvers._common.default_record_every`), about 100 rows; a record reads no data
         (the objective value comes with the gradient, the constraints are :math:`d \times d`).
     callback : callable ``(k, w, info) -> bool``, optional
@@ -230,7 +230,7 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
     last_eta = eta[0]
     with run:
         for t in range(T):
-            if run.due(t):
+            if run.due(t, final=False):  # the last row is w_{n_iter}, recorded after the loop
                 run.record(t, force=True, objective=f, max_violation=constraints.max_violation(w),
                            step_size=eta[t], projection_iterations=proj_its, relative_change=change)
             proj = qcqp_projection(w - eta[t] * grad, constraints, tol=tol_p, max_iter=max_p, multipliers0=lam)
