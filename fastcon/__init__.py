@@ -1,13 +1,16 @@
 """fastcon: fast solvers for constrained learning.
 
-The layers (docs/design.md) are sub-packages: `fastcon.datasets` → `fastcon.problems` →
-`fastcon.solvers` → `fastcon.metrics`; the names most users need are re-exported here.
+The layers (docs/design.md; checked by the import-linter contracts in pyproject.toml) are
+sub-packages, each importing only those below it: `fastcon.estimators` and `fastcon.boosting` →
+`fastcon.solvers` → `fastcon.problems` → `fastcon.metrics` → `fastcon.datasets` → the kernels. The
+names most users need are re-exported here.
 """
 # Importing fastcon changes no environment variable. It asks numba for a fork-safe threading layer
 # (numba.config, this process only; a layer the user chose is kept) so that multiprocessing with
-# 'fork' works after a fit: see fastcon/_kernels/_threading.py. It used to set OMP_WAIT_POLICY=PASSIVE
-# in os.environ, which every OpenMP runtime loaded later in the process saw; the workqueue and tbb
-# layers do not spin, and a user who picks the omp layer can set that variable themselves.
+# 'fork' works after a fit: see fastcon/_kernels/_threading.py. The workqueue and tbb layers do not
+# spin; a user who picks the omp layer can set OMP_WAIT_POLICY themselves.
+from importlib.util import find_spec as _find_spec
+
 from . import datasets, metrics, problems, solvers
 from ._results import SolveResult
 from ._version import __version__
@@ -45,9 +48,11 @@ def __dir__():
     return sorted(set(globals()) | set(_ESTIMATORS) | {"estimators", "load_model"})
 
 
+# The names that need scikit-learn are in __all__ only where it is installed, so that
+# ``from fastcon import *`` works on a core install (find_spec does not import the package).
 __all__ = [
-    "__version__", "Dataset", "SolveResult", "load", "load_model", "load_libsvm", "read_fcsr", "ConstrainedProblem",
+    "__version__", "Dataset", "SolveResult", "load", "load_libsvm", "read_fcsr", "ConstrainedProblem",
     "custom_term", "erm_optimum", "hinge_risk", "less_equal", "roc_fairness", "wasserstein_fairness",
     "switching_subgradient", "conex", "proximal_point", "near_stationarity", "datasets", "problems", "solvers",
-    "metrics", "estimators", *_ESTIMATORS,
+    "metrics", *(("load_model", "estimators", *_ESTIMATORS) if _find_spec("sklearn") is not None else ()),
 ]

@@ -27,7 +27,7 @@ STATUSES = (
     "penalty_limit",          # the penalty reached its cap while the iterate was still infeasible
     "radius_limit",           # the trust-region radius fell below its minimum at an infeasible iterate
     "callback_stop",          # the user's callback asked to stop
-    "time_limit",             # the wall-clock budget ran out
+    "time_limit",             # the wall-clock budget ran out (the reproductions' budgets, kept by a callback)
     "data_pass_limit",        # the data-pass budget ran out (the DP(g) cap of [LX25] §4.3)
 )
 

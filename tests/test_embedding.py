@@ -90,6 +90,22 @@ def test_import_loads_neither_the_experiments_nor_the_command_line_nor_optional_
     assert "'fastcon.cli'" in out and "'fastcon.experiments'" in out and "'sklearn'" in out, out
 
 
+def test_star_import_works_without_scikit_learn():
+    """``from fastcon import *`` on a core install: the names that need scikit-learn are left out of
+    ``__all__`` when it is not installed (here: made unimportable), present when it is."""
+    hide = """
+        import sys
+        sys.modules["sklearn"] = None  # import sklearn raises ImportError, find_spec answers None
+    """
+    star = """
+        from fastcon import *
+        import fastcon
+        print(sorted({"FairClassifier", "load_model", "estimators"} & set(fastcon.__all__)), switching_subgradient.__name__)
+    """
+    assert _ok(_run(hide + star)).split() == ["[]", "switching_subgradient"]
+    assert _ok(_run(star)).split() == ["['FairClassifier',", "'estimators',", "'load_model']", "switching_subgradient"]
+
+
 def test_heavy_modules_still_load_when_needed():
     # the solvers that use them import them at call time
     out = _ok(_run("""

@@ -198,5 +198,7 @@ def test_support_function_of_unbounded_sets():
     assert Box(0.0, np.inf).support(np.array([1.0, 0.0])) == math.inf
     assert ColumnBalls([1.0, np.inf]).support(np.array([3.0, 0.0, 4.0, 0.0])) == 5.0
     assert ColumnBalls([1.0, np.inf]).support(np.array([3.0, 1.0, 4.0, 0.0])) == math.inf
+    assert Ball(np.inf).support(np.zeros(3)) == 0.0  # not inf * 0 = NaN
+    assert Ball(np.inf, center=np.ones(2)).support(np.array([0.0, 1.0])) == math.inf
     with pytest.raises(NotImplementedError, match=r"^TransportPolytope\.support: "):
         TransportPolytope(2).support(np.ones(4))

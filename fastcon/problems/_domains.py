@@ -274,7 +274,7 @@ class Ball(Domain):
     def support(self, y) -> float:
         r""":math:`\sigma(y) = \langle y, c\rangle + r\|y\|` (see `Domain.support`)."""
         y = np.asarray(y, dtype=np.float64)
-        value = self.radius * float(np.linalg.norm(y))
+        value = _balls_support([y], [self.radius])  # an infinite radius: +inf unless y = 0
         return value + (float(y @ self.center) if self.center is not None else 0.0)
 
     def normal_cone_distance(self, x, v) -> float:
