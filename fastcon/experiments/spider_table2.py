@@ -191,7 +191,7 @@ class SVio:
             # just large, which is what the table should show
             warnings.simplefilter("ignore", RuntimeWarning)
             value = float(near_stationarity(prob, x, 2.0 * self.meta["rho_f"], max_iter=int(self.cfg["svio_iter"]),
-                                            tol=float(self.cfg["svio_tol"]), seed=self.seed)[0])
+                                            tol=float(self.cfg["svio_tol"]))[0])
         self.seconds += time.perf_counter() - t0
         return value
 

@@ -189,8 +189,8 @@ def start_point(problem, x0):
     return x
 
 
-def stationarity_certificate(problem, x, rho_hat, seed):
-    return float(near_stationarity(problem, x, rho_hat, seed=seed)[0])
+def stationarity_certificate(problem, x, rho_hat):
+    return float(near_stationarity(problem, x, rho_hat)[0])
 
 
 def make_objective_oracle(problem, kind, batch, rng):

@@ -184,7 +184,7 @@ def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0,
                 with meter:
                     f_rec = f_t if reuse_f else rec.f(x)
                     g_rec = g_t if rec is problem else rec.g(x)[0]
-                    extra = ({"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat, seed)}
+                    extra = ({"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat)}
                              if stat_due else {})
                 run.record(t, force=True, extra=extra, objective=f_rec, constraint=g_rec,
                            max_violation=max(0.0, g_rec), multiplier_norm=float(np.sqrt(y @ y)))

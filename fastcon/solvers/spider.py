@@ -248,7 +248,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     run.record(0, force=True, time=0.0, objective=f0, constraint=g0, max_violation=max(0.0, g0),
                constraint_estimate=math.nan, penalty_weight=math.nan, step_size=float(step_size),
                data_passes_f=0.0, data_passes_g=0.0,
-               **({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat, seed)}
+               **({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat)}
                   if record_stationarity_every is not None else {}))
     run.offer(0, g0, x, f0)  # the smallest recorded g, and the best feasible recorded iterate
     meter_time = time.perf_counter() - start
@@ -269,7 +269,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
                 t0 = time.perf_counter()
                 f_val, g_val = problem.f(x), float(problem.g(x)[0])
                 stat_due = record_stationarity_every is not None and (k % int(record_stationarity_every) == 0 or last)
-                extra = ({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat, seed)}
+                extra = ({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat)}
                          if stat_due else {})
                 meter_time += time.perf_counter() - t0
                 alpha = float(step_size) / math.sqrt(max(1.0, (k - 1) / q)) if alpha_decay else float(step_size)

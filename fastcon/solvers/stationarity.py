@@ -31,7 +31,7 @@ from ._switching_core import FusedOracle, switching_loop
 __all__ = ["near_stationarity"]
 
 
-def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, return_details=False, mu=None,
+def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, return_details=False, mu=None,
                       feasibility_tolerance=1e-10, window=50, output="average"):
     r"""Near-stationarity measure :math:`\|\hat x_{\hat\rho}(x) - x\|` ([HL23] eqs. 4-5, Def. 3.2).
 
@@ -100,9 +100,6 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, r
         objective steps, one :math:`f` subgradient.
     tol : float
         Stop when ``change`` <= tol; see "Tolerance" above (absolute, in the norm of x).
-    seed : int
-        Accepted for interface uniformity with the solvers; the method is deterministic (full
-        oracles), so equal inputs give bit-identical outputs whatever the seed.
     return_details : bool
         Return a dict instead of ``(distance, x_hat)``.
     mu : float, optional
@@ -151,7 +148,7 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, seed=0, r
         res = _switching_prox(problem, x, rho_hat, mu, int(max_iter), float(tol), float(feasibility_tolerance),
                               int(window), output)
     res.update(rho_hat=rho_hat, mu=mu, tol=float(tol), feasibility_tolerance=float(feasibility_tolerance),
-               output=output, seed=seed)
+               output=output)
     if res["status"] == "no_feasible_iterate":
         warnings.warn("near_stationarity: no iterate reached g <= feasibility_tolerance; x_hat is the last iterate "
                       "(increase max_iter, or check that the constraint has a feasible point)",

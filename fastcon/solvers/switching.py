@@ -242,7 +242,7 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, s
                 if not (reuse_f and kind == "f"):
                     f_t = rec.f(x)
                 g_rec = g_t if reuse_g else rec.g(x)[0]
-                extra = {"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat, seed)} if stat_due else {}
+                extra = {"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat)} if stat_due else {}
             run.record(t, force=True, objective=f_t, constraint=g_rec, max_violation=max(0.0, g_rec), step_kind=kind,
                        step_size=eta[t], switching_level=eps[t], extra=extra)
             if output == "best_feasible" and candidate:
