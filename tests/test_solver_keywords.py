@@ -98,11 +98,17 @@ def test_common_keywords_exist_with_the_same_defaults(solver):
 
 
 def test_switching_level_and_step_size_appear_where_they_mean_the_same():
-    has_level = {f.__name__ for f in PUBLIC if "switching_level" in inspect.signature(f).parameters}
-    assert has_level == {"switching_subgradient", "iqrc"}  # the level of the switching test g <= eps in both
-    assert not [f.__name__ for f in PUBLIC if "tolerance" in inspect.signature(f).parameters]
-    has_step = {f.__name__ for f in PUBLIC if "step_size" in inspect.signature(f).parameters}
-    assert has_step == {"switching_subgradient", "spider"}
+    every = [getattr(solvers, name) for name in KEYWORDS]
+    has_level = {f.__name__ for f in every if "switching_level" in inspect.signature(f).parameters}
+    # the level of the switching test g(x_t) <= eps_t in all four
+    assert has_level == {"switching_subgradient", "iqrc", "idca", "switching_polyak"}
+    assert not [f.__name__ for f in every if "tolerance" in inspect.signature(f).parameters]
+    has_step = {f.__name__ for f in every if "step_size" in inspect.signature(f).parameters}
+    # the primal step (its scale, a schedule of t, or a rule's name); the primal-dual methods say primal_step
+    assert has_step == {"switching_subgradient", "spider", "penalty_subgradient", "projected_gradient",
+                        "check_feasibility"}
+    has_primal_step = {f.__name__ for f in every if "primal_step" in inspect.signature(f).parameters}
+    assert has_primal_step == {"conex", "abpp", "cbpr"} and not has_primal_step & has_step
     for f in (switching_subgradient, conex):
         assert "average_weights" in inspect.signature(f).parameters
 
