@@ -239,3 +239,12 @@ def test_penalty_subgradient_on_partial_dp_lowers_the_penalty():
     strong = ps(problem, penalty=5.0, max_iter=3000, step_size=0.05)
     assert strong.info["penalty"] < weak.info["penalty"]
     assert strong.objective >= weak.objective - 1e-6
+
+
+def test_switching_polyak_reports_a_zero_objective_subgradient_as_converged():
+    # x0 = c minimises f and is feasible (0 + 0 <= 1): the first objective step has zeta_0 = 0.
+    p = QuadraticDC([0, 0], [0, 0], halfspaces=[([1, 1], 1)])
+    res = switching_polyak(p, max_iter=50, switching_level=1e-3)
+    assert res.status == "converged"
+    assert "subgradient is zero" in res.message and "iteration 0" in res.message
+    np.testing.assert_array_equal(res.x, [0.0, 0.0])

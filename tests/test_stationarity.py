@@ -156,3 +156,16 @@ def test_infeasible_and_bad_input():
         near_stationarity(prob, np.zeros(D), 0.0)
     with pytest.raises(ValueError, match="x:"):
         near_stationarity(prob, np.zeros(D + 1), 1.0)
+
+
+def test_a_zero_constraint_subgradient_after_objective_steps_is_infeasible_stationary():
+    # g = -1 inside the ball of radius 0.5, +1 outside, subgradient 0: the first objective step from 0
+    # towards a = (10, ..., 10) leaves the ball, where g is violated and its subgradient is zero.
+    def step(y, out):
+        out.fill(0.0)
+        return 1.0 if np.linalg.norm(y) > 0.5 else -1.0
+    jump = custom_term(lambda y: 1.0 if np.linalg.norm(y) > 0.5 else -1.0, step, D)
+    prob = ConstrainedProblem(_quad(np.full(D, 10.0)), [jump])
+    res = near_stationarity(prob, np.zeros(D), 1.0, return_details=True)
+    assert res["n_objective_steps"] == 1
+    assert res["status"] == "infeasible_stationary"

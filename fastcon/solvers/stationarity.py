@@ -117,8 +117,10 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, return_de
     Returns
     -------
     (distance, x_hat) or dict
-        The dict has ``distance``, ``x_hat``, ``status`` (``"converged"``, ``"max_iter"`` or
-        ``"no_feasible_iterate"``), ``n_iter``, ``n_objective_steps``, ``change`` (the error
+        The dict has ``distance``, ``x_hat``, ``status`` (``"converged"``, ``"max_iter"``,
+        ``"no_feasible_iterate"`` when no objective step was taken, or ``"infeasible_stationary"``
+        when, after some objective steps, :math:`g > \epsilon_{feas}` at a point where its
+        subgradient is zero: for a convex :math:`g`, :math:`\{g \le 0\}` is empty), ``n_iter``, ``n_objective_steps``, ``change`` (the error
         estimate, inf before the second checkpoint), ``gap_bound`` (:math:`\Gamma`), ``error_bound``,
         ``g`` (:math:`g(\hat x)`),
         ``F`` (:math:`F(\hat x)`), ``rho_hat``, ``mu``, ``tol``, ``feasibility_tolerance``,
@@ -205,7 +207,8 @@ def _switching_prox(problem, x, rho_hat, mu, max_iter, tol, feas_tol, window, ou
                          after_step=after_step, objective_buffer=grad, constraint_buffer=grad)
     # g > 0 with a zero subgradient: z minimises the convex g, so {g <= 0} is empty.
     j = run.objective_steps
-    status = "converged" if run.stop == "converged" else "max_iter"
+    status = {"converged": "converged", "zero_constraint_direction": "infeasible_stationary"}.get(run.stop,
+                                                                                                "max_iter")
     if j == 0:
         status, x_hat, gap_bound = "no_feasible_iterate", z, np.inf
     else:

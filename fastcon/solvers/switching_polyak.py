@@ -64,7 +64,8 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, o
     Returns
     -------
     SolveResult
-        ``"max_iter"``; ``"no_feasible_iterate"`` when no :math:`t` met :math:`g(x_t) \le \epsilon_t`
+        ``"max_iter"``; ``"converged"`` when the objective's subgradient is zero at an iterate with
+        :math:`g(x_t) \le \epsilon_t` (a stationary point); ``"no_feasible_iterate"`` when no :math:`t` met :math:`g(x_t) \le \epsilon_t`
         (``x`` is then :math:`x_T`); ``"infeasible_stationary"`` when the active constraint's subgradient
         is zero at a violated point; ``"callback_stop"``. History: ``iteration``, ``time``,
         ``objective`` :math:`f(x_t)`, ``constraint`` :math:`g(x_t)`, ``max_violation``,
@@ -105,6 +106,10 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, o
         run.status = "infeasible_stationary"
         message = (f"iteration {loop.last.t}: constraint {loop.last.index} is violated by {loop.last.constraint:.3g} "
                    "and its subgradient is zero (an infeasible stationary point)")
+    elif loop.stop == "zero_objective_direction":
+        run.status = "converged"
+        message = (f"iteration {loop.last.t}: the objective's subgradient is zero at a nearly feasible iterate "
+                   f"(g = {loop.last.constraint:.3g} <= switching_level = {eps[loop.last.t]:.3g}): a stationary point")
     best_g = loop.best_constraint
     if best_x is None:
         if run.status == "max_iter":
