@@ -13,12 +13,12 @@ predictions, groups as the dataset defines them):
 
 Datasets: ``a9a`` (train file -> test file, CSR, group = sex), ``adult`` (its train/test files,
 dense, group = sex) and ``compas`` (one file split 2:1 by `Dataset.split` with seed 0, dense,
-group = race). Methods (each a `Method`; the bound is the same number ``tolerance`` for all):
+group = race). Methods (each a `Method`; the bound, ``--bound``, is the same number for all):
 
 * ``fastcon.FairClassifier(constraint=..., bound=...)`` with default settings, when the
   installed fastcon has it (else the row says "not available");
 * fairlearn ``ExponentiatedGradient(LogisticRegression(), DemographicParity(difference_bound=eps))``
-  (``EqualizedOdds`` for equalized odds), eps = tolerance and tolerance / 2, randomized ``predict``
+  (``EqualizedOdds`` for equalized odds), eps = bound and bound / 2, randomized ``predict``
   with a fixed ``random_state`` and, from the same fit, the deterministic rule
   :math:`\hat y = 1 \iff Q(h(x) = 1) \ge 1/2` on the fitted distribution :math:`Q` over classifiers
   (its ``_pmf_predict``); fairlearn needs dense input, so CSR data is densified before its fit (the
@@ -208,7 +208,7 @@ class Method:
     requires : tuple of str
         Modules that must import for the method to run.
     fit : callable
-        ``fit(split, tolerance) -> {variant: predict}``, where ``predict(X, groups)`` returns 0/1
+        ``fit(split, bound) -> {variant: predict}``, where ``predict(X, groups)`` returns 0/1
         predictions on the test data; ``variant`` is appended to the row name ("" for the main one).
         Everything inside ``fit`` is timed.
     prepare : callable or None
@@ -246,21 +246,21 @@ class Method:
 
 
 def _fastcon_fit(constraint):
-    def fit(split, tolerance):
+    def fit(split, bound):
         from fastcon.estimators import FairClassifier
 
-        model = FairClassifier(constraint=constraint, bound=tolerance)
+        model = FairClassifier(constraint=constraint, bound=bound)
         model.fit(split.X_train, split.y_train, sensitive_features=split.g_train)
         return {"": lambda X, g: np.asarray(model.predict(X)).astype(np.int64)}
     return fit
 
 
 def _fairlearn_fit(constraint, factor):
-    def fit(split, tolerance):
+    def fit(split, bound):
         from fairlearn.reductions import DemographicParity, EqualizedOdds, ExponentiatedGradient
 
         moment = DemographicParity if constraint == "demographic_parity" else EqualizedOdds
-        model = ExponentiatedGradient(_logistic(), moment(difference_bound=tolerance * factor))
+        model = ExponentiatedGradient(_logistic(), moment(difference_bound=bound * factor))
         with warnings.catch_warnings():
             # fairlearn 0.15 triggers pandas deprecation warnings (Pandas4Warning, a
             # DeprecationWarning) dozens of times per fit; they do not change its results
@@ -286,7 +286,7 @@ def _oxonfair_metric(constraint):
 
 
 def _oxonfair_fit(constraint, base, inferred):
-    def fit(split, tolerance):
+    def fit(split, bound):
         from oxonfair import DataDict, FairPredictor
         from oxonfair import group_metrics as gm
 
@@ -300,7 +300,7 @@ def _oxonfair_fit(constraint, base, inferred):
         # Groups travel inside the data dicts (not as the `groups=` argument, which FairPredictor
         # would keep and reuse for the test rows).
         fair = FairPredictor(model, DataDict(split.y_train, X_train, split.g_train), inferred_groups=group_model)
-        fair.fit(gm.accuracy, _oxonfair_metric(constraint), tolerance)
+        fair.fit(gm.accuracy, _oxonfair_metric(constraint), bound)
 
         def predict(X, g):
             if inferred:
@@ -345,7 +345,7 @@ def _row(dataset, method, variant, **fields):
     return row
 
 
-def run_method(method, split, tolerance=0.02, repeats=3):
+def run_method(method, split, bound=0.02, repeats=3):
     """Fit ``method`` ``repeats`` times on ``split``'s training data and score the last fit on its
     test data.
 
@@ -366,7 +366,7 @@ def run_method(method, split, tolerance=0.02, repeats=3):
     best = np.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
-        predictors = method.fit(data, tolerance)
+        predictors = method.fit(data, bound)
         best = min(best, time.perf_counter() - t0)
     rows = score(method, data, predictors, best)
     for row in rows:
@@ -395,13 +395,13 @@ def score(method, data, predictors, fit_s):
     return rows
 
 
-def peer_table(dataset, tolerance=0.02, repeats=3, constraints=None, select=None, data_home=None, log=None):
+def peer_table(dataset, bound=0.02, repeats=3, constraints=None, select=None, data_home=None, log=None):
     """Rows of the side-by-side table for one dataset.
 
     Parameters
     ----------
     dataset : {"a9a", "adult", "compas"}
-    tolerance : float
+    bound : float
         The bound given to every method.
     repeats : int
         Fits per method; the fit time is the minimum.
@@ -420,7 +420,7 @@ def peer_table(dataset, tolerance=0.02, repeats=3, constraints=None, select=None
         for method in methods(constraint):
             if select is not None and select.lower() not in method.name.lower():
                 continue
-            for row in run_method(method, split, tolerance=tolerance, repeats=repeats):
+            for row in run_method(method, split, bound=bound, repeats=repeats):
                 rows.append(row)
                 if log is not None:
                     log(row)
@@ -487,7 +487,7 @@ def _log(row):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="fastcon FairClassifier against fairlearn and OxonFair.")
     parser.add_argument("--dataset", default="a9a", choices=DATASETS + ("all",))
-    parser.add_argument("--tolerance", type=float, default=0.02)
+    parser.add_argument("--bound", type=float, default=0.02)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--constraint", choices=CONSTRAINTS, action="append",
                         help="repeatable; default demographic parity (and equalized odds on compas)")
@@ -496,14 +496,14 @@ def main(argv=None):
                         help="threads for every library (default: their own, all cores)")
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
-    if not args.tolerance > 0:
-        parser.error(f"--tolerance: must be > 0, got {args.tolerance}")
+    if not args.bound > 0:
+        parser.error(f"--bound: must be > 0, got {args.bound}")
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads: must be >= 1, got {args.threads}")
     rows = []
     for dataset in DATASETS if args.dataset == "all" else (args.dataset,):
         with thread_limit(args.threads):
-            rows += peer_table(dataset, tolerance=args.tolerance, repeats=args.repeats,
+            rows += peer_table(dataset, bound=args.bound, repeats=args.repeats,
                                constraints=args.constraint, select=args.methods, log=_log)
     print(format_table(rows))
     loads = [r["load1"] for r in rows if np.isfinite(r["load1"])]

@@ -12,7 +12,7 @@ asked for: ``FASTCON_PEERS_DATASETS=a9a,adult,compas pytest bench/bench_peers.py
 Each benchmark times one complete fit (three rounds, the minimum is the table's figure) and stores
 the test accuracy and gaps in ``extra_info``. Checks: every classifier beats the constant one on
 test accuracy (a swapped label or group would not), OxonFair meets its bound on the training data
-(it searches thresholds on exactly those rows), and so does ``FairClassifier`` (its tolerance bounds
+(it searches thresholds on exactly those rows), and so does ``FairClassifier`` (its ``bound`` bounds
 the hard training gap) when the installed fastcon has it.
 """
 import os

@@ -43,17 +43,17 @@ Which features each method sees (the ``features`` column of the output):
   proxy column equal to it at prediction time (the group may still be learnt from correlated
   columns).
 
-Methods (each a `Method`; the bound, ``--tolerance`` = 0.02 by default, is the same number for all):
+Methods (each a `Method`; the bound, ``--bound`` = 0.02 by default, is the same number for all):
 
 1. LightGBM ``LGBMClassifier(n_estimators=100)`` and XGBoost ``XGBClassifier(n_estimators=100)``,
    unconstrained, library defaults otherwise (LightGBM's log silenced with ``verbose=-1``, which
    changes no result), each on ``all`` and on ``group-blind`` features.
 2. FairGBM (feedzai's LightGBM 3 fork, PyPI ``fairgbm`` 0.9.14) ``FairGBMClassifier(
    constraint_type=..., n_estimators=200, multiplier_learning_rate=0.1 (its default),
-   constraint_fnr_tolerance=tolerance, constraint_fpr_tolerance=tolerance)`` fitted with
+   constraint_fnr_tolerance=bound, constraint_fpr_tolerance=bound)`` fitted with
    ``fit(X, y, constraint_group=g)``, constraint types ``FNR`` (equal opportunity), ``FPR`` (FPR
    parity) and ``FNR,FPR`` (equalized odds); group-blind features, the group passed only as
-   ``constraint_group``. FairGBM bounds :math:`\max_h r_h - r_g \le` tolerance for every group
+   ``constraint_group``. FairGBM bounds :math:`\max_h r_h - r_g \le` bound for every group
    :math:`g` on the training rows, the same max-min gap (the multipliers follow the hard rates at
    score 0.5; the trees the cross-entropy proxy of the rates). FairGBM needs scikit-learn < 1.6, so
    it runs in its own virtualenv, in a child process (``--fairgbm-python``, else the environment
@@ -68,7 +68,7 @@ Methods (each a `Method`; the bound, ``--tolerance`` = 0.02 by default, is the s
    import of fairgbm and the data transfer are not timed.
 3. OxonFair ``FairPredictor`` on an XGBoost base model (``_peers._xgboost``, XGBoost's defaults),
    demographic parity (``group_metrics.demographic_parity``) and equal opportunity
-   (``group_metrics.equal_opportunity``, the TPR difference) at the tolerance, accuracy maximised:
+   (``group_metrics.equal_opportunity``, the TPR difference) at the bound, accuracy maximised:
    *group-aware* (``all`` features, thresholds per true group: the group is needed at prediction)
    and *inferred groups* (``group-blind`` features; a second XGBoost model predicts the group and
    the thresholds are applied to its prediction, OxonFair's route when the group is unknown at
@@ -81,12 +81,12 @@ Methods (each a `Method`; the bound, ``--tolerance`` = 0.02 by default, is the s
    0.019, test 0.169). The trade-off uses the held-out variant. Fit time = the whole pipeline
    (base model, group model, scoring, threshold search). ``_peers._oxonfair_fit`` is not called
    because it knows only demographic parity and equalized odds and a logistic group model.
-4. fastcon's boosted ``fastcon.boosting.FairGBMClassifier(constraint, tolerance, backend=...,
+4. fastcon's boosted ``fastcon.boosting.FairGBMClassifier(constraint, bound, backend=...,
    n_estimators=100, n_threads=threads, random_state=0)``, demographic parity and equal
    opportunity, on both backends, group-blind (the group passed only as ``sensitive_features``).
    An installed fastcon whose ``FairGBMClassifier`` has no ``constraint`` parameter (the
    mean-loss-gap estimator that preceded issue 36) makes these rows "not available".
-5. fastcon's linear ``FairClassifier(constraint, tolerance)`` with default settings, the same two
+5. fastcon's linear ``FairClassifier(constraint, bound)`` with default settings, the same two
    constraints, group-blind: the linear point of the trade-off.
 
 Threads: every library runs on ``--threads`` threads (default 1: LightGBM's and XGBoost's
@@ -98,18 +98,18 @@ over two or more repeats does not.
 
 Output: one JSON line per row appended to ``--out`` (default
 ``results/boosting-fairness/<commit>.jsonl``). A row already recorded there with status "ok", for
-the same dataset, method, tolerance, rounds and threads and at least as many repeats, is skipped,
+the same dataset, method, bound, rounds and threads and at least as many repeats, is skipped,
 so an interrupted run resumes where it stopped (a "not available" or "failed" row is tried again).
 The markdown table of the rows asked for goes to stdout.
 
-``--tradeoff`` sweeps the tolerance (``--tolerances``, default 0.005,0.01,0.02,0.04,0.08) for
+``--tradeoff`` sweeps the bound (``--bounds``, default 0.005,0.01,0.02,0.04,0.08) for
 fastcon's boosted estimator (LightGBM), fastcon's linear ``FairClassifier``, OxonFair on XGBoost with
-inferred groups (held-out thresholds) and FairGBM (for the DP panel ``FNR,FPR`` with both tolerances set, FairGBM having
+inferred groups (held-out thresholds) and FairGBM (for the DP panel ``FNR,FPR`` with both of its tolerances set, FairGBM having
 no demographic parity; for the equal-opportunity panel ``FNR``), and plots test accuracy against the
 test DP gap (top row) and the test TPR gap (bottom row), one column per dataset, the unconstrained
 group-blind LightGBM as a reference point, to ``--figure`` (default
 ``docs/guide/boosting_tradeoff.png``). The sweep's rows go to ``--out`` like the table's (a table
-row at the same tolerance is reused).
+row at the same bound is reused).
 
 Run from the repository root::
 
@@ -150,7 +150,7 @@ def fairgbm_child(data_path, out_path):
     data_path : str
         ``.npz`` with ``X_train``, ``y_train`` (0/1), ``g_train`` (ints 0..G-1: FairGBM indexes its
         multipliers by the group value), ``X_test`` and ``config``, a JSON string with
-        ``constraint_type``, ``tolerance``, ``n_estimators``, ``threads``, ``repeats`` and
+        ``constraint_type``, ``bound``, ``n_estimators``, ``threads``, ``repeats`` and
         ``random_state``.
     out_path : str
         JSON written: ``fit_s`` (minimum over the repeats of the ``fit`` call alone),
@@ -167,7 +167,7 @@ def fairgbm_child(data_path, out_path):
     for _ in range(int(config["repeats"])):
         model = fairgbm.FairGBMClassifier(
             constraint_type=config["constraint_type"], n_estimators=int(config["n_estimators"]),
-            constraint_fnr_tolerance=float(config["tolerance"]), constraint_fpr_tolerance=float(config["tolerance"]),
+            constraint_fnr_tolerance=float(config["bound"]), constraint_fpr_tolerance=float(config["bound"]),
             n_jobs=int(config["threads"]), random_state=int(config["random_state"]))
         t0 = time.perf_counter()
         model.fit(arrays["X_train"], arrays["y_train"], constraint_group=arrays["g_train"])
@@ -202,7 +202,7 @@ CONSTRAINTS = ("demographic_parity", "equal_opportunity")
 FAIRGBM_TYPES = {"FNR": "equal_opportunity", "FPR": "false_positive_parity", "FNR,FPR": "equalized_odds"}
 SHORT = {None: "—", "demographic_parity": "DP", "equal_opportunity": "EO (TPR)", "false_positive_parity": "FPR",
          "equalized_odds": "EOdds"}
-TOLERANCES = (0.005, 0.01, 0.02, 0.04, 0.08)
+BOUNDS = (0.005, 0.01, 0.02, 0.04, 0.08)
 NOT_AVAILABLE = "not available"
 FEATURES = ("all", "group-blind")
 
@@ -298,7 +298,7 @@ class Method:
     Attributes
     ----------
     name : str
-        Row label (without the tolerance, which is a column).
+        Row label (without the bound, which is a column).
     family : str
         The trade-off figure's series the row belongs to.
     constraint : str or None
@@ -310,7 +310,7 @@ class Method:
     rounds : int or None
         Boosting rounds (None: not a booster of its own, or the base model's default).
     run : callable
-        ``run(views, tolerance, repeats, threads) -> Outcome``.
+        ``run(views, bound, repeats, threads) -> Outcome``.
     unavailable : callable
         ``unavailable() -> str or None``: why the method cannot run here (None: it can).
     notes : str
@@ -340,14 +340,14 @@ def _missing_modules(*modules):
 
 
 def _timed(fit, features):
-    """A `Method.run` from ``fit(X_train, y, g, tolerance, threads) -> predict(X)``: ``fit`` timed."""
-    def run(views, tolerance, repeats, threads):
+    """A `Method.run` from ``fit(X_train, y, g, bound, threads) -> predict(X)``: ``fit`` timed."""
+    def run(views, bound, repeats, threads):
         split = views.split
         Xtr, Xte = views.train[features], views.test[features]
         best = math.inf
         for _ in range(repeats):
             t0 = time.perf_counter()
-            predict = fit(Xtr, split.y_train, split.g_train, tolerance, threads)
+            predict = fit(Xtr, split.y_train, split.g_train, bound, threads)
             best = min(best, time.perf_counter() - t0)
         extra = getattr(predict, "extra", {})
         return Outcome(best, _labels(predict(Xtr, split.g_train)), _labels(predict(Xte, split.g_test)), extra)
@@ -359,7 +359,7 @@ def _labels(pred):
 
 
 def _unconstrained(backend, rounds, features):
-    def fit(X, y, g, tolerance, threads):
+    def fit(X, y, g, bound, threads):
         if backend == "lightgbm":
             from lightgbm import LGBMClassifier
 
@@ -399,10 +399,10 @@ def boosted_unavailable(cls=None):
 
 
 def _fastcon_boosted(constraint, backend, rounds, validation=None):
-    def fit(X, y, g, tolerance, threads):
+    def fit(X, y, g, bound, threads):
         from fastcon.boosting import FairGBMClassifier
 
-        model = FairGBMClassifier(constraint=constraint, bound=tolerance, backend=backend, n_estimators=rounds,
+        model = FairGBMClassifier(constraint=constraint, bound=bound, backend=backend, n_estimators=rounds,
                                   validation_fraction=validation, n_threads=threads, random_state=0)
         model.fit(X, y, sensitive_features=g)
         predict = _Predict(lambda X, g: model.predict(X))
@@ -439,10 +439,10 @@ def linear_unavailable():
 
 
 def _fastcon_linear(constraint):
-    def fit(X, y, g, tolerance, threads):
+    def fit(X, y, g, bound, threads):
         from fastcon.estimators import FairClassifier
 
-        model = FairClassifier(constraint=constraint, bound=tolerance)
+        model = FairClassifier(constraint=constraint, bound=bound)
         model.fit(X, y, sensitive_features=g)
         predict = _Predict(lambda X, g: model.predict(X))
         predict.extra["fit_gap"] = float(getattr(model, "fit_gap_", math.nan))
@@ -466,7 +466,7 @@ def _oxonfair(constraint, inferred, validation=0.0):
     metric = {"demographic_parity": "demographic_parity", "equal_opportunity": "equal_opportunity"}[constraint]
     features = "group-blind" if inferred else "all"
 
-    def fit(X, y, g, tolerance, threads):
+    def fit(X, y, g, bound, threads):
         from oxonfair import DataDict, FairPredictor
         from oxonfair import group_metrics as gm
 
@@ -481,7 +481,7 @@ def _oxonfair(constraint, inferred, validation=0.0):
         # keep and reuse for the test rows), as in _peers._oxonfair_fit.
         fair = FairPredictor(model, DataDict(y[threshold_rows], X[threshold_rows], g[threshold_rows]),
                              inferred_groups=group_model)
-        fair.fit(gm.accuracy, getattr(gm, metric), tolerance)
+        fair.fit(gm.accuracy, getattr(gm, metric), bound)
 
         def predict(X, g):
             if inferred:
@@ -518,9 +518,9 @@ def fairgbm_unavailable(python):
 
 
 def _fairgbm(constraint_type, python, rounds, timeout=None):
-    def run(views, tolerance, repeats, threads):
+    def run(views, bound, repeats, threads):
         split = views.split
-        config = {"constraint_type": constraint_type, "tolerance": tolerance, "n_estimators": rounds,
+        config = {"constraint_type": constraint_type, "bound": bound, "n_estimators": rounds,
                   "threads": threads, "repeats": repeats, "random_state": 0}
         with tempfile.TemporaryDirectory(prefix="fastcon-fairgbm-") as tmp:
             data, out = os.path.join(tmp, "data.npz"), os.path.join(tmp, "out.json")
@@ -590,15 +590,20 @@ def tradeoff_methods(settings, constraint):
 
 
 # ------------------------------------------------------------------------------------- rows
-def row_key(dataset, method, tolerance, threads):
+def row_key(dataset, method, bound, threads):
     """What makes two records the same row (repeats aside: more repeats serve fewer)."""
-    return (dataset, method.name, method.features, None if method.constraint is None else float(tolerance),
+    return (dataset, method.name, method.features, None if method.constraint is None else float(bound),
             method.rounds, threads)
 
 
+def record_bound(record):
+    """A record's bound: its ``"bound"``, or ``"tolerance"`` in the records written before issue 37."""
+    return record["bound"] if "bound" in record else record.get("tolerance")
+
+
 def _record_key(record):
-    tol = record.get("tolerance")
-    return (record["dataset"], record["method"], record.get("features"), None if tol is None else float(tol),
+    bound = record_bound(record)
+    return (record["dataset"], record["method"], record.get("features"), None if bound is None else float(bound),
             record.get("rounds"), record.get("threads"))
 
 
@@ -627,11 +632,11 @@ def _clean(value):
     return value
 
 
-def run_method(method, views, tolerance, repeats, threads):
+def run_method(method, views, bound, repeats, threads):
     """One row: ``method`` fitted ``repeats`` times on ``views``' training rows, scored on both parts."""
     split = views.split
     row = dict(dataset=split.name, method=method.name, family=method.family, constraint=method.constraint,
-               tolerance=None if method.constraint is None else float(tolerance), rounds=method.rounds,
+               bound=None if method.constraint is None else float(bound), rounds=method.rounds,
                features=method.features, group_at_predict=method.group_at_predict, threads=threads, repeats=repeats,
                n_train=int(split.y_train.shape[0]), n_test=int(split.y_test.shape[0]), fit_s=math.nan,
                test_accuracy=math.nan, test_dp_gap=math.nan, test_tpr_gap=math.nan, test_fpr_gap=math.nan,
@@ -642,7 +647,7 @@ def run_method(method, views, tolerance, repeats, threads):
         row["status"] = reason
         return row
     try:
-        outcome = method.run(views, tolerance, repeats, threads)
+        outcome = method.run(views, bound, repeats, threads)
     except Exception as exc:  # a peer's failure is a row of the table, not the end of the run
         row["status"] = f"failed: {type(exc).__name__}: {str(exc)[-500:]}"
         return row
@@ -661,7 +666,7 @@ def run_method(method, views, tolerance, repeats, threads):
 
 
 def run_rows(split, jobs, out, repeats=3, threads=1, log=None, context=None):
-    """Run the rows ``jobs`` (``[(method, tolerance)]``) on ``split`` that ``out`` does not hold yet.
+    """Run the rows ``jobs`` (``[(method, bound)]``) on ``split`` that ``out`` does not hold yet.
 
     Parameters
     ----------
@@ -683,8 +688,8 @@ def run_rows(split, jobs, out, repeats=3, threads=1, log=None, context=None):
     views = None
     rows = []
     with _peers.thread_limit(threads):
-        for method, tolerance in jobs:
-            key = row_key(split.name, method, tolerance, threads)
+        for method, bound in jobs:
+            key = row_key(split.name, method, bound, threads)
             old = recorded(records, key, repeats)
             if old is not None:
                 if log is not None:
@@ -693,7 +698,7 @@ def run_rows(split, jobs, out, repeats=3, threads=1, log=None, context=None):
                 continue
             if views is None:
                 views = Views.of(split)
-            row = {k: _clean(v) for k, v in run_method(method, views, tolerance, repeats, threads).items()}
+            row = {k: _clean(v) for k, v in run_method(method, views, bound, repeats, threads).items()}
             row.update(context or {})
             with out.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
@@ -715,7 +720,8 @@ def format_table(rows):
              "| train gap | fit_gap_ | notes |", "|---" * 12 + "|"]
     for r in rows:
         notes = r["notes"] if r["status"] == "ok" else r["status"]
-        tol = "—" if r.get("tolerance") is None else f"{r['tolerance']:g}"
+        bound = record_bound(r)
+        tol = "—" if bound is None else f"{bound:g}"
         lines.append(f"| {r['dataset']} | {r['method']} | {tol} | {r['features']} | {_fmt(r['fit_s'], 3)} "
                      f"| {_fmt(r['test_accuracy'], 4)} | {_fmt(r['test_dp_gap'], 4)} | {_fmt(r['test_tpr_gap'], 4)} "
                      f"| {_fmt(r['test_fpr_gap'], 4)} | {_fmt(r['train_gap'], 4)} | {_fmt(r.get('fit_gap'), 4)} "
@@ -749,7 +755,7 @@ def plot_tradeoff(panels, path):
         for j, dataset in enumerate(datasets):
             ax = axes[i][j]
             for family, rows in panels.get((constraint, dataset), {}).items():
-                rows = sorted((r for r in rows if r.get("status") == "ok"), key=lambda r: r.get("tolerance") or 0)
+                rows = sorted((r for r in rows if r.get("status") == "ok"), key=lambda r: record_bound(r) or 0)
                 if not rows:
                     continue
                 xs = [r[field] for r in rows]
@@ -758,8 +764,8 @@ def plot_tradeoff(panels, path):
                     ax.plot(xs, ys, "k*", markersize=10, label=family)
                 else:
                     line, = ax.plot(xs, ys, "o-", markersize=4, label=family)
-                    for x, y, r in zip(xs, ys, rows):   # each point's tolerance, to read the sweep
-                        ax.annotate(f"{r['tolerance']:g}", (x, y), fontsize=5, color=line.get_color(),
+                    for x, y, r in zip(xs, ys, rows):   # each point's bound, to read the sweep
+                        ax.annotate(f"{record_bound(r):g}", (x, y), fontsize=5, color=line.get_color(),
                                     xytext=(2, 2), textcoords="offset points")
             ax.set_title(f"{dataset}: {SHORT[constraint]}")
             ax.set_xlabel(label)
@@ -782,14 +788,15 @@ def _log(row, skipped):
     what = "already recorded, skipped" if skipped else row["status"]
     fit = row.get("fit_s")
     fit = f", fit {fit:.3f} s" if isinstance(fit, float) and math.isfinite(fit) else ""
-    tol = "" if row.get("tolerance") is None else f" (tol {row['tolerance']:g})"
-    print(f"{row['dataset']}: {row['method']}{tol}: {what}{fit}", file=sys.stderr, flush=True)
+    bound = record_bound(row)
+    bound = "" if bound is None else f" (bound {bound:g})"
+    print(f"{row['dataset']}: {row['method']}{bound}: {what}{fit}", file=sys.stderr, flush=True)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="all", choices=DATASETS + ("all",))
-    parser.add_argument("--tolerance", type=float, default=0.02)
+    parser.add_argument("--bound", type=float, default=0.02)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="threads of every library (default 1)")
     parser.add_argument("--rounds", type=int, default=100, help="rounds of LightGBM, XGBoost and fastcon's boosting")
@@ -802,24 +809,24 @@ def main(argv=None):
                              "variant and the trade-off (default 0.25; 0: thresholds on the training rows only)")
     parser.add_argument("--methods", default=None, help="case-insensitive substring of the method names to run")
     parser.add_argument("--out", default=None, help="JSON lines (default results/boosting-fairness/<commit>.jsonl)")
-    parser.add_argument("--tradeoff", action="store_true", help="sweep the tolerances and draw the figure")
-    parser.add_argument("--tolerances", default=",".join(f"{t:g}" for t in TOLERANCES))
+    parser.add_argument("--tradeoff", action="store_true", help="sweep the bounds and draw the figure")
+    parser.add_argument("--bounds", default=",".join(f"{t:g}" for t in BOUNDS))
     parser.add_argument("--figure", default=str(REPO / "docs" / "guide" / "boosting_tradeoff.png"))
     parser.add_argument("--data-home", default=None, help="data folder (default: $FASTCON_DATA)")
     args = parser.parse_args(argv)
-    if not args.tolerance > 0:
-        parser.error(f"--tolerance: must be > 0, got {args.tolerance}")
+    if not args.bound > 0:
+        parser.error(f"--bound: must be > 0, got {args.bound}")
     for flag in ("repeats", "threads", "rounds", "fairgbm_rounds"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag.replace('_', '-')}: must be >= 1, got {getattr(args, flag)}")
     if not 0 <= args.oxonfair_validation < 1:
         parser.error(f"--oxonfair-validation: in [0, 1), got {args.oxonfair_validation}")
     try:
-        tolerances = [float(t) for t in args.tolerances.split(",")]
+        bounds = [float(t) for t in args.bounds.split(",")]
     except ValueError:
-        parser.error(f"--tolerances: comma-separated numbers, got {args.tolerances!r}")
-    if not all(t > 0 for t in tolerances):
-        parser.error("--tolerances: every tolerance must be > 0")
+        parser.error(f"--bounds: comma-separated numbers, got {args.bounds!r}")
+    if not all(t > 0 for t in bounds):
+        parser.error("--bounds: every bound must be > 0")
     commit, dirty = _commit()
     out = pathlib.Path(args.out or REPO / "results" / "boosting-fairness" / f"{commit}.jsonl")
     settings = Settings(rounds=args.rounds, fairgbm_rounds=args.fairgbm_rounds, fairgbm_python=args.fairgbm_python,
@@ -835,7 +842,7 @@ def main(argv=None):
         if args.tradeoff:
             for constraint in CONSTRAINTS:
                 series = [(m, swept) for m, swept in tradeoff_methods(settings, constraint) if chosen(m)]
-                jobs = [(m, t) for m, swept in series for t in (tolerances if swept else tolerances[:1])]
+                jobs = [(m, t) for m, swept in series for t in (bounds if swept else bounds[:1])]
                 done = run_rows(split, jobs, out, repeats=args.repeats, threads=args.threads, log=_log,
                                 context=context)
                 rows += done
@@ -843,7 +850,7 @@ def main(argv=None):
                 for (method, _), row in zip(jobs, done):
                     families.setdefault(method.family, []).append(row)
         else:
-            jobs = [(m, args.tolerance) for m in table_methods(settings) if chosen(m)]
+            jobs = [(m, args.bound) for m in table_methods(settings) if chosen(m)]
             rows += run_rows(split, jobs, out, repeats=args.repeats, threads=args.threads, log=_log, context=context)
     print(format_table(rows))
     loads = [r["load1"] for r in rows if isinstance(r.get("load1"), float)]

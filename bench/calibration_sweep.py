@@ -1,12 +1,12 @@
-"""How often `FairClassifier`'s calibration meets the tolerance, and at what cost (docs/design.md, Estimators).
+"""How often `FairClassifier`'s calibration meets the bound, and at what cost (docs/design.md, Estimators).
 
 Run from the repository root with the data folder set (FASTCON_DATA):
 
     python bench/calibration_sweep.py [--smoothing 0.5,0.1] [--constraints demographic_parity,...]
 
-Fits at tolerance 0.02 on a9a, Adult (train → test), COMPAS (2:1 split, seed 0) and ten 500-row
+Fits at bound 0.02 on a9a, Adult (train → test), COMPAS (2:1 split, seed 0) and ten 500-row
 synthetic samples (the generator of tests/test_estimators.py, next 500 rows as test), and prints
-one JSON line per fit: fit seconds, whether the tolerance was met on the training rows, number of
+one JSON line per fit: fit seconds, whether the bound was met on the training rows, number of
 solves, train and test gaps, test accuracy; then the misses per smoothing.
 """
 import argparse

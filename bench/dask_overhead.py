@@ -15,11 +15,11 @@ CSR, ``--per-row`` Zipf-like features per row; default 200,000 x 100,000, 40 per
    coefficient difference) and the hard gaps of their calibration printed, beside a control: the
    in-memory fit on the same rows permuted (the same sums in another order). The calibration accepts
    or rejects a solve by its hard gap, a step function of the model: when a gap lands within
-   round-off of the tolerance the two fits can take different paths (different pass counts), as an
+   round-off of the bound the two fits can take different paths (different pass counts), as an
    in-memory fit on the same rows in another order can; ``--max-calibration 1`` fits one solve.
 
 Usage: ``python bench/dask_overhead.py [--rows 200000] [--features 100000] [--per-row 40] [--blocks 8]
-[--repeat 20] [--no-fit] [--tolerance 0.02] [--max-calibration N] [--json out.json]``. It prints one line per
+[--repeat 20] [--no-fit] [--bound 0.02] [--max-calibration N] [--json out.json]``. It prints one line per
 measurement and a JSON record.
 The machine has 2 cores shared with other work: run it when it is quiet, and read the load average
 printed with the results.
@@ -107,7 +107,7 @@ def main(argv=None):
     parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--no-fit", action="store_true")
-    parser.add_argument("--tolerance", type=float, default=0.02)
+    parser.add_argument("--bound", type=float, default=0.02)
     parser.add_argument("--max-calibration", type=int, default=None,
                         help="solves of the bound calibration (1: one solve, no accept/reject decision)")
     parser.add_argument("--json", type=Path)
@@ -189,7 +189,7 @@ def main(argv=None):
             for where, Xfit, cls in (("memory", X, DesignMatrix), ("dask", Xd, DaskDesign)):
                 with _PassCounter(cls) as counter:
                     t0 = time.perf_counter()
-                    model = FairClassifier("demographic_parity", bound=args.tolerance,
+                    model = FairClassifier("demographic_parity", bound=args.bound,
                                            max_calibration=args.max_calibration).fit(Xfit, y, sensitive_features=g)
                     seconds = time.perf_counter() - t0
                 fits[where] = model
@@ -198,7 +198,7 @@ def main(argv=None):
                 record[f"fit_{where}_passes"] = dict(counter.counts)
                 record[f"fit_{where}_s_per_pass"] = seconds / max(passes, 1)
                 record[f"fit_{where}_hard_values"] = [float(v) for v in model.calibration_["hard_values"]]
-                print(f"FairClassifier DP {args.tolerance} fit, {where:6s}: {seconds:7.1f} s, "
+                print(f"FairClassifier DP {args.bound} fit, {where:6s}: {seconds:7.1f} s, "
                       f"{counter.counts['matvec']} matvec + {counter.counts['rmatvec']} rmatvec "
                       f"({seconds / max(passes, 1) * 1e3:.1f} ms per pass), "
                       f"{len(model.calibration_['bounds'])} solves, hard gaps "
@@ -207,7 +207,7 @@ def main(argv=None):
             record["fit_coef_rel_diff"] = float(np.abs(a - b).max() / np.abs(b).max())
             # the control: the same in-memory fit on the rows in another order (its sums in another order)
             order = np.random.default_rng(2).permutation(n)
-            control = FairClassifier("demographic_parity", bound=args.tolerance,
+            control = FairClassifier("demographic_parity", bound=args.bound,
                                      max_calibration=args.max_calibration).fit(X[order], y[order],
                                                                                sensitive_features=g[order])
             record["control_coef_rel_diff"] = float(np.abs(control.coef_ - b).max() / np.abs(b).max())

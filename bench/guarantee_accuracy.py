@@ -3,12 +3,12 @@
 Run from the repository root with the data folder set (FASTCON_DATA; not needed for synthetic):
 
     python bench/guarantee_accuracy.py [--data a9a,synthetic] [--splits 20] [--eg-splits 20]
-                                       [--constraints dp,eo] [--tolerances 0.05,0.1]
+                                       [--constraints dp,eo] [--bounds 0.05,0.1]
 
 The splits of `bench/guarantee_splits.py`: ``a9a``'s two files pooled (48,842 rows, group = sex),
 or a fresh 80,000-row draw of `bench/_groups_data.py` per seed; a stratified half to fit, the
 other half to measure on; every method of a seed sees the same split. Per constraint
-(demographic parity; equal opportunity = true-positive-rate parity) and tolerance ``t``:
+(demographic parity; equal opportunity = true-positive-rate parity) and bound ``t``:
 
 * ``fastcon certified``: ``FairClassifier(constraint, t, confidence=0.95, random_state=seed)``
   (when the fit cannot certify ``t`` it warns and keeps the model with the smallest certified
@@ -59,7 +59,7 @@ def _timed(fit):
     return model, time.perf_counter() - start
 
 
-def run_split(data, seed, constraints, tolerances, with_eg, X_all=None, y_all=None, g_all=None, rows=80_000):
+def run_split(data, seed, constraints, bounds, with_eg, X_all=None, y_all=None, g_all=None, rows=80_000):
     """One split: {(constraint, t, method): (accuracy, gap, seconds, certified or None)}."""
     from fairlearn.postprocessing import ThresholdOptimizer
     from fairlearn.reductions import DemographicParity, ExponentiatedGradient, TruePositiveRateParity
@@ -84,7 +84,7 @@ def run_split(data, seed, constraints, tolerances, with_eg, X_all=None, y_all=No
 
     free, free_seconds = _timed(lambda: _logistic().fit(Xd, y))
     for constraint in constraints:
-        for t in tolerances:
+        for t in bounds:
             measure((constraint, t, "LogisticRegression"), free.predict(Xtd), free_seconds)
             for method, confidence in (("fastcon certified", 0.95), ("fastcon uncertified", None)):
                 clf, seconds = _timed(lambda: FairClassifier(constraint, t, confidence=confidence,
@@ -112,11 +112,11 @@ def main():
     ap.add_argument("--splits", type=int, default=20)
     ap.add_argument("--eg-splits", type=int, default=None, help="ExponentiatedGradient on the first seeds only")
     ap.add_argument("--constraints", default="dp,eo")
-    ap.add_argument("--tolerances", default="0.05,0.1")
+    ap.add_argument("--bounds", default="0.05,0.1")
     ap.add_argument("--rows", type=int, default=80_000, help="synthetic only: rows per draw (half fitted)")
     args = ap.parse_args()
     constraints = [CONSTRAINTS[c] for c in args.constraints.split(",")]
-    tolerances = [float(t) for t in args.tolerances.split(",")]
+    bounds = [float(t) for t in args.bounds.split(",")]
     eg_splits = args.splits if args.eg_splits is None else args.eg_splits
     warnings.simplefilter("ignore")
     table = []
@@ -124,18 +124,18 @@ def main():
         fixed = load_a9a() if data == "a9a" else (None, None, None)
         results = {}
         for seed in range(args.splits):
-            for key, value in run_split(data, seed, constraints, tolerances, seed < eg_splits, *fixed,
+            for key, value in run_split(data, seed, constraints, bounds, seed < eg_splits, *fixed,
                                         rows=args.rows).items():
                 results.setdefault(key, []).append(value)
         for constraint in constraints:
-            for t in tolerances:
+            for t in bounds:
                 for method in METHODS:
                     runs = results.get((constraint, t, method))
                     if not runs:
                         continue
                     acc, gap, seconds = (np.array([r[i] for r in runs], dtype=float) for i in range(3))
                     certified = [r[3] for r in runs]
-                    line = {"data": data, "constraint": constraint, "tolerance": t, "method": method,
+                    line = {"data": data, "constraint": constraint, "bound": t, "method": method,
                             "splits": len(runs), "accuracy": round(float(acc.mean()), 4),
                             "accuracy_sd": round(float(acc.std(ddof=1)) if acc.size > 1 else 0.0, 4),
                             "gap_mean": round(float(gap.mean()), 4), "gap_max": round(float(gap.max()), 4),
@@ -149,7 +149,7 @@ def main():
     for r in table:
         name = "DP" if r["constraint"] == "demographic_parity" else "EO"
         certified = "" if r["certified"] is None else f"{r['certified']} of {r['splits']}"
-        print(f"| {r['data']} | {name} | {r['tolerance']:g} | {r['method']} | {r['splits']} "
+        print(f"| {r['data']} | {name} | {r['bound']:g} | {r['method']} | {r['splits']} "
               f"| {r['accuracy']:.4f} ± {r['accuracy_sd']:.4f} | {r['gap_mean']:.4f} ({r['gap_max']:.4f}) "
               f"| {r['above_t']} of {r['splits']} | {certified} | {r['seconds']:.2f} |")
 

@@ -3,17 +3,17 @@
 Run from the repository root with the data folder set (FASTCON_DATA; not needed for synthetic):
 
     python bench/guarantee_splits.py [--data a9a|synthetic] [--splits 200] [--fits np,dp,eo]
-                                     [--tolerance 0.05] [--rows 80000]
+                                     [--bound 0.05] [--rows 80000]
 
 ``a9a``: its training and test files pooled (48,842 rows, group = sex). ``synthetic``: ``--rows``
 rows of `bench/_groups_data.py` (a minority group of 25 %, base rates 0.35 and 0.2, six dense
 features, the group among them), drawn afresh for each seed, whose population rates are known in
 closed form. For each seed a stratified half to fit and the other half to measure on.
 
-``np``: ``NeymanPearsonClassifier(random_state=seed)`` (alpha = delta = 0.05), a violation is a
-type-I error above alpha. ``dp`` / ``eo``: ``FairClassifier(constraint, tolerance,
-confidence=0.95, random_state=seed)``, a violation is a hard gap above the tolerance among the
-splits whose fit certified it (``certified_gap_ <= tolerance``), and separately a gap above
+``np``: ``NeymanPearsonClassifier(random_state=seed)`` (bound = delta = 0.05), a violation is a
+type-I error above the bound. ``dp`` / ``eo``: ``FairClassifier(constraint, bound,
+confidence=0.95, random_state=seed)``, a violation is a hard gap above the bound among the
+splits whose fit certified it (``certified_gap_ <= bound``), and separately a gap above
 ``certified_gap_`` (any split). On a9a the gap is measured on the other half, itself a sample (24,421
 rows) whose noise adds to the model's: the rates are an upper estimate of the population's. On the
 synthetic set both are given: the other half's (keys as for a9a) and the population's, exact
@@ -52,7 +52,7 @@ def main():
     ap.add_argument("--data", choices=("a9a", "synthetic"), default="a9a")
     ap.add_argument("--splits", type=int, default=200)
     ap.add_argument("--fits", default="np,dp,eo")
-    ap.add_argument("--tolerance", type=float, default=0.05)
+    ap.add_argument("--bound", type=float, default=0.05)
     ap.add_argument("--rows", type=int, default=80_000, help="synthetic only: rows per draw (half fitted)")
     args = ap.parse_args()
     from fastcon.estimators import FairClassifier, NeymanPearsonClassifier
@@ -60,7 +60,7 @@ def main():
 
     import _groups_data as synthetic
 
-    tol, alpha = args.tolerance, 0.05
+    tol, np_bound = args.bound, 0.05
     fixed = load_a9a() if args.data == "a9a" else None
     warnings.simplefilter("ignore")
     for kind in args.fits.split(","):
@@ -75,11 +75,11 @@ def main():
             if kind == "np":
                 clf = NeymanPearsonClassifier(random_state=seed).fit(X[fit], y[fit])
                 value = float(np.mean(clf.predict(X[other])[y[other] == 0] == 1))
-                count["violations"] += value > alpha
+                count["violations"] += value > np_bound
                 if fixed is None:
                     population.append(synthetic.population_type1(synthetic.population_rates(clf.coef_,
                                                                                              clf.intercept_)))
-                    count["population_violations"] += population[-1] > alpha
+                    count["population_violations"] += population[-1] > np_bound
             else:
                 clf = FairClassifier(constraint, bound=tol, confidence=0.95, random_state=seed).fit(
                     X[fit], y[fit], sensitive_features=g[fit])
@@ -94,7 +94,7 @@ def main():
                     count["population_violations"] += ok and population[-1] > tol
                     count["population_above_certified_gap"] += population[-1] > clf.certified_gap_
             values.append(value)
-        line = {"data": args.data, "fit": kind, "splits": args.splits, "tolerance": alpha if kind == "np" else tol,
+        line = {"data": args.data, "fit": kind, "splits": args.splits, "bound": np_bound if kind == "np" else tol,
                 "violations": int(count["violations"]),
                 "certified": int(count["certified"]) if kind != "np" else None,
                 "above_certified_gap": int(count["above_certified_gap"]) if kind != "np" else None,

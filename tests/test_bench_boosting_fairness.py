@@ -76,8 +76,8 @@ def test_views_drop_exactly_the_group_columns():
 def _counting_method(name="fake", constraint="demographic_parity"):
     calls = []
 
-    def run(views, tolerance, repeats, threads):
-        calls.append((tolerance, repeats))
+    def run(views, bound, repeats, threads):
+        calls.append((bound, repeats))
         split = views.split
         return bf.Outcome(0.01, split.y_train.copy(), split.y_test.copy())   # the labels: accuracy 1
     method = bf.Method(name, "fake", constraint, "group-blind", False, None, run, lambda: None)
@@ -95,11 +95,11 @@ def test_rows_already_recorded_are_skipped_and_more_repeats_rerun(tmp_path):
     again = bf.run_rows(split, [(method, 0.02)], out, repeats=1)          # fewer repeats: the record serves
     assert len(calls) == 1 and again[0] == first[0]
     assert len(out.read_text().splitlines()) == 1
-    bf.run_rows(split, [(method, 0.04)], out, repeats=2)                  # another tolerance: a new row
+    bf.run_rows(split, [(method, 0.04)], out, repeats=2)                  # another bound: a new row
     bf.run_rows(split, [(method, 0.02)], out, repeats=3)                  # more repeats: run again
     assert calls == [(0.02, 2), (0.04, 2), (0.02, 3)]
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["tolerance"] for r in records] == [0.02, 0.04, 0.02]
+    assert [r["bound"] for r in records] == [0.02, 0.04, 0.02]
     # NaN is written as null, so every line is strict JSON
     assert all(r["fit_gap"] is None for r in records)
 
@@ -113,13 +113,25 @@ def test_not_available_and_failed_rows_are_recorded_and_tried_again(tmp_path):
     row = bf.run_rows(split, [(missing, 0.02)], out, repeats=1)[0]
     assert row["status"] == "not available (test)" and row["test_accuracy"] is None and not calls
 
-    def broken(views, tolerance, repeats, threads):
+    def broken(views, bound, repeats, threads):
         raise RuntimeError("boom")
     failing = bf.Method("fake", "fake", "demographic_parity", "group-blind", False, None, broken, lambda: None)
     assert bf.run_rows(split, [(failing, 0.02)], out, repeats=1)[0]["status"] == "failed: RuntimeError: boom"
     # the same row, now runnable: neither earlier record counts as done
     assert bf.run_rows(split, [(method, 0.02)], out, repeats=1)[0]["status"] == "ok" and len(calls) == 1
     assert len(out.read_text().splitlines()) == 3
+
+
+def test_records_written_before_issue_37_resume_under_their_tolerance_key(tmp_path):
+    out = tmp_path / "rows.jsonl"
+    split = _tiny_split()
+    method, calls = _counting_method()
+    first = bf.run_rows(split, [(method, 0.02)], out, repeats=1)[0]
+    old = {("tolerance" if k == "bound" else k): v for k, v in first.items()}
+    out.write_text(json.dumps(old) + "\n")
+    assert bf.run_rows(split, [(method, 0.02)], out, repeats=1)[0] == old and len(calls) == 1
+    assert bf.run_rows(split, [(method, 0.04)], out, repeats=1)[0]["bound"] == 0.04 and len(calls) == 2
+    assert "| 0.02 |" in bf.format_table([old])
 
 
 # ------------------------------------------------------------------------ not available
@@ -140,7 +152,7 @@ def test_boosted_estimator_without_constraint_parameter_is_not_available():
             pass
 
     class RateConstrained:
-        def __init__(self, constraint="demographic_parity", tolerance=0.02, *, backend="lightgbm"):
+        def __init__(self, constraint="demographic_parity", bound=0.02, *, backend="lightgbm"):
             pass
 
     assert "no `constraint` parameter" in bf.boosted_unavailable(MeanLossGap)
@@ -158,7 +170,7 @@ def test_unconstrained_lightgbm_row_end_to_end(tmp_path):
     rows = bf.run_rows(split, jobs, out, repeats=1, threads=1)
     assert [r["features"] for r in rows] == ["all", "group-blind"]
     for row in rows:
-        assert row["status"] == "ok" and row["tolerance"] is None and row["rounds"] == 10
+        assert row["status"] == "ok" and row["bound"] is None and row["rounds"] == 10
         assert 0.7 < row["test_accuracy"] <= 1 and row["fit_s"] > 0
         for key in ("test_dp_gap", "test_tpr_gap", "test_fpr_gap"):
             assert 0 <= row[key] <= 1
@@ -170,9 +182,11 @@ def test_unconstrained_lightgbm_row_end_to_end(tmp_path):
 
 def test_tradeoff_figure_is_written(tmp_path):
     pytest.importorskip("matplotlib")
-    rows = [dict(status="ok", constraint="demographic_parity", tolerance=t, test_dp_gap=t, test_accuracy=0.8 + t)
+    rows = [dict(status="ok", constraint="demographic_parity", bound=t, test_dp_gap=t, test_accuracy=0.8 + t)
             for t in (0.01, 0.02)]
-    ref = dict(status="ok", constraint=None, tolerance=None, test_dp_gap=0.2, test_accuracy=0.85)
+    rows.append(dict(status="ok", constraint="demographic_parity", tolerance=0.04, test_dp_gap=0.04,
+                     test_accuracy=0.84))                 # a record written before issue 37
+    ref = dict(status="ok", constraint=None, bound=None, test_dp_gap=0.2, test_accuracy=0.85)
     path = bf.plot_tradeoff({("demographic_parity", "adult"): {"fastcon": rows, "LightGBM": [ref]}},
                             tmp_path / "fig.png")
     assert path.stat().st_size > 1000

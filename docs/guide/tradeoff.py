@@ -1,4 +1,4 @@
-"""Accuracy-fairness trade-off of `fastcon.FairClassifier` over `tolerance`, one PNG per constraint.
+"""Accuracy-fairness trade-off of `fastcon.FairClassifier` over `bound`, one PNG per constraint.
 
 Run from the repository root with the data folder set (FASTCON_DATA):
 
