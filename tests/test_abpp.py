@@ -427,12 +427,12 @@ def test_initial_alpha_makes_the_multipliers_grow(n_classes):
     assert np.all(res.multipliers > 0)  # y_1 = [0 + sigma_0 z_0]_+ > 0 for every constrained class
 
 
-def test_alpha_reset_at_half_way():
+def test_bound_reset_at_half_way():
     X, y = np_data(n=200)
     problem = NeymanPearsonScores.from_error_rates(y, 2, {0: 0.1})
     model = LinearScoreModel(X, y, 2)
     iterates = []
-    res = abpp(problem, model, max_iter=10, alpha_reset=True,
+    res = abpp(problem, model, max_iter=10, bound_reset=True,
                callback=lambda k, x, info: iterates.append(x) and False)
     x_half = model.as_state(iterates[4])  # x_5: the reset happens at k = ceil(10/2) = 5, on x_5
     losses = model.losses(x_half)
@@ -442,7 +442,7 @@ def test_alpha_reset_at_half_way():
     # the reset bound leaves the constraint violated by (1 - e) of the class loss: the sign of the heuristic
     assert new.constraint_values(model, x_half)[0] > 0
     with pytest.raises(ValueError, match="^target_rates"):
-        abpp(NeymanPearsonScores(y, 2, {0: 1.0}), model, max_iter=4, alpha_reset=True)
+        abpp(NeymanPearsonScores(y, 2, {0: 1.0}), model, max_iter=4, bound_reset=True)
 
 
 def test_outlier_removal():

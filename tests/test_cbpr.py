@@ -130,11 +130,11 @@ def test_subproblem_lagrangian_as_weights(J):
 
 
 # ---------------------------------------------------------------------------- heuristics (off by default)
-def test_alpha_schedule():
+def test_bound_schedule():
     _, _, _, model, problem = setup(2, 2, bound=1e-5)
     Lg = abpp_lipschitz_constant(problem, model)
     res = cbpr(problem, model, outer_iter=5, inner_iter=5, primal_step=1 / Lg, dual_step=10 / Lg,
-               alpha_schedule=0.01)
+               bound_schedule=0.01)
     alpha = 1e-5
     for t in range(5):
         alpha += (0.01 - alpha) / ((t + 1) * (t + 2))

@@ -231,7 +231,7 @@ class NeymanPearsonGBMClassifier(_GBMClassifier):
     error-rate target: a mean loss of :math:`e_j\log J` forces almost every row of the class far
     inside its region (synthetic data, 4,000 rows, :math:`e_0 = 0.1`: training type-I error 0.0,
     type-II error 0.49). Their remedy is a reset of :math:`\alpha_j` halfway through
-    (`fastcon.solvers.abpp`'s ``alpha_reset``). Here, as in `fastcon.estimators.NeymanPearsonClassifier`,
+    (`fastcon.solvers.abpp`'s ``bound_reset``). Here, as in `fastcon.estimators.NeymanPearsonClassifier`,
     the bounds are scaled by one factor :math:`\kappa` (:math:`\alpha_j = \kappa\, n_j e_j\log J`,
     :math:`\kappa = 1` first) searched by `fastcon.estimators._solve.calibrate_bound` until
     :math:`\max_j \mathrm{err}_j / e_j \in [0.8, 1]` on the training rows, at most ``max_calibration``

@@ -435,11 +435,11 @@ def run_ours(data, backend, params, seed, callback=None):
         if data.dataset in NP_DATASETS:
             y0 = np.full(problem.n_constraints, 0.1 if data.n_classes == 2 else 1.0)
             return abpp(problem, model, max_iter=params["max_iter"], primal_step=params["primal_step"],
-                        dual_step=params["dual_step"], multipliers0=y0, alpha_reset=True,
+                        dual_step=params["dual_step"], multipliers0=y0, bound_reset=True,
                         outlier_threshold=threshold, callback=callback)
         return cbpr(problem, model, outer_iter=params["outer_iter"], inner_iter=params["inner_iter"],
                     primal_step=params["primal_step"], dual_step=params["dual_step"],
-                    multipliers0=np.ones(problem.n_constraints), alpha_schedule=params["alpha_max"],
+                    multipliers0=np.ones(problem.n_constraints), bound_schedule=params["alpha_max"],
                     outlier_threshold=threshold, record_every=1, callback=callback)
 
     result, note = _with_outlier_fallback(solve, params["outlier_threshold"])

@@ -205,7 +205,7 @@ def resolve_dual_step(dual_step, primal_step, problem, model) -> float:
 
 
 def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1, mu=0.0, multipliers0=None,
-         inexactness="theory", output="last", alpha_reset=False, outlier_threshold=None, early_stop=False,
+         inexactness="theory", output="last", bound_reset=False, outlier_threshold=None, early_stop=False,
          dual_stagnation=None, record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Lin & Deng [LD23] Algorithm 1 (ABPP) on a score problem and a score model.
 
@@ -239,7 +239,7 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
         ``"last"``: :math:`x_K` (Algorithm 1's output); ``"average"``: the ergodic average
         :math:`\bar x_K` with weights :math:`t_k = \sigma_k/\sigma_0`, which the theory bounds
         (``multipliers`` is then :math:`\bar y_K`).
-    alpha_reset : bool
+    bound_reset : bool
         Heuristic of [LD23] Section 6, off by default: at :math:`k = \lceil K/2\rceil` replace the
         bounds by ``problem.reestimate_bounds(model, x_k)`` (`NeymanPearsonScores`: :math:`\alpha_j
         = e_j\times` the current class loss sum).
@@ -287,7 +287,7 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
     check_choice("output", output, _OUTPUTS)
     check_optional_real("outlier_threshold", outlier_threshold, positive=True)
     check_optional_real("dual_stagnation", dual_stagnation, positive=True)
-    for flag, name, method in ((alpha_reset, "alpha_reset", "reestimate_bounds"),
+    for flag, name, method in ((bound_reset, "bound_reset", "reestimate_bounds"),
                                (outlier_threshold is not None, "outlier_threshold", "without_outliers"),
                                (early_stop, "early_stop", "targets_met")):
         if flag:
@@ -318,11 +318,11 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
     k = -1
     with run:
         for k in range(K):
-            if k == half and k > 0 and (alpha_reset or outlier_threshold is not None):
+            if k == half and k > 0 and (bound_reset or outlier_threshold is not None):
                 # [LD23] Section 6 / Appendix G: both heuristics run at the half-way iteration, on x_k.
                 if outlier_threshold is not None:
                     problem = problem.without_outliers(model, state, outlier_threshold)
-                if alpha_reset:
+                if bound_reset:
                     problem = problem.reestimate_bounds(model, state)
                 gx = np.asarray(problem.constraint_values(model, state), dtype=np.float64)
                 gx_prev = gx  # the extrapolation restarts on the new constraints

@@ -53,7 +53,7 @@ def cbpr_prox_weight(problem, model) -> float:
 
 def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter=50, primal_step=0.1, dual_step=0.1,
          multipliers0=None, dual_warm_start=True, inexactness="theory", inner_output="last", tol=1e-6,
-         alpha_schedule=None, outlier_threshold=None, early_stop=None, record_every=None, callback=None,
+         bound_schedule=None, outlier_threshold=None, early_stop=None, record_every=None, callback=None,
          verbose=False) -> SolveResult:
     r"""Lin & Deng [LD23] Algorithm 2 (CBPR) with ABPP inside.
 
@@ -93,10 +93,10 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
         Which ABPP output becomes :math:`x^{t+1}`.
     tol : float
         Stop (``"converged"``) when :math:`L\sqrt{2D_W(x^{t+1}, x^t)} \le` ``tol``.
-    alpha_schedule : float, optional
+    bound_schedule : float, optional
         The authors' bound schedule, off by default: before outer step :math:`l` the bounds become
         :math:`\alpha \leftarrow \alpha + (\alpha_{\max} - \alpha)/((l+1)(l+2))` with
-        :math:`\alpha_{\max}` = ``alpha_schedule`` (start from a small bound, e.g. 1e-5, so that
+        :math:`\alpha_{\max}` = ``bound_schedule`` (start from a small bound, e.g. 1e-5, so that
         zero scores are feasible; the schedule tends to about :math:`0.70\,\alpha_{\max}`, not
         :math:`\alpha_{\max}`). Needs ``problem.bound`` and ``problem.with_bound``.
     outlier_threshold : float, optional
@@ -136,10 +136,10 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
     inexactness_schedule(inexactness, 1, float(primal_step), L)  # validate once, before any work
     check_choice("inner_output", inner_output, ("last", "average"))
     tol = check_real("tol", tol)
-    alpha_max = check_optional_real("alpha_schedule", alpha_schedule)
+    alpha_max = check_optional_real("bound_schedule", bound_schedule)
     check_optional_real("outlier_threshold", outlier_threshold, positive=True)
     early = check_optional_real("early_stop", early_stop, positive=True)
-    for flag, name, methods in ((alpha_max is not None, "alpha_schedule", ("bound", "with_bound")),
+    for flag, name, methods in ((alpha_max is not None, "bound_schedule", ("bound", "with_bound")),
                                 (outlier_threshold is not None, "outlier_threshold", ("without_outliers",)),
                                 (early is not None, "early_stop", ("targets_met",))):
         if flag:
