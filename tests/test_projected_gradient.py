@@ -47,7 +47,7 @@ def slsqp(loss, cons):
 def test_limit_matches_slsqp_and_iterates_are_feasible_and_monotone(kind, kappa):
     loss, cons, _ = logistic_problem(kind=kind, kappa=kappa)
     L = gradient_lipschitz_constant(loss)
-    res = projected_gradient(loss, cons, step_size=1.0 / L, max_iter=5000, objective_tolerance=1e-14,
+    res = projected_gradient(loss, cons, step_size=1.0 / L, max_iter=5000, tol=1e-14,
                              record_every=1)
     assert res.status == "converged", res.message
     h = res.history
@@ -105,10 +105,10 @@ def test_lipschitz_constant_with_intercept_weights_and_lanczos(monkeypatch):
 
 def test_stopping_rules_and_callback():
     loss, cons, _ = logistic_problem()
-    res = projected_gradient(loss, cons, step_size=1e-3, max_iter=7, objective_tolerance=0.0)
+    res = projected_gradient(loss, cons, step_size=1e-3, max_iter=7, tol=0.0)
     assert res.status == "max_iter" and res.n_iter == 7
     assert list(res.history["iteration"]) == list(range(8))           # default: every row when K < 100
-    loose = projected_gradient(loss, cons, max_iter=1000, objective_tolerance=1e-3)
+    loose = projected_gradient(loss, cons, max_iter=1000, tol=1e-3)
     assert loose.status == "converged" and loose.n_iter < 1000
     assert loose.history["relative_change"][-1] <= 1e-3
     seen = []
@@ -125,7 +125,7 @@ def test_stopping_rules_and_callback():
 def test_start_is_projected_and_infeasible_sets_are_a_status():
     loss, cons, X = logistic_problem(kappa=0.2)
     far = np.full(X.shape[1], 5.0)
-    res = projected_gradient(loss, cons, far, max_iter=3, objective_tolerance=0.0, record_every=1)
+    res = projected_gradient(loss, cons, far, max_iter=3, tol=0.0, record_every=1)
     assert res.history["max_violation"][0] <= 1e-9
     assert cons.max_violation(far) > 1.0
     _, empty, _ = logistic_problem(kappa=-0.1)                   # kappa < 0: no w qualifies
@@ -153,8 +153,8 @@ def test_bad_arguments_name_the_field():
         projected_gradient(loss, cons, step_size="fast")
     with pytest.raises(ValueError, match="^step_size: .*positive"):
         projected_gradient(loss, cons, step_size=-1.0)
-    with pytest.raises(ValueError, match="^objective_tolerance: must be non-negative"):
-        projected_gradient(loss, cons, objective_tolerance=-1e-5)
+    with pytest.raises(ValueError, match="^tol: must be non-negative"):
+        projected_gradient(loss, cons, tol=-1e-5)
     with pytest.raises(ValueError, match="^projection_tolerance: must be positive"):
         projected_gradient(loss, cons, projection_tolerance=0.0)
     with pytest.raises(ValueError, match="^record_every: must be an integer"):

@@ -394,7 +394,7 @@ def score_problem():
 # The solvers not in SINGLE_LOOP / NESTED above: each called on its tiny problem with fast settings.
 OTHERS = {
     "augmented_lagrangian": lambda **kw: augmented_lagrangian(tiny_problem(), **{"tol": 1e-300, **kw}),
-    "projected_gradient": lambda **kw: projected_gradient(*pairwise_problem(), **{"objective_tolerance": 0.0, **kw}),
+    "projected_gradient": lambda **kw: projected_gradient(*pairwise_problem(), **{"tol": 0.0, **kw}),
     "idca": lambda **kw: idca(dc_problem(), **kw),
     "switching_polyak": lambda **kw: switching_polyak(dc_problem(), **kw),
     "penalty_subgradient": lambda **kw: penalty_subgradient(dc_problem(), penalty=1.0, **kw),

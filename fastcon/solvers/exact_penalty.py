@@ -212,8 +212,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         Stop when :math:`\Delta_k` falls below it (> 0; steps no longer change :math:`x` meaningfully).
     criticality_tolerance : float
         :math:`\epsilon > 0` for the criticality measures :math:`\psi_\sigma` and :math:`\chi` (a
-        stopping test, not a level of :math:`g`: in the other solvers ``tolerance`` is a threshold on
-        :math:`g`).
+        stopping test, not a level of :math:`g`; that is ``feasibility_tolerance``).
     feasibility_tolerance : float, optional
         :math:`\epsilon_{\mathrm{feas}}` on the maximum violation for ``"converged"``; default
         ``criticality_tolerance``.

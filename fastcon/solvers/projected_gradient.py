@@ -108,7 +108,7 @@ def _check_objective(objective):
 
 
 def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max_iter=1000,
-                       objective_tolerance=1e-5, projection_tolerance=1e-10, projection_max_iter=100,
+                       tol=1e-5, projection_tolerance=1e-10, projection_max_iter=100,
                        record_every=None, callback=None, verbose=False) -> SolveResult:
     r"""Projected gradient method of [HHYL25] eqs. (72)–(74) for the pairwise quadratic baselines.
 
@@ -138,11 +138,10 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
         non-increasing. [HHYL25] does not state its step.
     max_iter : int
         :math:`K \ge 1`, iterations at most (the paper: 1000 on a9a and bank, 500 on law school).
-    objective_tolerance : float
+    tol : float
         Stop with ``"converged"`` when :math:`|f_0(w_{k+1}) - f_0(w_k)| \le` this
         :math:`\cdot\,|f_0(w_k)|` (the paper's level is 1e-5, the default); 0 runs all ``max_iter``
-        iterations unless the objective stops changing exactly. (Not named ``tolerance``: in fastcon
-        that keyword is a threshold on the constraint value.)
+        iterations unless the objective stops changing exactly.
     projection_tolerance, projection_max_iter :
         ``tol`` and ``max_iter`` of every `qcqp_projection`.
     record_every : int, optional
@@ -182,7 +181,7 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
                          f"n_features = {d}")
     run = SolverRun("projected_gradient", max_iter, record_every=record_every, callback=callback, verbose=verbose)
     T = run.max_iter
-    tol_f = check_real("objective_tolerance", objective_tolerance)
+    tol_f = check_real("tol", tol)
     tol_p = check_real("projection_tolerance", projection_tolerance, positive=True)
     max_p = check_count("projection_max_iter", projection_max_iter)
     lipschitz = None
@@ -198,7 +197,7 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
     w = np.zeros(d) if x0 is None else check_x(x0, d, "x0").copy()
 
     info = {"step_size": "auto" if lipschitz is not None else repr(as_schedule(step_size)),
-            "lipschitz": lipschitz, "objective_tolerance": tol_f, "projection_tolerance": tol_p,
+            "lipschitz": lipschitz, "tol": tol_f, "projection_tolerance": tol_p,
             "projection_max_iter": max_p, "n_constraints": constraints.n_constraints}
     rows0 = getattr(objective, "rows_read", 0)
     # a record reads no data: the shared rule gives about 100 rows
