@@ -8,8 +8,8 @@ from fastcon.datasets import make_fair_classification
 from fastcon.problems import Ball, ConstrainedProblem, erm_optimum, hinge_risk, less_equal
 from fastcon import _memory_limit
 from fastcon.solvers import (
-    check_feasibility, conex, exact_penalty_trust_region, iqrc, online_stochastic_subgradient, proximal_point, spider,
-    switching_subgradient,
+    augmented_lagrangian, check_feasibility, conex, exact_penalty_trust_region, iqrc, near_stationarity,
+    online_stochastic_subgradient, proximal_point, spider, switching_subgradient,
 )
 
 
@@ -248,3 +248,23 @@ def test_every_status_returned_in_these_scenarios_is_listed(data):
     assert [r.info["phase_one"]["status"] for r in phases] == ["infeasible_stationary", "undecided", "feasible",
                                                                "not_needed"]
     assert {r.status for r in phases} <= set(STATUSES)
+
+
+@pytest.mark.parametrize("name, solve", [
+    ("switching_subgradient", lambda p: switching_subgradient(p)),
+    ("conex", lambda p: conex(p)),
+    ("spider", lambda p: spider(p)),
+    ("exact_penalty_trust_region", lambda p: exact_penalty_trust_region(p)),
+    ("augmented_lagrangian", lambda p: augmented_lagrangian(p)),
+    ("check_feasibility", lambda p: check_feasibility(p)),
+    ("proximal_point", lambda p: proximal_point(p, rho_hat=1.0)),
+    ("iqrc", lambda p: iqrc(p)),
+    ("online_stochastic_subgradient", lambda p: online_stochastic_subgradient(p, max_iter=10)),
+    ("near_stationarity", lambda p: near_stationarity(p, p.x0, 1.0)),
+])
+def test_a_constrained_problem_solver_names_the_missing_methods_of_another_problem(name, solve):
+    from test_idca import QuadraticDC
+    dc = QuadraticDC([0.2, 0.0], [0.0, 2.0], outside=[1.0])
+    with pytest.raises(TypeError, match=rf"^problem: {name} needs .*; QuadraticDC lacks objective, constraints, "
+                                        r"domain, check_x, f, f_and_subgradient, g, g_and_subgradient"):
+        solve(dc)

@@ -7,7 +7,14 @@ of an AttributeError deep inside an iteration.
 """
 from __future__ import annotations
 
-__all__ = ["missing_capabilities", "require_capabilities"]
+__all__ = ["CONSTRAINED_PROBLEM", "missing_capabilities", "require_capabilities", "require_constrained_problem"]
+
+#: The `fastcon.problems.ConstrainedProblem` protocol: what the solvers of ``min f s.t. g <= 0 over
+#: a domain`` (switching_subgradient, conex, spider, iqrc, ...) read from their ``problem``.
+CONSTRAINED_PROBLEM = ("objective", "constraints", "domain", "dim", "x0", "n_constraints", "check_x", "f",
+                       "f_and_subgradient", "constraint_values", "g", "g_and_subgradient", "max_violation",
+                       "lagrangian", "curvature_diagonal", "project", "project_inplace", "n_samples_f",
+                       "n_samples_g", "rows_read_f", "rows_read_g", "reset_counters")
 
 
 def missing_capabilities(obj, names) -> list:
@@ -54,3 +61,22 @@ def require_capabilities(obj, field, names, solver, hint=None):
     if missing:
         raise TypeError(f"{field}: {solver} needs {', '.join(names)}; {type(obj).__name__} lacks "
                         f"{', '.join(missing)}" + (f" ({hint})" if hint else ""))
+
+
+def require_constrained_problem(problem, solver):
+    """Raise one TypeError unless ``problem`` has the `CONSTRAINED_PROBLEM` protocol.
+
+    Parameters
+    ----------
+    problem : object
+        The solver's ``problem`` argument.
+    solver : str
+        The solver's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        Naming ``problem``, ``solver`` and every missing method (see `require_capabilities`).
+    """
+    require_capabilities(problem, "problem", CONSTRAINED_PROBLEM, solver,
+                         hint="a fastcon.problems.ConstrainedProblem(objective, constraints, domain)")

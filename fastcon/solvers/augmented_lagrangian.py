@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._results import Counters, SolveResult
 from ._run import SolverRun
 from ._validation import check_count, check_real
@@ -129,6 +130,7 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
         ``multipliers``: :math:`\lambda`; ``info``: ``kkt_stationarity``, ``complementarity``,
         ``penalty``, ``evaluations``, ``constraint_values``.
     """
+    require_constrained_problem(problem, "augmented_lagrangian")
     run = SolverRun("augmented_lagrangian", max_iter, record_every=record_every, callback=callback, verbose=verbose)
     max_iter = run.max_iter
     inner_max_iter = check_count("inner_max_iter", inner_max_iter)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._kernels._vector import conex_primal_step, linearized_values
 from .._results import SolveResult
 from ._output import WeightedAverage
@@ -105,6 +106,7 @@ def conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0, 
         reads only; with a deterministic objective the recorded :math:`f(x_t)` comes free with its
         subgradient).
     """
+    require_constrained_problem(problem, "conex")
     # locals() is exactly the parameters here: forward them all to the implementation.
     return _conex(**locals())
 

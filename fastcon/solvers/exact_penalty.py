@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._results import SolveResult
 from ._common import check_choice, describe_seed, start_point
 from ._run import SolverRun
@@ -259,6 +260,7 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         ``accepted``, ``time``, ``data_passes_f/g``. ``counters`` add ``lp_solves``, ``lp_failures``,
         ``accepted_steps``, ``rejected_steps``, ``penalty_increases``.
     """
+    require_constrained_problem(problem, "exact_penalty_trust_region")
     check_choice("penalty_update", penalty_update, _PENALTY_UPDATES)
     check_choice("ball_constraint", ball_constraint, _BALL_FORMS)
     xi = check_real("steering", steering, positive=True)

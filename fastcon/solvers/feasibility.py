@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._results import FEASIBILITY_STATUSES, History
 from ..problems import BlockTerm, ProximalTerm, ShiftedTerm
 from ..problems import ClassPairwiseRisk, MarginRisk
@@ -163,6 +164,7 @@ def check_feasibility(problem, x0=None, *, max_iter=5000, feasibility_tolerance=
     >>> res.status, res.min_violation, res.lower_bound   # doctest: +SKIP
     ('certified_infeasible', 0.1000, 0.0003)
     """
+    require_constrained_problem(problem, "check_feasibility")
     K = check_count("max_iter", max_iter)
     tol = check_real("feasibility_tolerance", feasibility_tolerance)
     record_every = (default_record_every(K, 0, 1) if record_every is None

@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._results import SolveResult
 from ._common import (
     FEASIBILITY_TOLERANCE, PassMeter, check_choice, describe_seed, no_feasible_message,
@@ -240,6 +241,7 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, switching_level=FE
         ``"undecided"`` (the budget ran out), ``"infeasible_stationary"``; its ``constraint`` trace,
         ``time``, rows). Both histories start after Phase I; ``counters`` include Phase I's rows.
     """
+    require_constrained_problem(problem, "iqrc")
     check_choice("inner_solver", inner_solver, ("switching", "online"))
     check_choice("output", output, ("last", "random"))
     check_choice("level_reading", level_reading, _READINGS)

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._results import SolveResult
 from ._common import (
     constraint_rows, describe_seed, FEASIBILITY_TOLERANCE, make_objective_oracle, RowSampler, seeded_streams,
@@ -130,6 +131,7 @@ def online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, prox_we
         ``"no_feasible_iterate"`` (``feasibility_tolerance``; the uniform average has no feasibility
         selection) or ``"callback_stop"``.
     """
+    require_constrained_problem(problem, "online_stochastic_subgradient")
     # locals() is exactly the parameters here: forward them all to the implementation.
     return _online_stochastic_subgradient(**locals())
 

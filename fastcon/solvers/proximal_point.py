@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._results import Counters, SolveResult
 from ..problems import ConstrainedProblem, ProximalTerm
 from ._schedules import Schedule, constant, linear
@@ -109,6 +110,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
         ``counters`` sums the inner data passes and steps; ``info["outer_iterates"]`` holds
         :math:`x_0..x_K` and ``info["inner_status"]`` the inner statuses.
     """
+    require_constrained_problem(problem, "proximal_point")
     check_choice("inner_solver", inner_solver, ("switching", "conex", "online"))
     check_choice("inner_output", inner_output, ("weighted_average", "last"))
     check_choice("schedule_index", schedule_index, ("inner", "outer"))

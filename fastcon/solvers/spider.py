@@ -24,7 +24,7 @@ from .._kernels._datafit import GROUP_GAP, MARGIN, NO_PENALTY, datafit_buffers
 from .._kernels._spider import COUNTERS, SpiderBatches, SpiderParameters, SpiderState, rng_state, spider_loop
 from .._results import Counters, SolveResult
 from ..problems import PenalizedTerm, ShiftedTerm
-from ..problems._protocol import require_capabilities
+from ..problems._protocol import require_capabilities, require_constrained_problem
 from ._common import (
     as_seed_sequence, check_choice, describe_seed, FEASIBILITY_TOLERANCE, start_point, stationarity_certificate,
 )
@@ -169,6 +169,7 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
         ``rows_g_value`` (two-point values twice) and ``rows_g_read`` (rows this implementation
         actually read).
     """
+    require_constrained_problem(problem, "spider")
     check_choice("variant", variant, _VARIANTS)
     check_choice("output", output, _OUTPUTS)
     if problem.n_constraints != 1:

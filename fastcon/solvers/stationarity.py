@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._kernels._vector import axpy, proximal_add
 from ..metrics import preserved_counters
 from ._step_rules import PolyakStep, StronglyConvexStep
@@ -131,6 +132,7 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, return_de
     The terms' ``rows_read`` counters are restored on exit (see `preserved_counters`), so calling
     this between solver iterations does not change the solver's data-pass accounting.
     """
+    require_constrained_problem(problem, "near_stationarity")
     rho_hat = float(rho_hat)
     if not rho_hat > 0 or not np.isfinite(rho_hat):
         raise ValueError(f"rho_hat: must be positive and finite, got {rho_hat}")

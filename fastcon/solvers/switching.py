@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..problems._protocol import require_constrained_problem
 from .._results import SolveResult
 from ._output import BestIterate, RandomIterate, WeightedAverage
 from ._common import (
@@ -161,6 +162,7 @@ def switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, sw
         :math:`g(x_t)` the switching test saw, a batch estimate under a stochastic constraint) and the
         parameters.
     """
+    require_constrained_problem(problem, "switching_subgradient")
     # locals() is exactly the parameters here: forward them all to the implementation.
     return _switching_subgradient(**locals())
 
