@@ -217,16 +217,20 @@ def test_phase_one_from_infeasible_start():
     assert res.counters["rows_g"] == (8 + 1) + 20 * 200
 
 
-def test_phase_one_failure_reports_no_feasible_iterate():
+def test_phase_one_failure_reports_its_status():
     # x0 = 0 is a stationary point of g = 1 - x^2 with g = 1: Remark 1's infeasible stationary point
     res = iqrc(ring_problem([0.0], [0.0]), rho_hat=3.0, rho=2.0, outer_iter=3, inner_iter=10)
-    assert res.status == "no_feasible_iterate" and res.info["phase_one"]["status"] == "infeasible_stationary"
+    assert res.status == "infeasible_stationary" and res.info["phase_one"]["status"] == "infeasible_stationary"
     assert res.max_violation == 1.0 and res.n_iter == 0 and not res.success
+    np.testing.assert_array_equal(res.history["constraint"], [1.0])
     # budget exhausted: tiny constant steps cannot reach g <= tau; the lowest-g point is returned
     res = iqrc(ring_problem([0.0], [0.5]), rho_hat=3.0, rho=2.0, outer_iter=3, inner_iter=10,
                phase_one_iter=5, phase_one_step_size=1e-3)
     phase = res.info["phase_one"]
     assert res.status == "no_feasible_iterate" and phase["status"] == "undecided" and phase["n_iter"] == 5
+    assert res.n_iter == 5 and res.counters["phase_one_iterations"] == 5
+    np.testing.assert_array_equal(res.history["iteration"], np.arange(6))
+    np.testing.assert_array_equal(res.history["constraint"], phase["constraint"])
     assert res.x[0] == pytest.approx(0.5 * 1.002 ** 5) and res.max_violation == pytest.approx(phase["final_constraint"])
     assert "Phase I" in res.message and "check_feasibility" in res.message
     # g = |x - 1| + 0.5 > 0 everywhere; steps of 0.3 from 0 overshoot 1: g = 1.5, 1.2, 0.9, 0.6, 0.7.

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from ..problems._protocol import require_constrained_problem
-from .._results import SolveResult
+from .._results import Counters, SolveResult
 from ._common import (
     FEASIBILITY_TOLERANCE, PassMeter, check_choice, describe_seed, no_feasible_message,
     seeded_streams, start_point,
@@ -34,6 +34,7 @@ from ._validation import (
 from ._schedules import Schedule, as_schedule
 from ._step_rules import PolyakStep, ScheduleStep
 from ._switching_core import FusedOracle, switching_loop
+from ._run import SolverRun
 from .proximal_point import proximal_point
 
 __all__ = ["iqrc", "iqrc_step_size"]
@@ -224,12 +225,15 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, switching_level=FE
     Returns
     -------
     SolveResult
-        ``x`` by ``output``; ``status`` ``"max_iter"``, ``"callback_stop"`` or
-        ``"no_feasible_iterate"``: Phase I failed, or (without Phase I) no recorded inner iterate and
+        ``x`` by ``output``; ``status`` ``"max_iter"``, ``"callback_stop"``,
+        ``"infeasible_stationary"`` (Phase I stopped at a stationary point of :math:`g` with
+        :math:`g > \tau`) or ``"no_feasible_iterate"``: Phase I ran out of its budget, or (without
+        Phase I) no recorded inner iterate and
         no outer iterate has :math:`g \le \tau` (`proximal_point`'s ``feasibility_tolerance`` set to
         :math:`\tau`); the message gives the smallest :math:`g` reached and points to
         `check_feasibility`.
-        ``history``: the inner iterates (the paper's blue curve), concatenated by `proximal_point`,
+        ``history``: when Phase I fails, its iterates (``iteration``, ``constraint``,
+        ``max_violation``); otherwise the inner iterates (the paper's blue curve), concatenated by `proximal_point`,
         metrics of the original problem. ``info["outer_iterates"]``: :math:`x_0..x_T`.
         ``info["outer_history"]`` (the red curve), one row per outer iterate :math:`x_t`: ``outer``
         :math:`t`, ``iteration`` (cumulative inner iterations), ``time`` (cumulative algorithm time,
@@ -278,14 +282,19 @@ def iqrc(problem, x0=None, *, rho_hat=1.0, rho=None, mu=None, switching_level=FE
     if phase["status"] in ("undecided", "infeasible_stationary"):
         how = ("its budget ran out" if phase["status"] == "undecided"
                else "it reached a stationary point of g")
-        return SolveResult(
-            x, "no_feasible_iterate",
-            f"Phase I could not reach g(x) <= {threshold:g}: {how}; returning the point of lowest g (IQRC "
+        run = SolverRun(f"iqrc[{inner_solver}]", max(1, phase["n_iter"]), count_name="phase_one_iter")
+        run.status = "no_feasible_iterate" if phase["status"] == "undecided" else "infeasible_stationary"
+        run.counters = Counters(problem.n_samples_f, problem.n_samples_g)
+        run.counters.values.update(rows_f=phase["rows_f"], rows_g=phase["rows_g"], phase_one_iterations=phase["n_iter"])
+        trace = phase["constraint"]
+        return run.finish(
+            x, objective=problem.f(x), max_violation=problem.max_violation(x),
+            message=f"Phase I could not reach g(x) <= {threshold:g}: {how}; returning the point of lowest g (IQRC "
             "needs an approximately feasible start, Assumption 1E). "
             + no_feasible_message(phase["final_constraint"], threshold, "no Phase-I iterate"),
-            objective=problem.f(x), max_violation=problem.max_violation(x),
-            counters=_with_phase_one({"rows_f": 0, "rows_g": 0}, phase, problem), info=settings,
-            solver=f"iqrc[{inner_solver}]")
+            n_iter=phase["n_iter"], info=settings,
+            history={"iteration": np.arange(trace.size), "constraint": trace,
+                     "max_violation": np.maximum(trace, 0.0)})
 
     outer = _OuterHistory(problem, x)
 
