@@ -169,3 +169,14 @@ def test_a_zero_constraint_subgradient_after_objective_steps_is_infeasible_stati
     res = near_stationarity(prob, np.zeros(D), 1.0, return_details=True)
     assert res["n_objective_steps"] == 1
     assert res["status"] == "infeasible_stationary"
+
+
+@pytest.mark.parametrize("field, value, error", [
+    ("feasibility_tolerance", float("nan"), ValueError), ("feasibility_tolerance", -1.0, ValueError),
+    ("tol", float("nan"), ValueError), ("tol", "small", TypeError),
+    ("window", 0, ValueError), ("window", 2.5, ValueError), ("max_iter", 2.5, ValueError), ("max_iter", 0, ValueError),
+])
+def test_the_numeric_arguments_are_checked_under_their_own_name(field, value, error):
+    prob = ConstrainedProblem(_quad(np.zeros(D)), [_affine(np.ones(D), 1.0)])
+    with pytest.raises(error, match=f"^{field}:"):
+        near_stationarity(prob, np.zeros(D), 1.0, **{field: value})

@@ -28,6 +28,7 @@ from .._kernels._vector import axpy, proximal_add
 from ..metrics import preserved_counters
 from ._step_rules import PolyakStep, StronglyConvexStep
 from ._switching_core import FusedOracle, switching_loop
+from ._validation import check_count, check_real
 
 __all__ = ["near_stationarity"]
 
@@ -141,18 +142,18 @@ def near_stationarity(problem, x, rho_hat, *, max_iter=2000, tol=1e-6, return_de
         raise ValueError(f"mu: must be positive and finite, got {mu}")
     if output not in ("average", "last"):
         raise ValueError(f"output: expected 'average' or 'last', got {output!r}")
-    if int(max_iter) < 1 or int(window) < 1:
-        raise ValueError("max_iter: max_iter and window must be at least 1")
+    max_iter = check_count("max_iter", max_iter)
+    window = check_count("window", window)
+    tol = check_real("tol", tol)
+    feasibility_tolerance = check_real("feasibility_tolerance", feasibility_tolerance)
     x = np.array(x, dtype=np.float64)
     if x.shape != (problem.dim,):
         raise ValueError(f"x: expected shape ({problem.dim},), got {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError("x: contains NaN or inf")
     with preserved_counters(problem):
-        res = _switching_prox(problem, x, rho_hat, mu, int(max_iter), float(tol), float(feasibility_tolerance),
-                              int(window), output)
-    res.update(rho_hat=rho_hat, mu=mu, tol=float(tol), feasibility_tolerance=float(feasibility_tolerance),
-               output=output)
+        res = _switching_prox(problem, x, rho_hat, mu, max_iter, tol, feasibility_tolerance, window, output)
+    res.update(rho_hat=rho_hat, mu=mu, tol=tol, feasibility_tolerance=feasibility_tolerance, output=output)
     if res["status"] == "no_feasible_iterate":
         warnings.warn("near_stationarity: no iterate reached g <= feasibility_tolerance; x_hat is the last iterate "
                       "(increase max_iter, or check that the constraint has a feasible point)",
