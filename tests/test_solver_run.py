@@ -1,4 +1,5 @@
 """The solver scaffold `SolverRun`: history rows, callback stop, best feasible iterate, statuses."""
+import inspect
 import math
 
 import numpy as np
@@ -151,13 +152,17 @@ def test_no_feasible_iterate_only_replaces_the_listed_statuses():
         assert run.finish(np.zeros(1), no_feasible_from=listed).status == expected
 
 
-def test_solver_verdict_overrides_the_offers():
+def test_a_finish_tolerance_replaces_the_runs():
     run = SolverRun("s", 5).start()
     run.offer(0, 0.5)
-    res = run.finish(np.zeros(1), message="m", feasible=False, tolerance=0.25)
+    res = run.finish(np.zeros(1), message="m", feasibility_tolerance=0.25)
     assert res.status == "no_feasible_iterate"
     assert res.message == "m; " + no_feasible_message(0.5, 0.25)
+    run = SolverRun("s", 5, feasibility_tolerance=0.25).start()
+    run.offer(0, 0.5)
+    assert run.finish(np.zeros(1), feasibility_tolerance=0.5).status == "max_iter"
     assert SolverRun("s", 5).start().finish(np.zeros(1)).status == "max_iter"  # no tolerance: no verdict
+    assert not {"feasible", "tolerance"} & set(inspect.signature(SolverRun.finish).parameters)
 
 
 def test_progress_is_closed_when_the_loop_raises(capsys):

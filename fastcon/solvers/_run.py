@@ -195,14 +195,14 @@ class SolverRun:
 
     # ------------------------------------------------------------------ result
     def finish(self, x, *, objective=math.nan, max_violation=math.nan, message="", n_iter=None, multipliers=None,
-               info=None, history=None, state=None, solver=None, feasible=None, no_feasible_from=("max_iter",),
-               subject="no iterate", tolerance=None) -> SolveResult:
+               info=None, history=None, state=None, solver=None, no_feasible_from=("max_iter",),
+               subject="no iterate", feasibility_tolerance=None) -> SolveResult:
         r"""The `SolveResult`, with status ``"no_feasible_iterate"`` where it applies.
 
         The status becomes ``"no_feasible_iterate"`` when it is one of ``no_feasible_from`` and no
-        offered constraint value was at most ``feasibility_tolerance`` (or, when given, ``feasible``
-        is False); ``message`` then gets `no_feasible_message` (best value, ``tolerance`` or the
-        run's, ``subject``) appended after ``"; "``.
+        offered constraint value was at most ``feasibility_tolerance`` (the argument, else the
+        run's; neither: no such status); ``message`` then gets `no_feasible_message` (best value,
+        that tolerance, ``subject``) appended after ``"; "``.
 
         Parameters
         ----------
@@ -221,14 +221,12 @@ class SolverRun:
             ``SolveResult.state``.
         solver : str, optional
             Default the run's name.
-        feasible : bool, optional
-            The solver's own feasibility verdict instead of the offered values'.
         no_feasible_from : tuple of str
             Statuses that a never-feasible run replaces.
         subject : str
             What was never feasible, for the message.
-        tolerance : float, optional
-            The tolerance the message quotes (default ``feasibility_tolerance``).
+        feasibility_tolerance : float, optional
+            Instead of the run's ``feasibility_tolerance`` for this verdict.
 
         Returns
         -------
@@ -236,10 +234,9 @@ class SolverRun:
         """
         self.close()
         status = self.status
-        tolerance = self.feasibility_tolerance if tolerance is None else tolerance
-        if feasible is None and tolerance is not None:
-            feasible = self.best_constraint <= tolerance
-        if feasible is False and status in no_feasible_from:
+        tolerance = (self.feasibility_tolerance if feasibility_tolerance is None
+                     else check_real("feasibility_tolerance", feasibility_tolerance))
+        if tolerance is not None and self.best_constraint > tolerance and status in no_feasible_from:
             status = "no_feasible_iterate"
             text = no_feasible_message(self.best_constraint, tolerance, subject)
             message = f"{message}; {text}" if message else text
