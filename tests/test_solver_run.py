@@ -203,3 +203,29 @@ def test_callable_progress_values_are_evaluated_only_when_shown(capsys):
     shown.close()
     assert len(calls) == 3
     assert "value=2" in capsys.readouterr().err
+
+
+def test_a_solver_that_raises_before_its_loop_closes_its_progress(monkeypatch):
+    from test_idca import QuadraticDC
+
+    import fastcon.solvers._run as run_module
+    from fastcon.solvers import exact_penalty_trust_region, idca
+    shown = []
+
+    class Tracked(run_module.Progress):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            shown.append(self)
+    monkeypatch.setattr(run_module, "Progress", Tracked)
+
+    def fail(*args):
+        raise RuntimeError("oracle failed")
+    with pytest.raises(RuntimeError, match="oracle failed"):  # the start is evaluated after start()
+        exact_penalty_trust_region(ConstrainedProblem(custom_term(fail, fail, 1), [], Whole()), verbose="lines")
+
+    class Broken(QuadraticDC):
+        def objective_value(self, x):
+            raise RuntimeError("oracle failed")
+    with pytest.raises(RuntimeError, match="oracle failed"):
+        idca(Broken([0.0], [0.0], halfspaces=[([1.0], 1.0)]), verbose="lines")
+    assert len(shown) == 2 and not any(progress.active for progress in shown)

@@ -304,19 +304,19 @@ def abpp(problem, model, x0=None, *, max_iter=50, primal_step=0.1, dual_step=0.1
     state = start_state(model, x0)
 
     # a record reads no data (scores are cached per state): the shared rule gives ceil(K/100)
-    counters = run.start().counters
-    gx = np.asarray(problem.constraint_values(model, state), dtype=np.float64)
-    gx_prev = gx
-    run.record(0, force=True, objective=problem.objective_value(model, state),
-               max_violation=max(0.0, float(gx.max(initial=-math.inf))), multiplier_norm=float(np.linalg.norm(y)),
-               primal_step=math.nan, dual_step=math.nan, theta=math.nan)
-    avg_state, avg_y, T = None, np.zeros(m), 0.0
-    window = []
-    half = math.ceil(K / 2)
-    message = f"ran the {K} iterations"
-    prox_unmet = 0
-    k = -1
-    with run:
+    with run.start():
+        counters = run.counters
+        gx = np.asarray(problem.constraint_values(model, state), dtype=np.float64)
+        gx_prev = gx
+        run.record(0, force=True, objective=problem.objective_value(model, state),
+                   max_violation=max(0.0, float(gx.max(initial=-math.inf))), multiplier_norm=float(np.linalg.norm(y)),
+                   primal_step=math.nan, dual_step=math.nan, theta=math.nan)
+        avg_state, avg_y, T = None, np.zeros(m), 0.0
+        window = []
+        half = math.ceil(K / 2)
+        message = f"ran the {K} iterations"
+        prox_unmet = 0
+        k = -1
         for k in range(K):
             if k == half and k > 0 and (bound_reset or outlier_threshold is not None):
                 # [LD23] Section 6 / Appendix G: both heuristics run at the half-way iteration, on x_k.

@@ -155,59 +155,59 @@ def augmented_lagrangian(problem, x0=None, *, max_iter=30, inner_max_iter=500, l
             raise ValueError(f"multipliers0: expected {m} finite non-negative numbers, got {multipliers0!r}")
 
     # rows cost nothing here (values the method computed anyway, few outer iterations): one per iteration
-    run.start(default_every=1, counters=Counters(problem.n_samples_f, problem.n_samples_g))
-    problem.reset_counters()
-    grad = np.empty(problem.dim)
-    state = {"evaluations": 0}
+    with run.start(default_every=1, counters=Counters(problem.n_samples_f, problem.n_samples_g)):
+        problem.reset_counters()
+        grad = np.empty(problem.dim)
+        state = {"evaluations": 0}
 
-    def phi(x_flat):
-        state["evaluations"] += 1
-        f, g = problem.lagrangian(x_flat, lambda values: np.maximum(0.0, lam + rho * values), grad)
-        shifted = np.maximum(0.0, lam + rho * g)
-        return f + (shifted @ shifted - lam @ lam) / (2.0 * rho), grad.copy()
+        def phi(x_flat):
+            state["evaluations"] += 1
+            f, g = problem.lagrangian(x_flat, lambda values: np.maximum(0.0, lam + rho * values), grad)
+            shifted = np.maximum(0.0, lam + rho * g)
+            return f + (shifted @ shifted - lam @ lam) / (2.0 * rho), grad.copy()
 
-    # imported here, not at `import fastcon` (scipy.optimize ~60 ms, threadpoolctl ~50 ms)
-    import scipy.optimize
-    from threadpoolctl import threadpool_limits
+        # imported here, not at `import fastcon` (scipy.optimize ~60 ms, threadpoolctl ~50 ms)
+        import scipy.optimize
+        from threadpoolctl import threadpool_limits
 
-    if jacobi is None:
-        objective, start_of, x_of, inner_bounds, inner_gtol, inner_callback = (
-            phi, lambda v: v, lambda v: v, bounds, stationarity_tolerance, None)
-    else:
-        last = {}
+        if jacobi is None:
+            objective, start_of, x_of, inner_bounds, inner_gtol, inner_callback = (
+                phi, lambda v: v, lambda v: v, bounds, stationarity_tolerance, None)
+        else:
+            last = {}
 
-        def objective(u):
-            value, gradient = phi(jacobi * u)
-            gradient *= jacobi
-            last["u"], last["gradient"] = u, gradient
-            return value, gradient
+            def objective(u):
+                value, gradient = phi(jacobi * u)
+                gradient *= jacobi
+                last["u"], last["gradient"] = u, gradient
+                return value, gradient
 
-        def inner_callback(intermediate_result):
-            # L-BFGS's own test, in u, is |s_i g_i| <= gtol: met only where every scaled entry is
-            # small. Stop as soon as the test that matters, in x, holds at the accepted iterate.
-            u = intermediate_result.x
-            if "u" in last and np.array_equal(u, last["u"]):
-                if _stationarity(jacobi * u, last["gradient"] / jacobi, bounds) <= stationarity_tolerance:
-                    raise StopIteration
+            def inner_callback(intermediate_result):
+                # L-BFGS's own test, in u, is |s_i g_i| <= gtol: met only where every scaled entry is
+                # small. Stop as soon as the test that matters, in x, holds at the accepted iterate.
+                u = intermediate_result.x
+                if "u" in last and np.array_equal(u, last["u"]):
+                    if _stationarity(jacobi * u, last["gradient"] / jacobi, bounds) <= stationarity_tolerance:
+                        raise StopIteration
 
-        def start_of(v):
-            return v / jacobi
+            def start_of(v):
+                return v / jacobi
 
-        def x_of(u):
-            return jacobi * u
-        inner_bounds = None if bounds is None else _scaled_bounds(bounds, jacobi)
-        # L-BFGS's own test, made sufficient for the one in x: |g_i| <= gtol / s_i without bounds;
-        # at a bound the projected step in u is gtol, s_i gtol in x. The callback stops sooner.
-        inner_gtol = stationarity_tolerance
-        if jacobi.size:
-            inner_gtol *= float(jacobi.min()) if bounds is None else min(float(jacobi.min()), 1.0 / float(jacobi.max()))
+            def x_of(u):
+                return jacobi * u
+            inner_bounds = None if bounds is None else _scaled_bounds(bounds, jacobi)
+            # L-BFGS's own test, made sufficient for the one in x: |g_i| <= gtol / s_i without bounds;
+            # at a bound the projected step in u is gtol, s_i gtol in x. The callback stops sooner.
+            inner_gtol = stationarity_tolerance
+            if jacobi.size:
+                inner_gtol *= (float(jacobi.min()) if bounds is None
+                               else min(float(jacobi.min()), 1.0 / float(jacobi.max())))
 
-    message = ""
-    previous_violation = np.inf
-    k = -1
-    stationarity = complementarity = np.inf
-    f_value, g = np.nan, np.zeros(m)
-    with run:
+        message = ""
+        previous_violation = np.inf
+        k = -1
+        stationarity = complementarity = np.inf
+        f_value, g = np.nan, np.zeros(m)
         for k in range(max_iter):
             # L-BFGS works on vectors of n_features entries: OpenBLAS threads for its dot products cost
             # more than they give (docs/measurements.md)

@@ -154,18 +154,18 @@ def cbpr(problem, model, x0=None, *, outer_iter=20, prox_weight=None, inner_iter
     def violation(p, s):
         return max(0.0, float(np.max(p.constraint_values(model, s), initial=-math.inf)))
 
-    counters = run.start().counters  # records read no data: the shared rule gives ceil(T/100)
-    start_violation = violation(problem, state)
-    violations, steps, dual_steps = [start_violation], [], []
-    run.record(0, force=True, objective=problem.objective_value(model, state), max_violation=start_violation,
-               step=math.nan, inner_max_violation=math.nan, multiplier_norm=float(np.linalg.norm(y)))
-    message = f"ran the {T} outer iterations"
-    if start_violation > 0:
-        message += f"; the start is infeasible (max violation {start_violation:.3g}), which CBPR's theory excludes"
-    half = math.ceil(T / 2)
-    inner_total = 0
-    t = -1
-    with run:
+    with run.start():  # records read no data: the shared rule gives ceil(T/100)
+        counters = run.counters
+        start_violation = violation(problem, state)
+        violations, steps, dual_steps = [start_violation], [], []
+        run.record(0, force=True, objective=problem.objective_value(model, state), max_violation=start_violation,
+                   step=math.nan, inner_max_violation=math.nan, multiplier_norm=float(np.linalg.norm(y)))
+        message = f"ran the {T} outer iterations"
+        if start_violation > 0:
+            message += f"; the start is infeasible (max violation {start_violation:.3g}), which CBPR's theory excludes"
+        half = math.ceil(T / 2)
+        inner_total = 0
+        t = -1
         for t in range(T):
             if alpha_max is not None:
                 # the authors' schedule: alpha <- alpha + (alpha_max - alpha)/((l+1)(l+2)), per pair

@@ -162,14 +162,13 @@ def _conex(problem, x0=None, *, max_iter=1000, primal_step=1e-2, dual_step=20.0,
         for i, (c, row) in enumerate(zip(cons, views[id(grads)])):
             values[i] = c.value_and_subgradient(x, row)
 
-    run.start(problem, record_rows=rec_rows, iteration_rows=it_rows + constraint_rows(problem))
-    meter = run.meter
-    constraints_at(x, g_cur, G_cur)
-    ell[:] = g_cur
-    ell_prev[:] = g_cur
-    avg_x, avg_y = WeightedAverage(d), WeightedAverage(m)
-    info_cb = {}
-    with run:
+    with run.start(problem, record_rows=rec_rows, iteration_rows=it_rows + constraint_rows(problem)):
+        meter = run.meter
+        constraints_at(x, g_cur, G_cur)
+        ell[:] = g_cur
+        ell_prev[:] = g_cur
+        avg_x, avg_y = WeightedAverage(d), WeightedAverage(m)
+        info_cb = {}
         for t in range(T):
             f_t = eval_f(x, f_grad)
             # s_t = (1 + theta_t) l_t - theta_t l_{t-1};  y_{t+1} = [y_t + tau_t s_t]_+

@@ -318,17 +318,16 @@ def exact_penalty_trust_region(problem, x0=None, *, penalty=None, penalty_update
         g_max = float(point.values[:n_g].max()) if n_g else -math.inf
         return max(0.0, g_max, domain.ball_violation(at)), g_max
 
-    run.start(problem)  # records reuse the step's values: no data read
-    evaluate(current, x)
-    if not current.finite():
-        raise ValueError("x0: the objective or a constraint oracle returned a non-finite value or "
-                         "subgradient at the start point")
-    status, stop_reason, stop_k = "max_iter", "max_iter", T - 1
-    message = f"ran {T} iterations without meeting the criticality test"
-    psi_upper = math.nan
-    accepted_steps = rejected_steps = penalty_increases = 0
-    info_cb = {}
-    with run:
+    with run.start(problem):  # records reuse the step's values: no data read
+        evaluate(current, x)
+        if not current.finite():
+            raise ValueError("x0: the objective or a constraint oracle returned a non-finite value or "
+                             "subgradient at the start point")
+        status, stop_reason, stop_k = "max_iter", "max_iter", T - 1
+        message = f"ran {T} iterations without meeting the criticality test"
+        psi_upper = math.nan
+        accepted_steps = rejected_steps = penalty_increases = 0
+        info_cb = {}
         for k in range(T):
             lower, upper = domain.step_bounds(x, delta)
             violation_sum = current.violation_sum()

@@ -207,22 +207,22 @@ def idca(problem, x0=None, *, outer_iter=100, inner_iter=200, switching_level=1e
 
     grad = np.empty(problem.dim)
     sub = np.empty(problem.dim)
-    run.start(default_every=1, counters=Counters(getattr(problem, "n_samples", 0), getattr(problem, "n_samples", 0)))
-    history = run.history
-    inner_total = n_obj = n_con = 0
-    message = ""
-    best = (math.inf, None, -1)
+    n_samples = getattr(problem, "n_samples", 0)
+    with run.start(default_every=1, counters=Counters(n_samples, n_samples)):
+        history = run.history
+        inner_total = n_obj = n_con = 0
+        message = ""
+        best = (math.inf, None, -1)
 
-    def evaluate(point):
-        return problem.objective_value(point), float(np.max(problem.constraint_values(point), initial=-math.inf))
+        def evaluate(point):
+            return problem.objective_value(point), float(np.max(problem.constraint_values(point), initial=-math.inf))
 
-    f0, fmax = evaluate(x)
-    history.record(0, force=True, inner_iterations=0, objective=f0, max_violation=max(0.0, fmax), constraint=fmax,
-                   switching_level=float(eps[0]))
-    if fmax <= feas_tol:
-        best = (f0, x.copy(), 0)
-    k_done = 0
-    with run:
+        f0, fmax = evaluate(x)
+        history.record(0, force=True, inner_iterations=0, objective=f0, max_violation=max(0.0, fmax), constraint=fmax,
+                       switching_level=float(eps[0]))
+        if fmax <= feas_tol:
+            best = (f0, x.copy(), 0)
+        k_done = 0
         for k in range(K):
             lin_values, lin_jacobian = problem.minus_linearization(x)
             out = _switching_polyak_inner(problem, x, np.asarray(lin_values, dtype=np.float64),

@@ -165,9 +165,8 @@ def _online_stochastic_subgradient(problem, x0=None, *, max_iter, V=None, prox_w
     it_rows = (batch_f if problem.objective.n_samples > 0 else 0) + batch_g * sum(c.n_samples > 0 for c in cons)
 
     average = WeightedAverage(d)
-    run.start(problem, record_rows=rec.n_samples_f + constraint_rows(rec), iteration_rows=it_rows)
-    info_cb = {"queues": queues, "constraint_estimates": theta}
-    with run:
+    with run.start(problem, record_rows=rec.n_samples_f + constraint_rows(rec), iteration_rows=it_rows):
+        info_cb = {"queues": queues, "constraint_estimates": theta}
         for k in range(K):
             eval_f(z, f_grad)                       # zeta~_0^k
             eval_g(z, theta, grad_rows)             # theta^_i^k, zeta~_i^k from the same rows

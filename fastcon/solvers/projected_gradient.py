@@ -201,33 +201,33 @@ def projected_gradient(objective, constraints, x0=None, *, step_size="auto", max
             "projection_max_iter": max_p, "n_constraints": constraints.n_constraints}
     rows0 = getattr(objective, "rows_read", 0)
     # a record reads no data: the shared rule gives about 100 rows
-    counters = run.start(counters=Counters(getattr(objective, "n_samples", 0), 0)).counters
-    grad = np.empty(d)
+    with run.start(counters=Counters(getattr(objective, "n_samples", 0), 0)):
+        counters = run.counters
+        grad = np.empty(d)
 
-    def finish(x, message, multipliers=None):
-        counters.values["rows_f"] = getattr(objective, "rows_read", 0) - rows0
-        f = float(objective.value(x)) if hasattr(objective, "value") else float(objective.value_and_subgradient(
-            x, np.empty(d)))
-        return run.finish(x, objective=f, max_violation=constraints.max_violation(x), message=message,
-                          multipliers=multipliers, info=info)
+        def finish(x, message, multipliers=None):
+            counters.values["rows_f"] = getattr(objective, "rows_read", 0) - rows0
+            f = float(objective.value(x)) if hasattr(objective, "value") else float(objective.value_and_subgradient(
+                x, np.empty(d)))
+            return run.finish(x, objective=f, max_violation=constraints.max_violation(x), message=message,
+                              multipliers=multipliers, info=info)
 
-    n_proj = n_fail = 0
-    proj = qcqp_projection(w, constraints, tol=tol_p, max_iter=max_p)
-    n_proj += proj.iterations
-    counters.values["projection_iterations"], counters.values["projection_failures"] = n_proj, n_fail
-    if proj.status == "infeasible":
-        run.status = "no_feasible_iterate"
-        return finish(proj.w, "the start's projection found the constraint set empty: " + proj.message)
-    if not proj.converged:
-        n_fail += 1
-        info["projection_failure"] = proj.message
-    w = proj.w
-    lam = proj.multipliers
-    f = objective.value_and_subgradient(w, grad)
-    proj_its, change = proj.iterations, math.nan
-    message = f"ran {T} iterations"
-    last_eta = eta[0]
-    with run:
+        n_proj = n_fail = 0
+        proj = qcqp_projection(w, constraints, tol=tol_p, max_iter=max_p)
+        n_proj += proj.iterations
+        counters.values["projection_iterations"], counters.values["projection_failures"] = n_proj, n_fail
+        if proj.status == "infeasible":
+            run.status = "no_feasible_iterate"
+            return finish(proj.w, "the start's projection found the constraint set empty: " + proj.message)
+        if not proj.converged:
+            n_fail += 1
+            info["projection_failure"] = proj.message
+        w = proj.w
+        lam = proj.multipliers
+        f = objective.value_and_subgradient(w, grad)
+        proj_its, change = proj.iterations, math.nan
+        message = f"ran {T} iterations"
+        last_eta = eta[0]
         for t in range(T):
             if run.due(t, final=False):  # the last row is w_{n_iter}, recorded after the loop
                 run.record(t, force=True, objective=f, max_violation=constraints.max_violation(w),

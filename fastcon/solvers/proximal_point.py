@@ -145,8 +145,7 @@ def proximal_point(problem, x0=None, *, rho_hat, outer_iter=50, inner_solver="sw
     columns, statuses = {}, []
     totals = {"rows_f": 0, "rows_g": 0}
     offset_t, offset_time, res = 0, 0.0, None
-    run.start(counters=Counters(problem.n_samples_f, problem.n_samples_g))
-    with run:
+    with run.start(counters=Counters(problem.n_samples_f, problem.n_samples_g)):
         for k in range(K):
             objective = ProximalTerm(problem.objective, rho_hat, x)
             constraints = ([ProximalTerm(c, rho_hat, x) for c in problem.constraints] if prox_on_constraint

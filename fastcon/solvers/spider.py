@@ -241,19 +241,19 @@ def spider(problem, x0=None, *, variant="stochastic", beta=10.0, nu=1e-5, step_s
     # a record reads f and g on every row; an iteration reads its objective batch and its
     # constraint batch, except every q-th, which reads the whole constraint instead
     it_rows = bf + (n_g if s2 == n_g else ((q - 1) * s2 + n_g) / q)
-    every = run.start(record_rows=n_f + n_g, iteration_rows=it_rows, counters=Counters(n_f, n_g)).record_every
-    k, x_tau = 0, None
-    start = time.perf_counter()
-    alpha_decay = schedule == "inverse_sqrt_period"
-    f0, g0 = problem.f(x), float(problem.g(x)[0])
-    run.record(0, force=True, time=0.0, objective=f0, constraint=g0, max_violation=max(0.0, g0),
-               constraint_estimate=math.nan, penalty_weight=math.nan, step_size=float(step_size),
-               data_passes_f=0.0, data_passes_g=0.0,
-               **({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat)}
-                  if record_stationarity_every is not None else {}))
-    run.offer(0, g0, x, f0)  # the smallest recorded g, and the best feasible recorded iterate
-    meter_time = time.perf_counter() - start
-    with run:
+    with run.start(record_rows=n_f + n_g, iteration_rows=it_rows, counters=Counters(n_f, n_g)):
+        every = run.record_every
+        k, x_tau = 0, None
+        start = time.perf_counter()
+        alpha_decay = schedule == "inverse_sqrt_period"
+        f0, g0 = problem.f(x), float(problem.g(x)[0])
+        run.record(0, force=True, time=0.0, objective=f0, constraint=g0, max_violation=max(0.0, g0),
+                   constraint_estimate=math.nan, penalty_weight=math.nan, step_size=float(step_size),
+                   data_passes_f=0.0, data_passes_g=0.0,
+                   **({"stationarity": stationarity_certificate(problem, x, stationarity_rho_hat)}
+                      if record_stationarity_every is not None else {}))
+        run.offer(0, g0, x, f0)  # the smallest recorded g, and the best feasible recorded iterate
+        meter_time = time.perf_counter() - start
         while k < K:
             # records happen at multiples of `every` and at tau; the compiled loop runs in between
             nxt = min(K, (k // every + 1) * every)

@@ -219,44 +219,44 @@ def _switching_subgradient(problem, x0=None, *, max_iter=1000, step_size=1e-3, s
                else n_cons * int(constraint_batch_size or 1))
     if n_cons == 0:
         it_rows = problem.n_samples_f if objective_oracle == "deterministic" else int(objective_batch_size or 1)
-    run.start(problem, record_rows=rec.n_samples_f + (0 if reuse_g else constraint_rows(rec)), iteration_rows=it_rows)
-    meter = run.meter
+    with run.start(problem, record_rows=rec.n_samples_f + (0 if reuse_g else constraint_rows(rec)),
+                   iteration_rows=it_rows):
+        meter = run.meter
 
-    sampler = RandomIterate(problem.dim, rng_out)
-    rule = {"random": sampler, "best_feasible": BestIterate(problem.dim), "average": WeightedAverage(problem.dim),
-            "last": None}[output]
-    in_I_count = 0
-    info_cb = {}
+        sampler = RandomIterate(problem.dim, rng_out)
+        rule = {"random": sampler, "best_feasible": BestIterate(problem.dim), "average": WeightedAverage(problem.dim),
+                "last": None}[output]
+        in_I_count = 0
+        info_cb = {}
 
-    def before_step(state):
-        nonlocal in_I_count
-        t, kind, g_t, f_t = state.t, state.kind, state.constraint, state.objective
-        in_I = kind == "f" and t >= S
-        candidate = in_I or (strongly_convex_constraint and t >= S)
-        in_I_count += in_I
-        if candidate:
-            sampler.offer(t, x, eta[t])
-            if output == "average":
-                rule.offer(t, x, weights[t])
-        stat_due = record_stationarity_every is not None and t % record_stationarity_every == 0
-        if run.due(t) or stat_due:
-            with meter:
-                if not (reuse_f and kind == "f"):
-                    f_t = rec.f(x)
-                g_rec = g_t if reuse_g else rec.g(x)[0]
-                extra = {"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat)} if stat_due else {}
-            run.record(t, force=True, objective=f_t, constraint=g_rec, max_violation=max(0.0, g_rec), step_kind=kind,
-                       step_size=eta[t], switching_level=eps[t], extra=extra)
-            if output == "best_feasible" and candidate:
-                rule.offer(t, x, f_t)
-        if callback is not None:
-            info_cb.update(constraint=g_t, step_kind=kind, step_size=eta[t], switching_level=eps[t], in_I=in_I)
+        def before_step(state):
+            nonlocal in_I_count
+            t, kind, g_t, f_t = state.t, state.kind, state.constraint, state.objective
+            in_I = kind == "f" and t >= S
+            candidate = in_I or (strongly_convex_constraint and t >= S)
+            in_I_count += in_I
+            if candidate:
+                sampler.offer(t, x, eta[t])
+                if output == "average":
+                    rule.offer(t, x, weights[t])
+            stat_due = record_stationarity_every is not None and t % record_stationarity_every == 0
+            if run.due(t) or stat_due:
+                with meter:
+                    if not (reuse_f and kind == "f"):
+                        f_t = rec.f(x)
+                    g_rec = g_t if reuse_g else rec.g(x)[0]
+                    extra = {"stationarity": stationarity_certificate(rec, x, stationarity_rho_hat)} if stat_due else {}
+                run.record(t, force=True, objective=f_t, constraint=g_rec, max_violation=max(0.0, g_rec),
+                           step_kind=kind, step_size=eta[t], switching_level=eps[t], extra=extra)
+                if output == "best_feasible" and candidate:
+                    rule.offer(t, x, f_t)
+            if callback is not None:
+                info_cb.update(constraint=g_t, step_kind=kind, step_size=eta[t], switching_level=eps[t], in_I=in_I)
 
-    def after_step(state):
-        return "callback_stop" if run.tick(state.t, x, info_cb, g=state.constraint) else None
+        def after_step(state):
+            return "callback_stop" if run.tick(state.t, x, info_cb, g=state.constraint) else None
 
-    steps = ScheduleStep(eta)
-    with run:
+        steps = ScheduleStep(eta)
         loop = switching_loop(x, FusedOracle(eval_g, eval_f, g_grad), eps, T, objective_rule=steps,
                               constraint_rule=steps, project=problem.project_inplace, before_step=before_step,
                               after_step=after_step, objective_buffer=f_grad, constraint_buffer=g_grad)

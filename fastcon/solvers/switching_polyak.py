@@ -78,27 +78,26 @@ def switching_polyak(problem, x0=None, *, max_iter=1000, switching_level=1e-3, o
     T = run.max_iter
     eps = check_schedule("switching_level", switching_level, T, positive=True)
     x = _start(problem, x0)
-    run.start(default_every=max(1, math.ceil(T / 100)))
-    best_f0, best_x, tau = math.inf, None, -1
+    with run.start(default_every=max(1, math.ceil(T / 100))):
+        best_f0, best_x, tau = math.inf, None, -1
 
-    def before_step(state):
-        nonlocal best_f0, best_x, tau
-        t, fmax = state.t, state.constraint
-        if state.kind == "f":
-            if state.objective < best_f0:
-                best_f0, best_x, tau = state.objective, x.copy(), t
-            if run.due(t):
-                run.record(t, force=True, objective=state.objective, constraint=fmax, max_violation=max(0.0, fmax),
-                           step_kind="f", switching_level=float(eps[t]))
-        elif run.due(t):
-            run.record(t, force=True, objective=problem.objective_value(x), constraint=fmax, max_violation=fmax,
-                       step_kind="g", switching_level=float(eps[t]))
+        def before_step(state):
+            nonlocal best_f0, best_x, tau
+            t, fmax = state.t, state.constraint
+            if state.kind == "f":
+                if state.objective < best_f0:
+                    best_f0, best_x, tau = state.objective, x.copy(), t
+                if run.due(t):
+                    run.record(t, force=True, objective=state.objective, constraint=fmax, max_violation=max(0.0, fmax),
+                               step_kind="f", switching_level=float(eps[t]))
+            elif run.due(t):
+                run.record(t, force=True, objective=problem.objective_value(x), constraint=fmax, max_violation=fmax,
+                           step_kind="g", switching_level=float(eps[t]))
 
-    def after_step(state):
-        info = {"constraint": state.constraint, "switching_level": float(eps[state.t])}
-        return "callback_stop" if run.tick(state.t, x, info, constraint=state.constraint) else None
+        def after_step(state):
+            info = {"constraint": state.constraint, "switching_level": float(eps[state.t])}
+            return "callback_stop" if run.tick(state.t, x, info, constraint=state.constraint) else None
 
-    with run:
         loop = switching_loop(x, DCOracle(problem), eps, T, objective_rule=LevelStep(), constraint_rule=PolyakStep(),
                               before_step=before_step, after_step=after_step)
     message = ""
