@@ -109,7 +109,8 @@ def test_subproblem_lagrangian_as_weights(J):
     L, inv_tau = 40.0, 3.0
     lam = rng.uniform(0, 0.5, problem.n_constraints)
     lam[[i for i, (a, b) in enumerate(problem.pairs) if b == 1]] += 3.0  # group 1's weight goes negative
-    sub = ProxSubproblem(problem, model, anchor_t, L)
+    sub = ProxSubproblem(problem, model, anchor_t, prox_weight=L)
+    assert sub.prox_weight == L
     W, c, anchor = sub.lagrangian(lam)
     assert anchor is anchor_t and c == pytest.approx(L * (1 + lam.sum()))
     assert W.min() < 0  # a group weight went negative: the prox must dominate
@@ -200,3 +201,9 @@ def test_errors_name_the_field():
         GroupLossGap(y, 2, g, 0.1, scale=0.0)
     with pytest.raises(ValueError, match="^multipliers0: "):
         cbpr(problem, model, multipliers0=[1.0])
+
+
+def test_prox_subproblem_is_internal_to_cbpr():
+    import fastcon.problems
+    assert not hasattr(fastcon.problems, "ProxSubproblem")
+    assert "ProxSubproblem" not in fastcon.problems.__all__

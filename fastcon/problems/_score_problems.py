@@ -5,7 +5,8 @@ A *score problem* states :math:`\min f` s.t. :math:`g_j \le 0` through the cross
 its Lagrangian as a weighted loss,
 :math:`f(x) + \sum_j y_j g_j(x) = \sum_i W_i(y)\,\ell_i(F(x)) + c(y)\,D_W(x, x^t) + \text{const}`,
 which a score model's ``prox_step`` minimises. The problems: `NeymanPearsonScores` (eq. (3.1)),
-`GroupLossGap` (Section 4) and `ProxSubproblem` (CBPR's subproblem (4.2)); rows can be dropped
+`GroupLossGap` (Section 4), exported from `fastcon.problems`, and `ProxSubproblem` (CBPR's
+subproblem (4.2), internal to `fastcon.solvers.cbpr`); rows can be dropped
 (the outlier heuristic of Appendix G). Protocol: docs/design.md, 'Module notes'.
 """
 from __future__ import annotations
@@ -420,15 +421,20 @@ class ProxSubproblem:
     model : score model
     anchor : state
         :math:`x^t`.
-    prox : float
+    prox_weight : float
         :math:`L > 0`.
+
+    Notes
+    -----
+    `fastcon.solvers.cbpr` builds one per outer step; it is not exported from `fastcon.problems`
+    (a user states the base problem, never the subproblem).
     """
 
-    def __init__(self, problem, model, anchor, prox):
+    def __init__(self, problem, model, anchor, prox_weight):
         self.problem = problem
         self.model = model
         self.anchor = anchor
-        self.prox = float(prox)
+        self.prox_weight = float(prox_weight)
         self.n_constraints = problem.n_constraints
         self.labels = problem.labels
         self.n_classes = problem.n_classes
@@ -437,13 +443,13 @@ class ProxSubproblem:
         self.problem.check_model(model)
 
     def constraint_values(self, model, state) -> np.ndarray:
-        return self.problem.constraint_values(model, state) + self.prox * model.divergence(state, self.anchor)
+        return self.problem.constraint_values(model, state) + self.prox_weight * model.divergence(state, self.anchor)
 
     def objective_value(self, model, state) -> float:
-        return self.problem.objective_value(model, state) + self.prox * model.divergence(state, self.anchor)
+        return self.problem.objective_value(model, state) + self.prox_weight * model.divergence(state, self.anchor)
 
     def lagrangian(self, y):
         W, c, _ = self.problem.lagrangian(y)
         if c != 0.0:
             raise ValueError("problem: CBPR needs a problem whose Lagrangian has no Bregman term of its own (c = 0)")
-        return W, self.prox * (1.0 + float(np.sum(y))), self.anchor
+        return W, self.prox_weight * (1.0 + float(np.sum(y))), self.anchor
