@@ -7,7 +7,8 @@ of an AttributeError deep inside an iteration.
 """
 from __future__ import annotations
 
-__all__ = ["CONSTRAINED_PROBLEM", "missing_capabilities", "require_capabilities", "require_constrained_problem"]
+__all__ = ["CONSTRAINED_PROBLEM", "DC_PROBLEM", "SCORE_PROBLEM", "SCORE_MODEL", "missing_capabilities",
+           "require_capabilities", "require_constrained_problem"]
 
 #: The `fastcon.problems.ConstrainedProblem` protocol: what the solvers of ``min f s.t. g <= 0 over
 #: a domain`` (switching_subgradient, conex, spider, iqrc, ...) read from their ``problem``.
@@ -15,6 +16,16 @@ CONSTRAINED_PROBLEM = ("objective", "constraints", "domain", "dim", "x0", "n_con
                        "f_and_subgradient", "constraint_values", "g", "g_and_subgradient", "max_violation",
                        "lagrangian", "curvature_diagonal", "project", "project_inplace", "n_samples_f",
                        "n_samples_g", "rows_read_f", "rows_read_g", "reset_counters")
+
+#: The DC problem of partial fairness (`fastcon.problems.PartialFairnessProblem`) as
+#: `fastcon.solvers.idca` reads it: :math:`g_i = g_i^+ - g_i^-`, with :math:`g^-` linearised.
+DC_PROBLEM = ("dim", "n_constraints", "x0", "objective_value", "objective_value_and_gradient", "constraint_values",
+              "plus_values", "plus_subgradient", "minus_linearization")
+
+#: A score problem and a score model (`fastcon.problems.NeymanPearsonScores`, `GroupLossGap`,
+#: `LinearScoreModel`) as `fastcon.solvers.abpp` and `cbpr` read them.
+SCORE_PROBLEM = ("n_constraints", "constraint_values", "objective_value", "lagrangian")
+SCORE_MODEL = ("n_samples", "n_outputs", "initial_state", "scores", "divergence", "prox_step", "parameters")
 
 
 def missing_capabilities(obj, names) -> list:

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._memory_limit import check_memory
 from .._results import SolveResult
-from ..problems._protocol import require_capabilities
+from ..problems._protocol import SCORE_MODEL, SCORE_PROBLEM, require_capabilities
 from ..problems._score_models import loss_curvature
 from ._common import check_choice
 from ._run import SolverRun
@@ -30,8 +30,6 @@ from ._validation import check_count, check_optional_real, check_real
 __all__ = ["abpp", "abpp_step_sizes", "abpp_lipschitz_constant", "inexactness_schedule", "resolve_dual_step"]
 
 _OUTPUTS = ("last", "average")
-_PROTOCOL_PROBLEM = ("n_constraints", "constraint_values", "objective_value", "lagrangian")
-_PROTOCOL_MODEL = ("n_samples", "n_outputs", "initial_state", "scores", "divergence", "prox_step", "parameters")
 
 #: Window of the dual-stagnation test (the authors' code keeps the last 5 multiplier vectors).
 STAGNATION_WINDOW = 5
@@ -39,7 +37,7 @@ STAGNATION_WINDOW = 5
 
 def check_protocols(problem, model):
     """TypeError naming ``problem``/``model`` when a method of the score protocols is missing."""
-    for name, obj, needed in (("problem", problem, _PROTOCOL_PROBLEM), ("model", model, _PROTOCOL_MODEL)):
+    for name, obj, needed in (("problem", problem, SCORE_PROBLEM), ("model", model, SCORE_MODEL)):
         require_capabilities(obj, name, needed, "abpp", hint="the score protocol of GroupLossGap, "
                              "NeymanPearsonScores and LinearScoreModel")
     if hasattr(problem, "check_model"):

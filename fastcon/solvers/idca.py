@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._results import Counters, SolveResult
-from ..problems._protocol import require_capabilities
+from ..problems._protocol import DC_PROBLEM, require_capabilities
 from ._common import check_choice
 from ._run import SolverRun
 from ._step_rules import LevelStep, PolyakStep
@@ -32,14 +32,12 @@ from ._validation import check_count, check_real, check_schedule
 __all__ = ["idca", "idca_theory_parameters", "IDCATheory", "check_dc_problem"]
 
 _OUTPUTS = ("last", "best_feasible")
-_PROTOCOL = ("objective_value", "objective_value_and_gradient", "constraint_values", "plus_values",
-             "plus_subgradient", "minus_linearization")
 
 
-def check_dc_problem(problem, needed=_PROTOCOL, solver="idca"):
-    """Raise TypeError naming ``problem`` and ``solver`` unless the problem has the DC problem protocol's
-    methods and attributes."""
-    require_capabilities(problem, "problem", ("dim", "n_constraints", "x0", *needed), solver,
+def check_dc_problem(problem, needed=DC_PROBLEM[3:], solver="idca"):
+    """Raise TypeError naming ``problem`` and ``solver`` unless the problem has ``dim``,
+    ``n_constraints``, ``x0`` and the methods ``needed`` of the DC problem protocol."""
+    require_capabilities(problem, "problem", (*DC_PROBLEM[:3], *needed), solver,
                          hint="a DC-constrained problem, e.g. fastcon.problems.PartialFairnessProblem")
 
 
