@@ -149,8 +149,7 @@ class StationarityTracker:
 
     def measure(self, iteration, x):
         t0 = time.perf_counter()
-        d = self._ns(self.problem, x, self.rho_hat, max_iter=self.max_iter, tol=self.tol, mu=self.mu,
-                     seed=self.seed)[0]
+        d = self._ns(self.problem, x, self.rho_hat, max_iter=self.max_iter, tol=self.tol, mu=self.mu)[0]
         self.time_s += time.perf_counter() - t0
         self.iterations.append(int(iteration))
         self.values.append(float(d))
