@@ -191,7 +191,9 @@ def test_fused_hinge_rows(benchmark, a9a, role):
     X, y, w, rows = a9a["X"], a9a["y"], a9a["w"], a9a["rows"]
     out = np.empty(123)
     ws = lo.loss_workspace(rows.size, rows.size * 14, 123)
-    args = (lo.HINGE, la.CSR(a9a["indptr"], a9a["indices"], None), y, None, 1.0 / rows.size, rows, w, out, ws)
+    # the record's fields as a plain tuple, as fastcon.problems.MarginRisk passes them per minibatch
+    design = tuple(la.CSR(a9a["indptr"], a9a["indices"], None))
+    args = (lo.HINGE, design, y, None, 1.0 / rows.size, rows, w, out, ws)
     check_loss("hinge", X, y, w, rows, lo.csr_loss_value_grad(*args), out)
     if role == "fastcon":
         pedantic(benchmark, lo.csr_loss_value_grad, *args)

@@ -64,6 +64,17 @@ class CSR(NamedTuple):
     data: Optional[np.ndarray]    #: float64 value of each stored entry; None for binary features
 
 
+@njit(inline="always")
+def as_csr(X):
+    """``X`` as a `CSR` record, given the record or the plain tuple ``(indptr, indices, data)``.
+
+    An entry kernel called from Python per minibatch takes the plain tuple: numba's dispatcher
+    types a tuple of arrays in C but a NamedTuple in Python (about 0.8 against 0.3 us per call);
+    inside compiled code the record is free.
+    """
+    return CSR(X[0], X[1], X[2])
+
+
 # --------------------------------------------------------------------------- compile-time helpers
 def _entry(values, k):  # pragma: no cover - replaced by the overload inside jitted code
     return 1.0 if values is None else values[k]

@@ -19,7 +19,7 @@ from numba import prange
 from ._jit import njit
 from ._linalg import (
     JIT, JIT_PARALLEL, _chunk_span, _count, _csr_axpy, _csr_dot, _dense_axpy, _dense_dot, _entry, _row_at,
-    n_chunks_for,
+    as_csr, n_chunks_for,
 )
 from ._vecmath import exp_minus, log1p_unit
 
@@ -252,9 +252,10 @@ def csr_loss_value(loss, X, y, weights, scale, rows, w, workspace):
     ----------
     loss : int
         Loss code (``HINGE``, ``LOGISTIC``, ``SIGMOID``, ``SQUARED_HINGE``).
-    X : CSR
+    X : CSR or tuple
         The design (`fastcon._kernels._linalg.CSR`: uint64 ``indptr``, uint32 ``indices``,
-        float64 ``data``, or ``data=None`` for binary features).
+        float64 ``data``, or ``data=None`` for binary features), or the plain tuple of its fields
+        (cheaper to dispatch from Python, `as_csr`).
     y : ndarray of float64, shape (n,)
         Labels in {-1, +1}.
     weights : ndarray of float64, shape (n,), or None
@@ -271,6 +272,7 @@ def csr_loss_value(loss, X, y, weights, scale, rows, w, workspace):
     -------
     float
     """
+    X = as_csr(X)
     m = _count(rows, X.indptr.shape[0] - 1)
     n_chunks = workspace.shape[0]
     last = workspace.shape[1] - 1
@@ -292,6 +294,7 @@ def csr_loss_value_grad(loss, X, y, weights, scale, rows, w, out, workspace):
     Arguments as in :func:`csr_loss_value`; ``out`` (float64, shape (d,)) is overwritten with
     :math:`\sigma \sum_{i\in R} s_i \phi'(z_i) y_i a_i`. Returns the value.
     """
+    X = as_csr(X)
     m = _count(rows, X.indptr.shape[0] - 1)
     n_chunks = workspace.shape[0]
     d = out.shape[0]

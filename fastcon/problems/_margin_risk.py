@@ -98,7 +98,8 @@ class MarginRisk:
         self._weights = sample_weight
         if dataset.is_sparse:
             indptr, indices, data = dataset.csr_arrays
-            self._design = CSR(indptr, indices, None if dataset.is_binary_features else data)
+            # the plain tuple of the CSR record's fields: cheaper for numba to dispatch per minibatch (as_csr)
+            self._design = tuple(CSR(indptr, indices, None if dataset.is_binary_features else data))
             work = int(dataset.X.nnz)
             self._mean_row_work = max(1, work // n)
         else:
