@@ -1,7 +1,7 @@
 """fastcon inside someone else's program (issue 33, item 2): what ``import fastcon`` and a fit leave behind.
 
 * ``import fastcon`` changes no environment variable and imports neither ``scipy.stats``,
-  ``scipy.optimize`` nor ``threadpoolctl``; nor the paper reproductions (``fastcon.experiments``),
+  ``scipy.optimize``, ``scipy.special``, ``scipy.linalg`` nor ``threadpoolctl``; nor the paper reproductions (``fastcon.experiments``),
   the command line or an optional dependency (scikit-learn, matplotlib, dask, xgboost, ...);
 * numba's threading layer is fork-safe unless the user chose one (tbb, whose wheel fastcon depends
   on for x86-64 Linux, else workqueue): a ``fork`` pool after a fit completes under both (it hung
@@ -63,7 +63,7 @@ def test_import_leaves_environment_and_heavy_modules_alone():
         import numba
         changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))
         heavy = sorted(m for m in sys.modules if m.split(".")[0] == "threadpoolctl"
-                       or m.startswith(("scipy.stats", "scipy.optimize")))
+                       or m.startswith(("scipy.stats", "scipy.optimize", "scipy.special", "scipy.linalg")))
         print(changed, heavy, numba.config.THREADING_LAYER)
     """))
     assert out.split() == ["[]", "[]", "forksafe"], out

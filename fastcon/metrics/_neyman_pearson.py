@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import betainc
 
 from ._group_metrics import _weights
 
@@ -46,6 +45,8 @@ def _binom_sf(k, n, p) -> float:
         return 1.0
     if k >= n:
         return 0.0
+    from scipy.special import betainc  # here, not at import: scipy.special costs ~90 ms to import
+
     return float(betainc(k + 1.0, n - k, p))
 
 

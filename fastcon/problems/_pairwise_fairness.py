@@ -20,7 +20,6 @@ import numbers
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ._validation import check_x
@@ -336,6 +335,8 @@ class _Dual:
 
         ``thresh`` is the accuracy asked of each :math:`q_j` (`_thresholds`).
         """
+        import scipy.linalg as sla  # here, not at import: scipy.linalg costs ~80 ms to import
+
         c = self.cons.c
         if self.shared:
             D = 1.0 + lam.sum() * self.lam
@@ -549,6 +550,8 @@ def _project_one(dual, cons, tol, max_iter):
 
 def _project_many(dual, cons, tol, max_iter, lam):
     """m >= 2: projected Newton (Bertsekas 1982) on psi = -phi over lambda >= 0."""
+    import scipy.linalg as sla  # here, not at import: scipy.linalg costs ~80 ms to import
+
     m = cons.n_constraints
     state = dual.evaluate(lam)
     if state is None:  # a warm start so large that H lost definiteness: restart from 0
