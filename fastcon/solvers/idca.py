@@ -61,6 +61,14 @@ class _InnerOutcome:
     stalled: bool             # a zero subgradient of a violated constraint
 
 
+def _most_violated(values):
+    """``(max_i g_i, argmax)``; ``(-inf, -1)`` without constraints (every step is then an objective step)."""
+    if not values.size:
+        return -math.inf, -1
+    i = int(np.argmax(values))
+    return float(values[i]), i
+
+
 class DCOracle:
     """The switching core's oracle (`fastcon.solvers._switching_core`) on a DC problem itself:
     :math:`g = \\max_i g_i`, :math:`\\zeta \\in \\partial g_{i^*}^+ - \\partial g_{i^*}^-` ([HHYL25] Algorithm 3)."""
@@ -69,11 +77,7 @@ class DCOracle:
         self.problem = problem
 
     def constraint(self, x):
-        values = self.problem.constraint_values(x)
-        if not values.size:  # no constraint: every step is an objective step
-            return -math.inf, -1
-        i = int(np.argmax(values))
-        return float(values[i]), i
+        return _most_violated(self.problem.constraint_values(x))
 
     def constraint_subgradient(self, x, i, out):
         self.problem.constraint_subgradient(x, i, out)
@@ -98,11 +102,7 @@ class DCSubproblemOracle:
     def constraint(self, v):
         np.subtract(v, self.xk, out=self.d)
         self.prox = 0.5 * self.mu * float(self.d @ self.d) if self.mu else 0.0
-        g = self.problem.plus_values(v) - (self.lin_values + self.lin_jacobian @ self.d) + self.prox
-        if not g.size:  # no constraint: every step is an objective step
-            return -math.inf, -1
-        i = int(np.argmax(g))
-        return float(g[i]), i
+        return _most_violated(self.problem.plus_values(v) - (self.lin_values + self.lin_jacobian @ self.d) + self.prox)
 
     def constraint_subgradient(self, v, i, out):
         self.problem.plus_subgradient(v, i, out)
