@@ -39,7 +39,7 @@ def _peak(fn):
 
 def test_demographic_parity_with_160_groups_fits_under_200_mb_above_the_data():
     X, y01, groups = _data(4000, 5, 160)
-    peak, clf = _peak(lambda: FairClassifier("demographic_parity", tolerance=0.1).fit(X, y01,
+    peak, clf = _peak(lambda: FairClassifier("demographic_parity", bound=0.1).fit(X, y01,
                                                                                        sensitive_features=groups))
     assert peak < 200 * MB, f"peak {peak / MB:.0f} MB"
     assert clf.coef_.shape == (1, 5)
@@ -112,7 +112,7 @@ def test_roc_grid_too_large_for_memory_is_refused_before_anything_is_built(monke
     need = fairness_constraint_bytes(200, 2, "roc", 10**7)
     assert need > 1_500_000_000                     # about 160 bytes per threshold, not the grid's 8
     monkeypatch.setattr(_memory_limit, "physical_memory", lambda: 2 * need - 2)
-    clf = FairClassifier("roc", tolerance=0.1, n_thresholds=10**7)
+    clf = FairClassifier("roc", bound=0.1, n_thresholds=10**7)
     with pytest.raises(ValueError, match=r"^n_thresholds: the 'roc' constraints of 2 groups at 10,000,000 "
                                          r"thresholds on 200 rows would need 1\.\d GiB"):
         clf.fit(X, y01, sensitive_features=groups)
@@ -122,7 +122,7 @@ def test_too_many_groups_for_memory_are_refused_naming_the_sensitive_features(mo
     X, y01, groups = _data(4000, 3, 160)
     monkeypatch.setattr(_memory_limit, "physical_memory", lambda: 8 * MB)
     with pytest.raises(ValueError, match=r"^sensitive_features: the 'demographic_parity' constraints of 160 groups"):
-        FairClassifier("demographic_parity", tolerance=0.1).fit(X, y01, sensitive_features=groups)
+        FairClassifier("demographic_parity", bound=0.1).fit(X, y01, sensitive_features=groups)
     dataset = Dataset(X, 2 * y01 - 1)
     with pytest.raises(ValueError, match=r"^groups: the 'equalized_odds' constraints of 160 groups"):
         group_fairness_constraints(LinearScores(dataset), y01, groups, "equalized_odds", 0.1)
